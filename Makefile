@@ -1,0 +1,147 @@
+# kai: one Makefile for the kernel, user programs, file-system image, host
+# runtime, tests and benchmarks. `make help` lists the targets.
+#
+# Sections are owned by parts of the project; edit a section in place.
+
+CROSS   ?= riscv64-linux-gnu-
+CXX_RV  := $(CROSS)g++
+LD_RV   := $(CROSS)ld
+OBJCOPY := $(CROSS)objcopy
+HOSTCXX ?= g++
+PYTHON  ?= /usr/bin/python3
+QEMU    ?= qemu-system-riscv64
+CPUS    ?= 2
+RAM     ?= 1G
+B       := build
+
+.PHONY: all help host kernel user fsimg qemu qemu-gdb test test-host test-tools test-qemu bench clean
+all: kernel user fsimg host
+
+help:
+	@echo "make            build kernel, user programs, fs image, host runner"
+	@echo "make qemu       boot kai with a shell (CPUS=$(CPUS) RAM=$(RAM))"
+	@echo "make qemu-gdb   same, waiting for gdb on tcp::1234"
+	@echo "make test       every test suite; ends with 'N passed, M failed'"
+	@echo "make bench      the standard benchmark study (not part of make test)"
+	@echo "make clean      remove build/"
+
+# ---------------------------------------------------------------- flags
+# Bare-metal RISC-V flags: see ../shared/docs/qemu-facts.md for why each is needed.
+RV_ARCH   := -march=rv64gc -mabi=lp64d -mcmodel=medany
+RV_COMMON := $(RV_ARCH) -ffreestanding -fno-exceptions -fno-rtti -fno-pie -no-pie \
+             -fno-stack-protector -fno-threadsafe-statics -fno-asynchronous-unwind-tables \
+             -nostdlib -O2 -g -Wall -Wextra -Wno-unused-parameter -std=c++20 -MMD -MP
+KERNEL_CXXFLAGS := $(RV_COMMON) -Iinclude -Ikernel -Ilib -DKAI_KERNEL
+USER_CXXFLAGS   := $(RV_COMMON) -Iinclude -Iuser/lib -Ilib -DKAI_USER
+
+# ---------------------------------------------------------------- runtime (lib/)
+# The inference runtime is compiled three times: for the kernel, for user
+# programs and for the host.
+LIB_SRCS := $(wildcard lib/*.cpp)
+
+# ---------------------------------------------------------------- kernel
+KERNEL_SRCS := $(wildcard kernel/*.cpp kernel/*/*.cpp kernel/*.S kernel/*/*.S)
+KERNEL_OBJS := $(patsubst %,$(B)/%.o,$(KERNEL_SRCS)) $(patsubst %,$(B)/kernel-lib/%.o,$(LIB_SRCS))
+KERNEL_ELF  := $(B)/kernel/kernel.elf
+
+kernel: $(KERNEL_ELF)
+
+$(B)/kernel/%.cpp.o: kernel/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX_RV) $(KERNEL_CXXFLAGS) -c $< -o $@
+$(B)/kernel/%.S.o: kernel/%.S
+	@mkdir -p $(dir $@)
+	$(CXX_RV) $(KERNEL_CXXFLAGS) -c $< -o $@
+$(B)/kernel-lib/lib/%.cpp.o: lib/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX_RV) $(KERNEL_CXXFLAGS) -c $< -o $@
+
+$(KERNEL_ELF): $(KERNEL_OBJS) kernel/kernel.ld
+	@mkdir -p $(dir $@)
+	$(CXX_RV) $(RV_COMMON) -T kernel/kernel.ld -Wl,--build-id=none -o $@ $(KERNEL_OBJS) -lgcc
+
+# ---------------------------------------------------------------- user programs
+# Every user/bin/NAME.cpp becomes the program /NAME in the image.
+ULIB_SRCS  := $(wildcard user/lib/*.cpp user/lib/*.S)
+ULIB_OBJS  := $(patsubst %,$(B)/%.o,$(ULIB_SRCS))
+URT_OBJS   := $(patsubst %,$(B)/user-lib/%.o,$(LIB_SRCS))
+UPROG_SRCS := $(wildcard user/bin/*.cpp)
+UPROGS     := $(patsubst user/bin/%.cpp,$(B)/user/bin/%,$(UPROG_SRCS))
+
+user: $(UPROGS)
+
+$(B)/user/%.cpp.o: user/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX_RV) $(USER_CXXFLAGS) -c $< -o $@
+$(B)/user/%.S.o: user/%.S
+	@mkdir -p $(dir $@)
+	$(CXX_RV) $(USER_CXXFLAGS) -c $< -o $@
+$(B)/user-lib/lib/%.cpp.o: lib/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX_RV) $(USER_CXXFLAGS) -c $< -o $@
+$(B)/user/libkai.a: $(ULIB_OBJS) $(URT_OBJS)
+	@rm -f $@
+	$(CROSS)ar rcs $@ $^
+
+$(B)/user/bin/%: $(B)/user/bin/%.cpp.o $(B)/user/libkai.a user/user.ld
+	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $< $(B)/user/libkai.a -lgcc
+
+# ---------------------------------------------------------------- file-system image
+FSIMG      := $(B)/fs.img
+# MODELS="NAME=DIR ..." packs each bundle directory at /AI/NAME (upper case).
+MODELS     ?=
+FSIMG_ARGS ?=
+
+fsimg: $(FSIMG)
+$(FSIMG): $(UPROGS) tools/mkfsimg.py
+	$(PYTHON) tools/mkfsimg.py --out $@ $(UPROGS) $(foreach m,$(MODELS),--add-dir AI/$(shell echo $(firstword $(subst =, ,$(m))) | tr a-z A-Z)=$(lastword $(subst =, ,$(m)))) $(FSIMG_ARGS)
+
+# ---------------------------------------------------------------- QEMU
+QEMU_OPTS = -machine virt -bios default -kernel $(KERNEL_ELF) -m $(RAM) -smp $(CPUS) -nographic \
+            -global virtio-mmio.force-legacy=false \
+            -drive file=$(FSIMG),if=none,format=raw,id=x0 -device virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0
+
+qemu: kernel fsimg
+	$(QEMU) $(QEMU_OPTS)
+qemu-gdb: kernel fsimg
+	@echo "kai: waiting for gdb-multiarch $(KERNEL_ELF) -ex 'target remote :1234'"
+	$(QEMU) $(QEMU_OPTS) -S -gdb tcp::1234
+
+# ---------------------------------------------------------------- host runtime and runner
+HOST_CXXFLAGS := -std=c++20 -O2 -g -Wall -Wextra -Ilib -Iinclude -MMD -MP
+HOST_LIB_OBJS := $(patsubst %,$(B)/host/%.o,$(LIB_SRCS))
+HOST_RUNNER_SRCS := $(wildcard tools/runner/*.cpp)
+
+host: $(B)/host/llmrun
+
+$(B)/host/%.cpp.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(HOSTCXX) $(HOST_CXXFLAGS) -c $< -o $@
+$(B)/host/llmrun: $(HOST_LIB_OBJS) $(patsubst %,$(B)/host/%.o,$(HOST_RUNNER_SRCS))
+	@mkdir -p $(dir $@)
+	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
+
+# Catch2 host unit tests: tests/host/*.cpp, built with AddressSanitizer.
+HOST_TEST_SRCS := $(wildcard tests/host/*.cpp)
+ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer
+$(B)/host-asan/%.cpp.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -c $< -o $@
+$(B)/host/unit_tests: $(patsubst %,$(B)/host-asan/%.o,$(LIB_SRCS) $(HOST_TEST_SRCS))
+	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -o $@ $^
+
+# ---------------------------------------------------------------- tests
+test: all $(B)/host/unit_tests
+	$(PYTHON) tests/run_all.py
+
+test-host: $(B)/host/unit_tests
+	$(PYTHON) tests/run_all.py host
+test-tools:
+	$(PYTHON) tests/run_all.py tools
+test-qemu: all
+	$(PYTHON) tests/run_all.py qemu
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

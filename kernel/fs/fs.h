@@ -1,0 +1,46 @@
+// What the file system offers the rest of the kernel (CONTRACT between the
+// kernel core and kernel/fs/). The shapes follow xv6's file layer.
+#pragma once
+#include <stdint.h>
+#include "../error.h"
+#include "../../include/kai/fs_abi.h"
+
+namespace fs {
+
+struct Inode;
+struct File;
+
+// Mounts the root file system. Must run in process context (it sleeps on
+// disk I/O), so the first user process calls it before exec("/init").
+// A corrupt or foreign image: prints why and returns the error (no panic).
+ErrorOr<void> init(int dev);
+
+// Every file-system system call brackets its updates in one transaction.
+void begin_op();
+void end_op();
+
+// Path lookup relative to the current process's cwd (or "/").
+ErrorOr<Inode*> namei(const char* path);
+void ilock(Inode* ip);
+void iunlock(Inode* ip);
+void iput(Inode* ip);          // needs begin_op()
+void iunlockput(Inode* ip);    // needs begin_op()
+Inode* idup(Inode* ip);
+// Reads up to n bytes at off into dst (user or kernel address); ip locked.
+// Returns bytes read (0 at end of file).
+ErrorOr<uint64_t> readi(Inode* ip, bool user_dst, uint64_t dst, uint64_t off, uint64_t n);
+uint16_t inode_type(Inode* ip);    // KAI_T_*, ip locked
+uint64_t inode_size(Inode* ip);    // ip locked
+
+// Open files (for fork/exit and the console).
+File* filedup(File* f);
+void fileclose(File* f);
+
+// Device switch: the console registers its read/write here.
+struct DeviceOps {
+  ErrorOr<uint64_t> (*read)(bool user_dst, uint64_t dst, uint64_t n);
+  ErrorOr<uint64_t> (*write)(bool user_src, uint64_t src, uint64_t n);
+};
+extern DeviceOps devsw[];   // indexed by major number (KAI_DEV_*)
+
+}  // namespace fs

@@ -1,0 +1,17 @@
+// Physical memory: 4 KiB pages and large physically contiguous regions.
+#pragma once
+#include <stdint.h>
+
+constexpr uint64_t PAGE_SIZE = 4096;
+
+void kalloc_init();
+// One zero-filled 4 KiB page (kernel direct-mapped address), or nullptr.
+void* kalloc();
+void kfree(void* page);
+// A physically contiguous, page-aligned, zero-filled region of at least
+// `bytes` bytes (model weights, big I/O buffers), or nullptr if no such run
+// of free pages exists.
+void* kalloc_contiguous(uint64_t bytes);
+void kfree_contiguous(void* region, uint64_t bytes);
+uint64_t kalloc_free_pages();
+uint64_t kalloc_total_pages();

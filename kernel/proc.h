@@ -1,0 +1,41 @@
+// Processes and kernel threads. (Contract part: the file system and the AI
+// service rely on the declarations marked CONTRACT; the rest is free to grow.)
+#pragma once
+#include <stdint.h>
+#include "param.h"
+#include "spinlock.h"
+#include "vm.h"
+
+namespace fs { struct File; struct Inode; }
+
+enum class ProcState { Unused, Used, Sleeping, Runnable, Running, Zombie };
+
+struct Process {
+  Spinlock lock{"proc"};
+  // -- protected by lock --
+  ProcState state = ProcState::Unused;
+  const void* chan = nullptr;   // sleeping on this
+  bool killed = false;
+  int exit_status = 0;
+  int pid = 0;
+
+  // -- private to the process --
+  PageTable pagetable = nullptr;      // CONTRACT: nullptr for a kernel thread
+  fs::File* ofile[NOFILE] = {};       // CONTRACT: open files
+  fs::Inode* cwd = nullptr;           // CONTRACT: current directory
+  char name[32] = {};
+  // (kernel helper adds: kernel stack, trapframe, context, FP state, parent, sz, ...)
+};
+
+// CONTRACT: the process (or kernel thread) running on this hart, or nullptr.
+Process* current_process();
+// CONTRACT: atomically release lk and sleep on chan; reacquire lk on wakeup.
+void sleep(const void* chan, Spinlock& lk);
+// CONTRACT: wake every process sleeping on chan. Callable from interrupts.
+void wakeup(const void* chan);
+// CONTRACT: has the current process been killed? (Long sleeps check it.)
+bool current_killed();
+
+// CONTRACT: start a kernel thread running fn(arg); it has no user address
+// space and is scheduled like a process. Returns its pid or an error.
+ErrorOr<int> kthread_create(const char* name, void (*fn)(void*), void* arg);
