@@ -110,7 +110,7 @@ qemu-gdb: kernel fsimg
 # ---------------------------------------------------------------- host runtime and runner
 HOST_CXXFLAGS := -std=c++20 -O2 -g -Wall -Wextra -Ilib -Iinclude -MMD -MP
 HOST_LIB_OBJS := $(patsubst %,$(B)/host/%.o,$(LIB_SRCS))
-HOST_RUNNER_SRCS := $(wildcard tools/runner/*.cpp)
+HOST_RUNNER_SRCS := $(filter-out %_kai.cpp,$(wildcard user/llmrun/*.cpp))
 
 host: $(B)/host/llmrun
 
