@@ -1,0 +1,100 @@
+// The AI service's system-call ABI (ai_submit / ai_wait / ai_query /
+// ai_cancel / ai_info). Shared by the kernel (kernel/ai/) and user programs.
+//
+// Life of a request: ai_submit() validates the request and queues it
+// (QUEUED); a kernel worker thread takes it (RUNNING), runs prefill and
+// decode, and completes it (DONE, FAILED or CANCELLED). The submitting
+// process collects the result once with ai_wait(); that frees the slot.
+#pragma once
+#include <stdint.h>
+
+#define KAI_AI_MAX_PROMPT     255   // prompt tokens per request
+#define KAI_AI_MODEL_NAME_MAX 16    // bundle directory name under /AI, with NUL
+#define KAI_AI_MAX_MODELS     4
+
+// ai_submit flags
+#define KAI_AI_NONBLOCK 0x1         // full queue: fail with -KAI_EAGAIN instead of sleeping
+
+// Request states (ai_query, kai_ai_result.state)
+#define KAI_AI_QUEUED    1
+#define KAI_AI_RUNNING   2
+#define KAI_AI_DONE      3
+#define KAI_AI_FAILED    4
+#define KAI_AI_CANCELLED 5
+
+// Errors (negated return values), one distinct code per cause:
+//   unknown model name             -KAI_ENOENT
+//   model failed to load           -KAI_ENODEV
+//   empty prompt or n_predict == 0 -KAI_EINVAL
+//   prompt longer than 255 tokens  -KAI_E2BIG
+//   token id >= vocab_size         -KAI_ERANGE
+//   prompt + predict > runtime_seq_len  -KAI_EFBIG
+//   bad user pointer               -KAI_EFAULT
+//   full queue with KAI_AI_NONBLOCK -KAI_EAGAIN
+//   ai_wait output buffer smaller than the tokens generated: -KAI_ENOSPC
+//     (the result is kept; wait again with a bigger buffer)
+//   request id unknown, never issued or already collected: -KAI_ESRCH
+//   request belongs to another process: -KAI_EPERM
+//   ai_cancel of a finished request: -KAI_EBUSY
+
+struct kai_ai_submit {
+  const char* model;          // e.g. "SMOL" (the directory /AI/SMOL)
+  const uint32_t* prompt;     // token ids
+  uint32_t prompt_len;        // 1..KAI_AI_MAX_PROMPT
+  uint32_t n_predict;         // tokens to generate, >= 1
+  uint32_t flags;             // KAI_AI_*
+  uint32_t reserved;
+};
+
+// Filled by ai_wait. Timestamps are kernel clock_ns() values.
+struct kai_ai_result {
+  int32_t state;              // KAI_AI_DONE, KAI_AI_FAILED or KAI_AI_CANCELLED
+  int32_t error;              // for FAILED: positive KAI_E* reason
+  uint32_t n_prompt;
+  uint32_t n_generated;
+  uint32_t queue_depth_at_submit;   // requests queued or running when this one arrived
+  uint32_t worker;                  // which worker thread ran it
+  uint64_t t_submit_ns;       // ai_submit accepted it
+  uint64_t t_start_ns;        // a worker started prefill
+  uint64_t t_first_token_ns;  // the first generated token was known
+  uint64_t t_finish_ns;       // the last token was known
+};
+
+// Filled by ai_query (non-blocking).
+struct kai_ai_status {
+  int32_t state;              // KAI_AI_*
+  uint32_t n_generated;       // tokens so far
+};
+
+struct kai_ai_model_info {
+  char name[KAI_AI_MODEL_NAME_MAX];
+  char family[16];            // "llama" or "qwen3.5"
+  int32_t state;              // KAI_AI_MODEL_*
+  int32_t error;              // for FAILED: positive KAI_E* reason
+  uint32_t dim, n_layers, vocab_size, runtime_seq_len;
+  uint64_t n_params;
+  uint64_t bytes;             // kernel memory holding the weights
+  uint64_t load_ns;           // time to read and validate the bundle
+};
+#define KAI_AI_MODEL_LOADING 1
+#define KAI_AI_MODEL_READY   2
+#define KAI_AI_MODEL_FAILED  3
+
+struct kai_ai_info {
+  uint32_t n_models;
+  uint32_t queue_capacity;    // request slots
+  uint32_t n_workers;
+  uint32_t queued;            // right now
+  uint32_t running;           // right now
+  uint32_t reserved;
+  uint64_t submitted, completed, failed, cancelled, rejected;
+  uint64_t in_flight;         // slots in use (queued + running + finished but not collected)
+  struct kai_ai_model_info models[KAI_AI_MAX_MODELS];
+};
+
+// System calls (numbers in syscall_numbers.h):
+//   int64_t ai_submit(const struct kai_ai_submit* req);            -> id > 0
+//   int ai_wait(int64_t id, uint32_t* out, uint32_t capacity, struct kai_ai_result* res);
+//   int ai_query(int64_t id, struct kai_ai_status* st);
+//   int ai_cancel(int64_t id);
+//   int ai_info(struct kai_ai_info* info);
