@@ -14,7 +14,7 @@ CPUS    ?= 2
 RAM     ?= 1G
 B       := build
 
-.PHONY: all help host kernel user fsimg qemu qemu-gdb test test-host test-tools test-qemu bench clean
+.PHONY: all help host kernel user fsimg qemu qemu-gdb test test-host test-tools test-qemu test-models bench clean
 all: kernel user fsimg host
 
 help:
@@ -23,6 +23,7 @@ help:
 	@echo "make qemu-gdb   same, waiting for gdb on tcp::1234"
 	@echo "make test       every test suite; ends with 'N passed, M failed'"
 	@echo "make bench      the standard benchmark study (not part of make test)"
+	@echo "make test-models  test bundles in build/models (synthetic tiny models, stories260K)"
 	@echo "make clean      remove build/"
 
 # ---------------------------------------------------------------- flags
@@ -129,6 +130,35 @@ $(B)/host-asan/%.cpp.o: %.cpp
 	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -c $< -o $@
 $(B)/host/unit_tests: $(patsubst %,$(B)/host-asan/%.o,$(LIB_SRCS) $(HOST_TEST_SRCS))
 	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -o $@ $^
+
+# ---------------------------------------------------------------- models (tools/)
+# Test bundles: synthetic models from tools/make_model.py, and the real
+# stories260K exported from ../shared/models (KAI_SHARED_MODELS overrides) when present.
+KAI_SHARED_MODELS ?= ../shared/models
+MODEL_TOOLS := tools/bundle.py tools/make_model.py tools/export_model.py tools/llm_reference.py tools/tokenizer.py
+STORIES_BIN := $(KAI_SHARED_MODELS)/stories260K/stories260K.bin
+TEST_MODELS := $(B)/models/tiny-llama $(B)/models/tiny-llama-f32 $(B)/models/tiny-qwen $(B)/models/tiny-qwen-f32
+ifneq ($(wildcard $(STORIES_BIN)),)
+TEST_MODELS += $(B)/models/stories260K $(B)/models/stories260K-q8
+endif
+
+test-models: $(patsubst %,%/INFO.TXT,$(TEST_MODELS))
+ifeq ($(wildcard $(STORIES_BIN)),)
+	@echo "test-models: $(STORIES_BIN) not found; stories260K bundles skipped (set KAI_SHARED_MODELS)"
+endif
+
+$(B)/models/tiny-llama/INFO.TXT: $(MODEL_TOOLS)
+	$(PYTHON) tools/make_model.py --preset tiny-llama --dtype q8 --out $(dir $@)
+$(B)/models/tiny-llama-f32/INFO.TXT: $(MODEL_TOOLS)
+	$(PYTHON) tools/make_model.py --preset tiny-llama --dtype f32 --out $(dir $@)
+$(B)/models/tiny-qwen/INFO.TXT: $(MODEL_TOOLS)
+	$(PYTHON) tools/make_model.py --preset tiny-qwen --dtype q8 --out $(dir $@)
+$(B)/models/tiny-qwen-f32/INFO.TXT: $(MODEL_TOOLS)
+	$(PYTHON) tools/make_model.py --preset tiny-qwen --dtype f32 --out $(dir $@)
+$(B)/models/stories260K/INFO.TXT: $(MODEL_TOOLS) $(STORIES_BIN)
+	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --dtype f32 --out $(dir $@)
+$(B)/models/stories260K-q8/INFO.TXT: $(MODEL_TOOLS) $(STORIES_BIN)
+	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --dtype q8 --out $(dir $@)
 
 # ---------------------------------------------------------------- tests
 test: all $(B)/host/unit_tests
