@@ -41,7 +41,11 @@ USER_CXXFLAGS   := $(RV_COMMON) -Iinclude -Iuser/lib -Ilib -DKAI_USER
 LIB_SRCS := $(wildcard lib/*.cpp)
 
 # ---------------------------------------------------------------- kernel
+# kernel/ai/ joins the build once its engine is wired to the runtime (KAI_AI=1 to try).
 KERNEL_SRCS := $(wildcard kernel/*.cpp kernel/*/*.cpp kernel/*.S kernel/*/*.S)
+ifneq ($(KAI_AI),1)
+KERNEL_SRCS := $(filter-out kernel/ai/%,$(KERNEL_SRCS))
+endif
 KERNEL_OBJS := $(patsubst %,$(B)/%.o,$(KERNEL_SRCS)) $(patsubst %,$(B)/kernel-lib/%.o,$(LIB_SRCS))
 KERNEL_ELF  := $(B)/kernel/kernel.elf
 

@@ -1,0 +1,141 @@
+// The boot-time model loader: scans /AI for bundle directories, reads each
+// bundle's header first (so requests can be validated at once), then loads
+// the weights one model at a time while the shell is already up.
+#include "models.h"
+#include "requests.h"
+#include "../fs/fs.h"
+#include "../proc.h"
+#include "../trap.h"
+#include "../printf.h"
+#include "../string.h"
+
+namespace ai {
+
+Model models[KAI_AI_MAX_MODELS];
+int n_models;
+bool models_known;
+
+int find_model(const char* name) {
+  for (int i = 0; i < n_models; i++)
+    if (strcmp(models[i].name, name) == 0) return i;
+  return -1;
+}
+
+namespace {
+
+constexpr const char* kModelRoot = "/AI";
+
+// Collects the names of the subdirectories of /AI (any order on disk).
+int list_bundle_dirs(char names[][KAI_AI_MODEL_NAME_MAX], int max) {
+  fs::begin_op();
+  auto dir = fs::namei(kModelRoot);
+  if (dir.is_error()) {
+    fs::end_op();
+    return 0;
+  }
+  fs::Inode* ip = dir.value();
+  fs::ilock(ip);
+  int n = 0;
+  kai_dirent de;
+  for (uint64_t off = 0; n < max; off += sizeof(de)) {
+    auto got = fs::readi(ip, false, reinterpret_cast<uint64_t>(&de), off, sizeof(de));
+    if (got.is_error() || got.value() != sizeof(de)) break;
+    if (de.inum == 0 || de.name[0] == '.') continue;
+    if (strlen(de.name) >= KAI_AI_MODEL_NAME_MAX) {
+      kprintf("ai: skipping /AI/%s: name longer than %d characters\n", de.name, KAI_AI_MODEL_NAME_MAX - 1);
+      continue;
+    }
+    safestrcpy(names[n++], de.name, KAI_AI_MODEL_NAME_MAX);
+  }
+  fs::iunlockput(ip);
+  fs::end_op();
+  return n;
+}
+
+void print_size(uint64_t bytes) {
+  uint64_t mib10 = bytes * 10 / (1024 * 1024);
+  kprintf("%lu.%lu MiB", mib10 / 10, mib10 % 10);
+}
+
+void loader_main(void*) {
+  char names[KAI_AI_MAX_MODELS][KAI_AI_MODEL_NAME_MAX];
+  int found = list_bundle_dirs(names, KAI_AI_MAX_MODELS);
+  char path[64];
+  char why[160];
+
+  // Phase 1: headers only.
+  for (int i = 0; i < found; i++) {
+    ksnprintf(path, sizeof(path), "%s/%s", kModelRoot, names[i]);
+    ModelSummary summary{};
+    why[0] = 0;
+    auto probed = engine_probe(path, &summary, why, sizeof(why));
+    if (probed.is_error() && probed.error() == Errno::NoEnt && why[0] == 0)
+      continue;   // a directory without CFG.BIN is not a bundle
+    {
+      SpinlockGuard guard(lock);
+      Model& m = models[n_models++];
+      safestrcpy(m.name, names[i], sizeof(m.name));
+      m.summary = summary;
+      m.state = probed.is_error() ? KAI_AI_MODEL_FAILED : KAI_AI_MODEL_LOADING;
+      m.error = probed.is_error() ? static_cast<int32_t>(probed.error()) : 0;
+    }
+    if (probed.is_error()) kprintf("ai: model %s failed: %s\n", names[i], why);
+  }
+  {
+    SpinlockGuard guard(lock);
+    models_known = true;
+    wakeup(&models_known_chan);
+  }
+  if (n_models == 0) kprintf("ai: no model bundles under %s\n", kModelRoot);
+
+  // Phase 2: weights, one model at a time.
+  for (int i = 0; i < n_models; i++) {
+    Model& m = models[i];
+    if (m.state != KAI_AI_MODEL_LOADING) continue;
+    ksnprintf(path, sizeof(path), "%s/%s", kModelRoot, m.name);
+    uint64_t t0 = clock_ns();
+    ModelSummary summary{};
+    why[0] = 0;
+    auto loaded = engine_load(path, &summary, why, sizeof(why));
+    uint64_t elapsed = clock_ns() - t0;
+    {
+      SpinlockGuard guard(lock);
+      if (loaded.is_error()) {
+        m.state = KAI_AI_MODEL_FAILED;
+        m.error = static_cast<int32_t>(loaded.error());
+      } else {
+        m.engine = loaded.value();
+        m.summary = summary;
+        m.load_ns = elapsed;
+        m.state = KAI_AI_MODEL_READY;
+      }
+      // Queued requests for this model can run now (or fail, if it failed).
+      wakeup(&queue_nonempty_chan);
+    }
+    // The console may sleep, so log outside the lock.
+    if (loaded.is_error()) {
+      kprintf("ai: model %s failed: %s\n", m.name, why);
+    } else {
+      uint64_t params_k = summary.n_params / 1000;
+      kprintf("ai: model %s ready: %s, %lu.%luM params, ", m.name, summary.family,
+              params_k / 1000, (params_k % 1000) / 100);
+      print_size(summary.bytes);
+      kprintf(", loaded in %lu ms\n", elapsed / 1000000);
+    }
+  }
+  kthread_exit();
+}
+
+}  // namespace
+
+void start_loader() {
+  auto pid = kthread_create("ai-loader", loader_main, nullptr);
+  if (pid.is_error()) {
+    kprintf("ai: cannot start the model loader (error %d)\n", static_cast<int>(pid.error()));
+    SpinlockGuard guard(lock);
+    models_known = true;
+    wakeup(&models_known_chan);
+  }
+}
+
+}  // namespace ai

@@ -1,0 +1,60 @@
+// Request slots and the FIFO queue of the AI service. Everything here is
+// protected by ai::lock; see docs/ai-service.md for the state diagram.
+#pragma once
+#include <stdint.h>
+#include "../spinlock.h"
+#include "../../include/kai/ai_abi.h"
+#include "service.h"
+
+namespace ai {
+
+// Where a slot is in its life. A finished request keeps its slot until its
+// owner collects the result with ai_wait (or exits).
+enum class SlotState : uint8_t { Free, Queued, Running, Finished };
+
+struct Request {
+  SlotState state;
+  int32_t outcome;          // KAI_AI_DONE / FAILED / CANCELLED once Finished
+  int32_t error;            // positive KAI_E* for FAILED
+  int64_t id;
+  int owner_pid;
+  int model;                // index into the model registry
+  uint32_t prompt_len, n_predict, n_generated;
+  bool cancel_requested;    // ai_cancel or owner exit: the worker stops at the next token
+  bool orphaned;            // owner exited while running: the worker frees the slot
+  uint32_t queue_depth_at_submit, worker;
+  uint64_t t_submit, t_start, t_first, t_finish;
+  uint32_t prompt[KAI_AI_MAX_PROMPT];
+  uint32_t output[kMaxOutput];
+};
+
+extern Spinlock lock;
+extern Request slots[kQueueCapacity];
+
+struct Counters {
+  uint64_t submitted, completed, failed, cancelled, rejected;
+};
+extern Counters counters;
+
+// Sleep channels (addresses only; what waits on each is documented there).
+extern const char queue_nonempty_chan;  // workers: a request may be runnable
+extern const char slot_freed_chan;      // submitters: a slot became free
+extern const char models_known_chan;    // submitters: /AI has been scanned
+
+// All of these need `lock` held.
+Request* find_request(int64_t id);      // any non-free slot with this id
+Request* alloc_slot();                  // a free slot, or nullptr
+void free_slot(Request* r);             // back to the pool; wakes submitters
+void enqueue(Request* r);
+void remove_from_queue(Request* r);
+uint32_t queued_count();
+uint32_t running_count();
+uint32_t slots_in_use();
+// The scheduling policy, in one place: the next request a worker should
+// run, or nullptr. Today: first-come first-served among requests whose
+// model is ready. Requests for models that failed to load are failed here.
+Request* pick_next();
+// Finishes r with an outcome, stamps t_finish, counts it and wakes its waiter.
+void finish(Request* r, int32_t outcome, int32_t error);
+
+}  // namespace ai

@@ -1,0 +1,199 @@
+// The AI system calls. Each one validates everything before it changes any
+// state, so a rejected call creates no request and leaks nothing.
+#include "requests.h"
+#include "models.h"
+#include "../proc.h"
+#include "../trap.h"
+#include "../string.h"
+#include "../vm.h"
+
+namespace ai { int n_workers(); }
+
+using namespace ai;
+
+namespace {
+
+Process* me() { return current_process(); }
+
+// Looks up a request the caller may touch. ai::lock held.
+ErrorOr<Request*> owned_request(int64_t id) {
+  Request* r = find_request(id);
+  if (r == nullptr) return Errno::NoProcess;   // ESRCH: unknown or already collected
+  if (r->owner_pid != me()->pid) return Errno::Perm;
+  return r;
+}
+
+SyscallResult reject(Errno e) {
+  SpinlockGuard guard(lock);
+  counters.rejected++;
+  return e;
+}
+
+// Copies in and checks the request; fills r's prompt fields (r is not yet
+// published). Needs the models to be known.
+ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt) {
+  if (req.prompt_len == 0 || req.n_predict == 0) return Errno::Invalid;
+  if (req.prompt_len > KAI_AI_MAX_PROMPT) return Errno::TooBig;
+  char name[KAI_AI_MODEL_NAME_MAX];
+  auto copied = copyinstr(me()->pagetable, name, reinterpret_cast<uint64_t>(req.model), sizeof(name));
+  if (copied.is_error()) return copied.error() == Errno::NameTooLong ? Errno::NoEnt : Errno::Fault;
+  TRY(copyin(me()->pagetable, prompt, reinterpret_cast<uint64_t>(req.prompt),
+             uint64_t(req.prompt_len) * sizeof(uint32_t)));
+
+  SpinlockGuard guard(lock);
+  while (!models_known) {
+    if (current_killed()) return Errno::Interrupted;
+    sleep(&models_known_chan, lock);
+  }
+  int m = find_model(name);
+  if (m < 0) return Errno::NoEnt;
+  const Model& model = models[m];
+  if (model.state == KAI_AI_MODEL_FAILED) return Errno::NoDevice;
+  for (uint32_t i = 0; i < req.prompt_len; i++)
+    if (prompt[i] >= model.summary.vocab_size) return Errno::Range;
+  uint64_t total = uint64_t(req.prompt_len) + req.n_predict;
+  if (total > model.summary.runtime_seq_len || req.n_predict > kMaxOutput) return Errno::FileTooBig;
+  return m;
+}
+
+}  // namespace
+
+SyscallResult sys_ai_submit() {
+  kai_ai_submit req;
+  if (copyin(me()->pagetable, &req, arg_raw(0), sizeof(req)).is_error()) return reject(Errno::Fault);
+  static_assert(KAI_AI_MAX_PROMPT * 4 <= 1024, "prompt copy lives on the kernel stack");
+  uint32_t prompt[KAI_AI_MAX_PROMPT];
+  auto model = validate(req, prompt);
+  if (model.is_error()) return reject(model.error());
+
+  SpinlockGuard guard(lock);
+  Request* r;
+  while ((r = alloc_slot()) == nullptr) {
+    if (req.flags & KAI_AI_NONBLOCK) {
+      counters.rejected++;
+      return Errno::Again;
+    }
+    if (current_killed()) return Errno::Interrupted;
+    sleep(&slot_freed_chan, lock);
+  }
+  static int64_t next_id = 1;
+  r->id = next_id++;
+  r->owner_pid = me()->pid;
+  r->model = model.value();
+  r->prompt_len = req.prompt_len;
+  r->n_predict = req.n_predict;
+  r->n_generated = 0;
+  r->cancel_requested = false;
+  r->orphaned = false;
+  r->outcome = 0;
+  r->error = 0;
+  r->worker = 0;
+  r->queue_depth_at_submit = queued_count() + running_count();
+  r->t_submit = clock_ns();
+  r->t_start = r->t_first = r->t_finish = 0;
+  memcpy(r->prompt, prompt, req.prompt_len * sizeof(uint32_t));
+  counters.submitted++;
+  enqueue(r);
+  return static_cast<uint64_t>(r->id);
+}
+
+SyscallResult sys_ai_wait() {
+  int64_t id = arg_int(0);
+  uint64_t out = arg_raw(1);
+  uint64_t capacity = arg_raw(2);
+  uint64_t result_addr = arg_raw(3);
+
+  SpinlockGuard guard(lock);
+  Request* r = TRY(owned_request(id));
+  while (r->state != SlotState::Finished) {
+    if (current_killed()) return Errno::Interrupted;
+    sleep(r, lock);
+    // The slot may have been collected by another thread of ours meanwhile.
+    r = TRY(owned_request(id));
+  }
+  if (capacity < r->n_generated) return Errno::NoSpace;
+  kai_ai_result res{};
+  res.state = r->outcome;
+  res.error = r->error;
+  res.n_prompt = r->prompt_len;
+  res.n_generated = r->n_generated;
+  res.queue_depth_at_submit = r->queue_depth_at_submit;
+  res.worker = r->worker;
+  res.t_submit_ns = r->t_submit;
+  res.t_start_ns = r->t_start;
+  res.t_first_token_ns = r->t_first;
+  res.t_finish_ns = r->t_finish;
+  // A bad buffer keeps the result: the caller may wait again with a good one.
+  if (r->n_generated > 0) TRY(copyout(me()->pagetable, out, r->output, r->n_generated * sizeof(uint32_t)));
+  if (result_addr != 0) TRY(copyout(me()->pagetable, result_addr, &res, sizeof(res)));
+  free_slot(r);
+  return static_cast<uint64_t>(res.n_generated);
+}
+
+SyscallResult sys_ai_query() {
+  int64_t id = arg_int(0);
+  kai_ai_status st{};
+  {
+    SpinlockGuard guard(lock);
+    Request* r = TRY(owned_request(id));
+    switch (r->state) {
+      case SlotState::Queued: st.state = KAI_AI_QUEUED; break;
+      case SlotState::Running: st.state = KAI_AI_RUNNING; break;
+      default: st.state = r->outcome; break;
+    }
+    st.n_generated = r->n_generated;
+  }
+  TRY(copyout(me()->pagetable, arg_raw(1), &st, sizeof(st)));
+  return 0;
+}
+
+SyscallResult sys_ai_cancel() {
+  SpinlockGuard guard(lock);
+  Request* r = TRY(owned_request(arg_int(0)));
+  switch (r->state) {
+    case SlotState::Queued:
+      remove_from_queue(r);
+      finish(r, KAI_AI_CANCELLED, KAI_ECANCELED);
+      return 0;
+    case SlotState::Running:
+      r->cancel_requested = true;   // the worker stops at the next token
+      return 0;
+    default:
+      return Errno::Busy;
+  }
+}
+
+SyscallResult sys_ai_info() {
+  kai_ai_info info{};
+  {
+    SpinlockGuard guard(lock);
+    info.n_models = static_cast<uint32_t>(n_models);
+    info.queue_capacity = kQueueCapacity;
+    info.n_workers = static_cast<uint32_t>(ai::n_workers());
+    info.queued = queued_count();
+    info.running = running_count();
+    info.submitted = counters.submitted;
+    info.completed = counters.completed;
+    info.failed = counters.failed;
+    info.cancelled = counters.cancelled;
+    info.rejected = counters.rejected;
+    info.in_flight = slots_in_use();
+    for (int i = 0; i < n_models; i++) {
+      const Model& m = models[i];
+      kai_ai_model_info& mi = info.models[i];
+      safestrcpy(mi.name, m.name, sizeof(mi.name));
+      safestrcpy(mi.family, m.summary.family, sizeof(mi.family));
+      mi.state = m.state;
+      mi.error = m.error;
+      mi.dim = m.summary.dim;
+      mi.n_layers = m.summary.n_layers;
+      mi.vocab_size = m.summary.vocab_size;
+      mi.runtime_seq_len = m.summary.runtime_seq_len;
+      mi.n_params = m.summary.n_params;
+      mi.bytes = m.summary.bytes;
+      mi.load_ns = m.load_ns;
+    }
+  }
+  TRY(copyout(me()->pagetable, arg_raw(0), &info, sizeof(info)));
+  return 0;
+}
