@@ -1,0 +1,13 @@
+// The kai inference runtime: everything a caller needs.
+//   llm_config.h  CFG.BIN/LTY.BIN parsing and validation
+//   llm_model.h   BundleSource, MemoryBundle, Model (zero-copy weights)
+//   llm_session.h Session (KV cache, DeltaNet states), check_request
+//   matvec.h      matrix-vector kernels (float, int8 activations)
+//   llm_math.h    exp/log/sqrt and vector helpers without libm
+#pragma once
+#include "llm_config.h"
+#include "llm_error.h"
+#include "llm_math.h"
+#include "llm_model.h"
+#include "llm_session.h"
+#include "matvec.h"

@@ -1,0 +1,70 @@
+// Matrix-vector products and the classifier argmax: the only place where the
+// forward pass touches weight matrices, so faster kernels (hand-unrolled,
+// multi-hart by row ranges, ...) plug in here without changing the model code.
+//
+// Two kernel sets exist:
+//   kMatvecFloat: exact course semantics, y[r] = scale[r] * sum_c q[r][c]*x[c]
+//                 with float activations (or plain float weights for f32 bundles).
+//   kMatvecInt8:  x is first quantised to int8 per group of `group` values
+//                 (symmetric, scale = max|x|/127); each group's products are
+//                 summed in int32 and scaled once. ~10x faster under QEMU
+//                 (qemu-facts.md); f32 weights fall back to the float kernel.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include "llm_util.h"
+
+namespace llm {
+
+// A weight matrix inside caller-owned bundle bytes (zero-copy).
+struct Matrix {
+  const uint8_t* scales = nullptr;  // q8: float32[rows], possibly unaligned
+  const int8_t* q = nullptr;        // q8: int8[rows*cols], row-major
+  const float* f = nullptr;         // f32 format: float[rows*cols], row-major
+  uint32_t rows = 0, cols = 0;
+
+  float scale(uint32_t r) const { return load_f32(scales + 4 * size_t(r)); }
+  // Dequantised element (slow path: embedding rows, tests).
+  float at(uint32_t r, uint32_t c) const {
+    size_t i = size_t(r) * cols + c;
+    return f ? f[i] : float(q[i]) * scale(r);
+  }
+};
+
+// An activation vector, optionally with its int8 quantisation.
+struct ActVec {
+  const float* x = nullptr;
+  uint32_t n = 0;
+  const int8_t* q = nullptr;   // int8 kernels: quantised x
+  const float* qs = nullptr;   // one scale per group
+  uint32_t group = 0;          // values per group (the last one may be shorter)
+};
+
+struct ArgMax {
+  uint32_t index = 0;
+  float value = 0;
+};
+
+enum class MatvecKind : uint8_t { Float = 0, Int8 = 1 };
+
+struct MatvecOps {
+  const char* name;
+  MatvecKind kind;
+  // y[r] for r in [r0, r1) (y indexed from 0 at row 0, i.e. y[r] not y[r-r0]).
+  void (*matvec)(const Matrix& w, const ActVec& x, float* y, uint32_t r0, uint32_t r1);
+  // argmax over rows [r0, r1) of w x; the lowest index wins ties.
+  ArgMax (*argmax)(const Matrix& w, const ActVec& x, uint32_t r0, uint32_t r1);
+};
+
+extern const MatvecOps kMatvecFloat;
+extern const MatvecOps kMatvecInt8;
+const MatvecOps& matvec_ops(MatvecKind kind);
+
+// Quantise x[0..n) into q (int8[n]) and qs (float[ceil(n/group)]).
+// group == 0 means one group for the whole vector.
+ActVec quantize_act(const float* x, uint32_t n, uint32_t group, int8_t* q, float* qs);
+inline uint32_t act_groups(uint32_t n, uint32_t group) {
+  return group == 0 ? 1 : (n + group - 1) / group;
+}
+
+}  // namespace llm
