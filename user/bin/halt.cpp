@@ -1,0 +1,8 @@
+// halt: powers the machine off.
+#include "kai.h"
+
+int main() {
+  int r = halt();
+  fprintf(2, "halt: %s\n", strerror(r));
+  return 1;
+}

@@ -1,0 +1,18 @@
+// mkdir DIR...: creates directories.
+#include "kai.h"
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(2, "usage: mkdir DIR...\n");
+    return 2;
+  }
+  int rc = 0;
+  for (int i = 1; i < argc; ++i) {
+    int r = mkdir(argv[i]);
+    if (r < 0) {
+      fprintf(2, "mkdir: %s: %s\n", argv[i], strerror(r));
+      rc = 1;
+    }
+  }
+  return rc;
+}

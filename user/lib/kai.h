@@ -1,0 +1,6 @@
+// Everything a kai user program needs: system calls, stdio, strings, stdlib.
+#pragma once
+#include "kai_sys.h"
+#include "kai_string.h"
+#include "kai_stdio.h"
+#include "kai_stdlib.h"

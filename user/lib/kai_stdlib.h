@@ -1,0 +1,45 @@
+// Numbers, memory allocation, sorting, random numbers.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+extern "C" {
+int atoi(const char* s);
+long atol(const char* s);
+long strtol(const char* s, char** end, int base);
+unsigned long strtoul(const char* s, char** end, int base);
+long long strtoll(const char* s, char** end, int base);
+unsigned long long strtoull(const char* s, char** end, int base);
+int abs(int x);
+long labs(long x);
+
+// The heap grows with sbrk(); free() returns memory for reuse and gives the
+// top of the heap back to the kernel when a large block there is freed.
+void* malloc(size_t n);
+void free(void* p);
+void* calloc(size_t count, size_t size);
+void* realloc(void* p, size_t n);
+void* aligned_alloc(size_t alignment, size_t n);   // alignment: a power of two
+size_t malloc_usable_size(void* p);
+
+struct kai_heap_stats {
+  size_t heap_bytes;      // obtained from sbrk and not given back
+  size_t used_bytes;      // in allocated blocks, headers included
+  size_t free_bytes;      // in free blocks
+  size_t free_blocks;
+};
+void malloc_stats(struct kai_heap_stats* out);
+
+void qsort(void* base, size_t n, size_t size, int (*cmp)(const void*, const void*));
+
+// xorshift64* generator. rand()/srand() use one global state; the
+// kai_rng_* functions take an explicit state (seed must not be 0: it is
+// replaced by a fixed constant).
+#define RAND_MAX 0x7fffffff
+int rand();
+void srand(unsigned seed);
+uint64_t kai_rng_next(uint64_t* state);
+uint64_t kai_rng_seed(uint64_t seed);       // a valid state for that seed
+
+[[noreturn]] void abort();
+}
