@@ -1,0 +1,324 @@
+// llmrun: greedy generation from token ids with a kai model bundle.
+//
+//   llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin]
+//          [--int8] [--group G] [--timing] tok...
+//
+// With no prompt it reads lines "<predict> <tok0> <tok1> ..." until "exit",
+// "quit" or end of input. Each request prints one line of generated ids.
+// The same source runs on the host and (with platform_kai.cpp) inside kai,
+// so it uses only platform.h and the runtime (no libc).
+#include "platform.h"
+#include "llm.h"
+
+namespace {
+
+using llm::TextBuf;
+
+constexpr uint32_t kMaxTokens = 1024;    // ids accepted on one request line
+constexpr size_t kLineCap = 16384;
+constexpr uint32_t kDefaultPredict = 32;
+
+void out(const char* s) { platform::write_out(s, llm::str_len(s)); }
+void err(const char* s) { platform::write_err(s, llm::str_len(s)); }
+void errln(const char* s) { err(s); err("\n"); }
+
+struct Options {
+  const char* asset_dir = nullptr;
+  uint32_t predict = kDefaultPredict;
+  const char* prompt_file = nullptr;
+  bool use_stdin = false;
+  bool timing = false;
+  llm::SessionOptions session;
+};
+
+bool parse_u32(const char* s, uint32_t* v) {
+  if (!*s) return false;
+  uint64_t x = 0;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9') return false;
+    x = x * 10 + uint64_t(*s - '0');
+    if (x > 0xffffffffull) return false;
+  }
+  *v = uint32_t(x);
+  return true;
+}
+
+// Splits text into decimal ids. Returns false (and names the bad word) on
+// anything that is not a non-negative decimal id.
+bool parse_ids(char* text, uint32_t* ids, uint32_t cap, uint32_t* n) {
+  *n = 0;
+  char* p = text;
+  while (*p) {
+    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n' || *p == ',') p++;
+    if (!*p) break;
+    char* w = p;
+    while (*p && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n' && *p != ',') p++;
+    char saved = *p;
+    *p = 0;
+    uint32_t v;
+    if (!parse_u32(w, &v)) {
+      err("bad token '");
+      err(w);
+      errln("': expected a decimal token id");
+      *p = saved;
+      return false;
+    }
+    *p = saved;
+    if (*n >= cap) {
+      char b[96];
+      TextBuf(b, sizeof b).str("too many tokens (at most ").u64(cap).str(")");
+      errln(b);
+      return false;
+    }
+    ids[(*n)++] = v;
+  }
+  return true;
+}
+
+// Reads bundle files from a directory into platform memory, on demand.
+class DirBundle : public llm::BundleSource {
+ public:
+  explicit DirBundle(const char* dir) : dir_(dir) {}
+  bool get(const char* name, llm::Bytes* outb) override {
+    char path[512];
+    TextBuf p(path, sizeof path);
+    p.str(dir_).str("/").str(name);
+    int64_t n = platform::file_size(path);
+    if (n < 0) return false;
+    void* buf = platform::alloc(uint64_t(n));
+    if (!buf) {
+      char b[160];
+      TextBuf(b, sizeof b).str("not enough memory: ").str(name).str(" needs ").u64(uint64_t(n)).str(" bytes");
+      errln(b);
+      return false;
+    }
+    if (!platform::read_file(path, buf, uint64_t(n))) return false;
+    bytes_read_ += uint64_t(n);
+    outb->data = static_cast<const uint8_t*>(buf);
+    outb->size = size_t(n);
+    return true;
+  }
+  uint64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  const char* dir_;
+  uint64_t bytes_read_ = 0;
+};
+
+// A prompt file is either PMT.BIN style (u32 count, then u32 ids) or text
+// with decimal ids.
+bool read_prompt_file(const char* path, uint32_t* ids, uint32_t* n) {
+  int64_t size = platform::file_size(path);
+  if (size < 0) {
+    err(path);
+    errln(": cannot open prompt file");
+    return false;
+  }
+  auto* buf = static_cast<uint8_t*>(platform::alloc(uint64_t(size) + 1));
+  if (!buf || !platform::read_file(path, buf, uint64_t(size))) {
+    err(path);
+    errln(": cannot read prompt file");
+    return false;
+  }
+  if (size >= 4 && size % 4 == 0 && llm::load_u32(buf) == uint64_t(size - 4) / 4) {
+    uint32_t count = llm::load_u32(buf);
+    if (count > kMaxTokens) {
+      err(path);
+      errln(": too many tokens");
+      return false;
+    }
+    for (uint32_t i = 0; i < count; i++) ids[i] = llm::load_u32(buf + 4 + 4 * i);
+    *n = count;
+    return true;
+  }
+  buf[size] = 0;
+  return parse_ids(reinterpret_cast<char*>(buf), ids, kMaxTokens, n);
+}
+
+const char* model_name(const char* dir, char* buf, size_t cap) {
+  size_t len = llm::str_len(dir);
+  while (len > 1 && dir[len - 1] == '/') len--;
+  size_t start = len;
+  while (start > 0 && dir[start - 1] != '/') start--;
+  size_t n = 0;
+  for (size_t i = start; i < len && n + 1 < cap; i++) buf[n++] = dir[i];
+  buf[n] = 0;
+  return buf;
+}
+
+struct Runner {
+  llm::Model model;
+  llm::Session session;
+  const char* name = "";
+  uint64_t load_us = 0, init_us = 0, bytes_read = 0;
+  bool timing = false;
+  uint32_t gen[kMaxTokens];
+  char line[kMaxTokens * 11 + 16];
+
+  // One request: validate, prefill, decode, print. false on error.
+  bool run(const uint32_t* prompt, uint32_t n_prompt, uint32_t n_predict) {
+    auto ok = llm::check_request(model.config(), prompt, n_prompt, n_predict);
+    if (ok.is_error()) {
+      errln(ok.error().message);
+      return false;
+    }
+    session.reset();
+    uint64_t t0 = platform::clock_ns();
+    auto first = session.prefill(prompt, n_prompt);
+    if (first.is_error()) {
+      errln(first.error().message);
+      return false;
+    }
+    gen[0] = first.value();
+    uint64_t t1 = platform::clock_ns();
+    for (uint32_t i = 1; i < n_predict; i++) {
+      auto next = session.step(gen[i - 1]);
+      if (next.is_error()) {
+        errln(next.error().message);
+        return false;
+      }
+      gen[i] = next.value();
+    }
+    uint64_t t2 = platform::clock_ns();
+    TextBuf t(line, sizeof line);
+    for (uint32_t i = 0; i < n_predict; i++) {
+      if (i) t.chr(' ');
+      t.u64(gen[i]);
+    }
+    t.chr('\n');
+    out(line);
+    if (timing) {
+      char b[320];
+      TextBuf tb(b, sizeof b);
+      uint64_t ttft = (t1 - t0) / 1000, total = (t2 - t0) / 1000;
+      uint64_t tpot = n_predict > 1 ? (t2 - t1) / 1000 / (n_predict - 1) : 0;
+      tb.str("timing model=").str(name).str(" load_us=").u64(load_us).str(" init_us=").u64(init_us);
+      tb.str(" prompt=").u64(n_prompt).str(" ttft_us=").u64(ttft).str(" gen=").u64(n_predict);
+      tb.str(" tpot_us=").u64(tpot).str(" total_us=").u64(total).str(" bytes_read=").u64(bytes_read);
+      tb.str(" matvec=").str(session.ops().name).chr('\n');
+      err(b);
+    }
+    return true;
+  }
+};
+
+void usage() {
+  errln("usage: llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin] [--int8] [--group G] [--timing] tok...");
+  errln("  no tokens: read lines '<predict> <tok...>' until 'exit' or 'quit'");
+}
+
+}  // namespace
+
+int llmrun_main(int argc, char** argv) {
+  Options opt;
+  static uint32_t prompt[kMaxTokens];
+  uint32_t n_prompt = 0;
+  static char text[kLineCap];
+  for (int i = 1; i < argc; i++) {
+    const char* a = argv[i];
+    bool has_next = i + 1 < argc;
+    if (llm::str_eq(a, "--asset-dir") && has_next) {
+      opt.asset_dir = argv[++i];
+    } else if (llm::str_eq(a, "--predict") && has_next) {
+      if (!parse_u32(argv[++i], &opt.predict)) {
+        errln("--predict needs a non-negative number");
+        return 2;
+      }
+    } else if (llm::str_eq(a, "--prompt-file") && has_next) {
+      opt.prompt_file = argv[++i];
+    } else if (llm::str_eq(a, "--stdin")) {
+      opt.use_stdin = true;
+    } else if (llm::str_eq(a, "--timing")) {
+      opt.timing = true;
+    } else if (llm::str_eq(a, "--int8")) {
+      opt.session.matvec = llm::MatvecKind::Int8;
+    } else if (llm::str_eq(a, "--group") && has_next) {
+      if (!parse_u32(argv[++i], &opt.session.int8_group)) {
+        errln("--group needs a non-negative number (0 = one scale per vector)");
+        return 2;
+      }
+    } else if (llm::str_eq(a, "-h") || llm::str_eq(a, "--help")) {
+      usage();
+      return 0;
+    } else if (a[0] == '-' && a[1] == '-') {
+      err("unknown or incomplete option ");
+      errln(a);
+      usage();
+      return 2;
+    } else {
+      if (n_prompt >= kMaxTokens) {
+        errln("too many tokens");
+        return 2;
+      }
+      if (!parse_u32(a, &prompt[n_prompt])) {
+        err("bad token '");
+        err(a);
+        errln("': expected a decimal token id");
+        return 2;
+      }
+      n_prompt++;
+    }
+  }
+  if ((opt.prompt_file != nullptr) + opt.use_stdin + (n_prompt > 0) > 1) {
+    errln("give the prompt one way: tokens, --prompt-file or --stdin");
+    return 2;
+  }
+  if (opt.prompt_file && !read_prompt_file(opt.prompt_file, prompt, &n_prompt)) return 1;
+  if (opt.use_stdin) {
+    if (!platform::read_line(text, sizeof text)) text[0] = 0;
+    if (!parse_ids(text, prompt, kMaxTokens, &n_prompt)) return 1;
+  }
+
+  static Runner r;
+  const char* dir = opt.asset_dir ? opt.asset_dir : platform::default_asset_dir();
+  char name[64];
+  r.name = model_name(dir, name, sizeof name);
+  r.timing = opt.timing;
+  DirBundle bundle(dir);
+  uint64_t t0 = platform::clock_ns();
+  auto loaded = r.model.load(bundle);
+  if (loaded.is_error()) {
+    err(loaded.error().message);
+    err(" (bundle ");
+    err(dir);
+    errln(")");
+    return 1;
+  }
+  uint64_t t1 = platform::clock_ns();
+  size_t need = llm::Session::bytes_needed(r.model.config());
+  void* mem = platform::alloc(need);
+  if (!mem) {
+    char b[128];
+    TextBuf(b, sizeof b).str("not enough memory: session needs ").u64(need).str(" bytes");
+    errln(b);
+    return 1;
+  }
+  auto init = r.session.init(r.model, mem, need, opt.session);
+  if (init.is_error()) {
+    errln(init.error().message);
+    return 1;
+  }
+  uint64_t t2 = platform::clock_ns();
+  r.load_us = (t1 - t0) / 1000;
+  r.init_us = (t2 - t1) / 1000;
+  r.bytes_read = bundle.bytes_read();
+
+  if (opt.prompt_file || opt.use_stdin || n_prompt > 0) return r.run(prompt, n_prompt, opt.predict) ? 0 : 1;
+
+  // Interactive: "<predict> <tok...>" per line.
+  bool failed = false;
+  while (platform::read_line(text, sizeof text)) {
+    char* p = text;
+    while (*p == ' ' || *p == '\t') p++;
+    if (!*p || *p == '\r') continue;
+    if (llm::str_eq(p, "exit") || llm::str_eq(p, "quit") || llm::str_eq(p, "exit\r") || llm::str_eq(p, "quit\r")) break;
+    uint32_t n = 0;
+    if (!parse_ids(p, prompt, kMaxTokens, &n)) {
+      failed = true;
+      continue;
+    }
+    if (n < 1) continue;
+    if (!r.run(prompt + 1, n - 1, prompt[0])) failed = true;
+  }
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,30 @@
+// What llmrun needs from the system it runs on. platform_host.cpp implements
+// it for Linux (build/host/llmrun); platform_kai.cpp (guest) for kai.
+// Deliberately tiny: whole-file reads, one big bump allocation pool, byte
+// output, line input and a nanosecond clock.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+namespace platform {
+
+// Size in bytes of the regular file at path, or -1 if it cannot be opened.
+int64_t file_size(const char* path);
+// Reads exactly n bytes (the whole file) into dst; false on any error.
+bool read_file(const char* path, void* dst, uint64_t n);
+// n bytes, 64-byte aligned, or nullptr when memory is exhausted. Never
+// freed: llmrun allocates once per file and once for the session.
+void* alloc(uint64_t n);
+void write_out(const char* s, size_t n);
+void write_err(const char* s, size_t n);
+// One line of standard input without its newline (NUL-terminated, at most
+// cap-1 bytes kept). Returns false at end of input.
+bool read_line(char* buf, size_t cap);
+uint64_t clock_ns();
+// Bundle directory used when --asset-dir is absent.
+const char* default_asset_dir();
+
+}  // namespace platform
+
+// The program itself (llmrun.cpp); the platform's main() calls it.
+int llmrun_main(int argc, char** argv);
