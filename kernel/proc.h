@@ -5,6 +5,9 @@
 #include "param.h"
 #include "spinlock.h"
 #include "vm.h"
+#include "cpu.h"
+
+struct Trapframe;
 
 namespace fs { struct File; struct Inode; }
 
@@ -24,7 +27,17 @@ struct Process {
   fs::File* ofile[NOFILE] = {};       // CONTRACT: open files
   fs::Inode* cwd = nullptr;           // CONTRACT: current directory
   char name[32] = {};
-  // (kernel helper adds: kernel stack, trapframe, context, FP state, parent, sz, ...)
+
+  // -- kernel core only --
+  Process* parent = nullptr;          // protected by the global wait lock
+  uint64_t kstack = 0;                // bottom of KSTACK_SIZE bytes (direct-mapped)
+  Trapframe* trapframe = nullptr;     // user registers (incl. FP) while in the kernel
+  Context context = {};               // swtch() here to run the process
+  uint64_t sz = 0;                    // end of program + heap (the program break)
+  uint64_t heap_start = 0;            // break right after exec; sbrk cannot go below
+  bool is_kthread = false;
+  void (*kfn)(void*) = nullptr;       // kernel thread body
+  void* karg = nullptr;
 };
 
 // CONTRACT: the process (or kernel thread) running on this hart, or nullptr.
@@ -39,3 +52,7 @@ bool current_killed();
 // CONTRACT: start a kernel thread running fn(arg); it has no user address
 // space and is scheduled like a process. Returns its pid or an error.
 ErrorOr<int> kthread_create(const char* name, void (*fn)(void*), void* arg);
+
+// Ends the calling kernel thread (returning from its function does the same).
+// Its slot is reclaimed by the scheduler; nobody waits for kernel threads.
+[[noreturn]] void kthread_exit();

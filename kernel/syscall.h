@@ -20,3 +20,14 @@ SyscallResult sys_chdir(); SyscallResult sys_dup();   SyscallResult sys_open();
 SyscallResult sys_write(); SyscallResult sys_mknod(); SyscallResult sys_unlink();
 SyscallResult sys_link();  SyscallResult sys_mkdir(); SyscallResult sys_close();
 SyscallResult sys_lseek(); SyscallResult sys_stat();  SyscallResult sys_statfs();
+
+// Process system calls (kernel/sysproc.cpp).
+SyscallResult sys_fork();   SyscallResult sys_exit();     SyscallResult sys_wait();
+SyscallResult sys_kill();   SyscallResult sys_exec();     SyscallResult sys_getpid();
+SyscallResult sys_sbrk();   SyscallResult sys_sleep();    SyscallResult sys_uptime();
+SyscallResult sys_clock_ns(); SyscallResult sys_halt();   SyscallResult sys_setfg();
+
+// AI-service system calls (kernel/ai/). Until the service exists, weak
+// definitions in kernel/syscall.cpp return Errno::NoSys.
+SyscallResult sys_ai_submit(); SyscallResult sys_ai_wait(); SyscallResult sys_ai_query();
+SyscallResult sys_ai_cancel(); SyscallResult sys_ai_info();

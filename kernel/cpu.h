@@ -1,0 +1,37 @@
+// Per-hart state. `tp` holds this hart's cpu index (0 = the boot hart) while
+// in the kernel; the trapframe keeps it across user mode, where tp is the user's.
+#pragma once
+#include <stdint.h>
+#include "param.h"
+#include "riscv.h"
+
+struct Process;
+
+// Saved by swtch(): callee-saved integer registers plus the whole FP state.
+// (The kernel is compiled with FP enabled, so any thread may hold live FP values.)
+struct Context {
+  uint64_t ra, sp;
+  uint64_t s[12];
+  uint64_t f[32];
+  uint64_t fcsr;
+};
+
+struct Cpu {
+  Process* proc = nullptr;      // running on this hart, or nullptr
+  Context context = {};         // swtch() here to enter the scheduler
+  int noff = 0;                 // depth of push_interrupts_off()
+  bool intena = false;          // were interrupts on before push_interrupts_off()?
+  uint64_t hartid = 0;          // SBI/PLIC hart id
+  bool started = false;
+};
+
+extern Cpu cpus[NCPU];
+extern int ncpu;                // harts in use
+
+// Call with interrupts off (otherwise the process could move harts).
+inline int cpu_index() { return static_cast<int>(riscv::read_tp()); }
+inline Cpu* this_cpu() { return &cpus[cpu_index()]; }
+inline uint64_t this_cpu_hartid() { return cpus[cpu_index() < NCPU ? cpu_index() : 0].hartid; }
+
+static_assert(__builtin_offsetof(Context, f) == 112, "swtch.S offsets");
+static_assert(__builtin_offsetof(Context, fcsr) == 368, "swtch.S offsets");

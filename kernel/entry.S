@@ -1,0 +1,53 @@
+# Kernel entry. OpenSBI jumps to _start on the boot hart (any hart id) with
+# a0 = hart id, a1 = device tree; other harts arrive at _secondary_start when
+# the boot hart asks SBI HSM to start them, with a1 = their cpu index.
+# Each cpu index i runs on boot_stacks[i] until it switches to a process.
+
+#define BOOT_STACK_SIZE 16384
+#define NCPU 8
+
+  .section .text.entry, "ax", @progbits
+  .globl _start
+_start:
+  # Floating point on before any C++ runs: the compiler may use FP registers.
+  li    t0, (1 << 13)          # sstatus.FS = Initial
+  csrs  sstatus, t0
+  csrw  fcsr, zero
+  la    t0, __bss_start
+  la    t1, __bss_end
+1:
+  bgeu  t0, t1, 2f
+  sd    zero, 0(t0)
+  addi  t0, t0, 8
+  j     1b
+2:
+  la    sp, boot_stacks
+  li    t0, BOOT_STACK_SIZE
+  add   sp, sp, t0             # top of cpu 0's stack
+  li    tp, 0                  # cpu index 0 = the boot hart
+  call  kmain
+3:
+  wfi
+  j     3b
+
+  .globl _secondary_start
+_secondary_start:
+  li    t0, (1 << 13)
+  csrs  sstatus, t0
+  csrw  fcsr, zero
+  mv    tp, a1
+  la    sp, boot_stacks
+  li    t0, BOOT_STACK_SIZE
+  addi  t1, a1, 1
+  mul   t0, t0, t1
+  add   sp, sp, t0
+  call  kmain_secondary
+4:
+  wfi
+  j     4b
+
+  .section .bss
+  .balign 16
+  .globl boot_stacks
+boot_stacks:
+  .space BOOT_STACK_SIZE * NCPU

@@ -1,0 +1,16 @@
+// Just enough of a flattened-device-tree reader to learn what QEMU gave us:
+// RAM size, the hart ids, and the timebase frequency.
+#pragma once
+#include <stdint.h>
+#include "param.h"
+
+struct BootInfo {
+  uint64_t ram_base = 0x80000000;
+  uint64_t ram_size = 128ull << 20;   // fallback if the FDT has no memory node
+  uint64_t timebase_hz = 10000000;    // QEMU virt's timebase
+  int nharts = 0;
+  uint64_t hart_ids[NCPU] = {};
+};
+
+// Fills `info` from the device tree at `fdt` (physical address).
+void fdt_parse(uint64_t fdt, BootInfo& info);

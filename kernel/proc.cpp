@@ -1,0 +1,428 @@
+// Processes, kernel threads and the scheduler. Each hart runs scheduler() on
+// its boot stack and swtch()es into one runnable process at a time; a process
+// gives the hart back through sched() (on yield, sleep or exit).
+//
+// Locking (as in xv6): p->lock protects state/chan/killed/exit_status/pid;
+// wait_lock protects every p->parent and orders wait() against exit().
+// Acquire wait_lock before any p->lock.
+#include "proc.h"
+#include "console.h"
+#include "fs/fs.h"
+#include "kalloc.h"
+#include "memlayout.h"
+#include "printf.h"
+#include "process.h"
+#include "sbi.h"
+#include "string.h"
+#include "trap.h"
+#include "uvm.h"
+
+Process procs[NPROC];
+Process* init_process = nullptr;
+
+namespace {
+
+Spinlock pid_lock{"nextpid"};
+int next_pid = 1;
+Spinlock wait_lock{"wait"};
+constexpr uint64_t STACK_CANARY = 0x6b61692d73746b21ull;   // "kai-stk!"
+
+int allocate_pid() {
+  SpinlockGuard guard(pid_lock);
+  return next_pid++;
+}
+
+void free_process(Process* p);
+
+// A free slot with a kernel stack and (for user processes) a trapframe, in
+// state Used with p->lock held. Its context starts at entry on the new stack.
+ErrorOr<Process*> alloc_process(void (*entry)(), bool kthread) {
+  Process* p = nullptr;
+  for (auto& candidate : procs) {
+    candidate.lock.acquire();
+    if (candidate.state == ProcState::Unused) {
+      p = &candidate;
+      break;
+    }
+    candidate.lock.release();
+  }
+  if (!p) return Errno::Again;
+  p->pid = allocate_pid();
+  p->state = ProcState::Used;
+  p->is_kthread = kthread;
+  p->killed = false;
+  p->exit_status = 0;
+  p->chan = nullptr;
+  p->sz = p->heap_start = 0;
+  p->pagetable = nullptr;
+  p->kstack = reinterpret_cast<uint64_t>(kalloc_contiguous(KSTACK_SIZE));
+  if (!kthread) p->trapframe = static_cast<Trapframe*>(kalloc());
+  if (!p->kstack || (!kthread && !p->trapframe)) {
+    free_process(p);
+    p->lock.release();
+    return Errno::NoMem;
+  }
+  *reinterpret_cast<uint64_t*>(p->kstack) = STACK_CANARY;
+  memset(&p->context, 0, sizeof p->context);
+  p->context.ra = reinterpret_cast<uint64_t>(entry);
+  p->context.sp = p->kstack + KSTACK_SIZE;
+  return p;
+}
+
+// p->lock held. Releases everything but the slot itself.
+void free_process(Process* p) {
+  if (p->trapframe) kfree(p->trapframe);
+  p->trapframe = nullptr;
+  if (p->pagetable) proc_free_pagetable(p->pagetable, p->sz);
+  p->pagetable = nullptr;
+  if (p->kstack) kfree_contiguous(reinterpret_cast<void*>(p->kstack), KSTACK_SIZE);
+  p->kstack = 0;
+  p->sz = p->heap_start = 0;
+  p->pid = 0;
+  p->parent = nullptr;
+  p->name[0] = 0;
+  p->chan = nullptr;
+  p->killed = false;
+  p->exit_status = 0;
+  p->is_kthread = false;
+  p->kfn = nullptr;
+  p->karg = nullptr;
+  p->state = ProcState::Unused;
+}
+
+// First code of every new process/thread: scheduler() left p->lock held.
+void forkret() {
+  current_process()->lock.release();
+  usertrapret();
+}
+
+void kthread_start() {
+  Process* p = current_process();
+  p->lock.release();
+  p->kfn(p->karg);
+  kthread_exit();
+}
+
+void first_process_start() {
+  Process* p = current_process();
+  p->lock.release();
+  // The file system sleeps on disk I/O, so it is mounted here, in process context.
+  if (fs::init(ROOTDEV).is_error()) {
+    kprintf("kai: cannot mount the root file system; no /bin/init to run.\n"
+            "kai: the kernel keeps running (idle). Build an image with `make fsimg`.\n");
+    for (;;) {
+      SpinlockGuard guard(ticks_lock);
+      sleep(&ticks, ticks_lock);
+    }
+  }
+  char arg0[] = "/bin/init";
+  char* argv[] = {arg0, nullptr};
+  auto result = exec("/bin/init", argv);
+  if (result.is_error()) {
+    kprintf("kai: exec /bin/init failed (errno %d); idling.\n", static_cast<int>(result.error()));
+    for (;;) {
+      SpinlockGuard guard(ticks_lock);
+      sleep(&ticks, ticks_lock);
+    }
+  }
+  p->trapframe->x[REG_A0] = result.value();
+  usertrapret();
+}
+
+// wait_lock held: give p's children to init.
+void reparent(Process* p) {
+  for (auto& child : procs) {
+    if (child.parent == p) {
+      child.parent = init_process;
+      wakeup(init_process);
+    }
+  }
+}
+
+}  // namespace
+
+void proc_init() {}
+
+Process* current_process() {
+  push_interrupts_off();
+  Process* p = this_cpu()->proc;
+  pop_interrupts_off();
+  return p;
+}
+
+PageTable proc_pagetable(Process* p) {
+  PageTable pt = uvm_create();
+  if (!pt) return nullptr;
+  if (uvm_map(pt, TRAMPOLINE, reinterpret_cast<uint64_t>(_trampoline), PAGE_SIZE,
+              riscv::PTE_R | riscv::PTE_X).is_error()) {
+    uvm_free_tables(pt);
+    return nullptr;
+  }
+  if (uvm_map(pt, TRAPFRAME, reinterpret_cast<uint64_t>(p->trapframe), PAGE_SIZE,
+              riscv::PTE_R | riscv::PTE_W).is_error()) {
+    uvm_unmap(pt, TRAMPOLINE, 1, false);
+    uvm_free_tables(pt);
+    return nullptr;
+  }
+  return pt;
+}
+
+void proc_free_pagetable(PageTable pt, uint64_t sz) {
+  uvm_unmap(pt, TRAMPOLINE, 1, false);
+  uvm_unmap(pt, TRAPFRAME, 1, false);
+  uvm_unmap(pt, 0, page_round_up(sz) / PAGE_SIZE, true);
+  uvm_unmap(pt, USER_STACK_BOTTOM, USER_STACK_SIZE / PAGE_SIZE, true);
+  uvm_free_tables(pt);
+}
+
+void user_init() {
+  auto result = alloc_process(first_process_start, false);
+  if (result.is_error()) panic("user_init: cannot allocate the first process");
+  Process* p = result.value();
+  safestrcpy(p->name, "init", sizeof p->name);
+  init_process = p;
+  p->state = ProcState::Runnable;
+  p->lock.release();
+}
+
+ErrorOr<int> kthread_create(const char* name, void (*fn)(void*), void* arg) {
+  Process* p = TRY(alloc_process(kthread_start, true));
+  safestrcpy(p->name, name, sizeof p->name);
+  p->kfn = fn;
+  p->karg = arg;
+  int pid = p->pid;
+  p->state = ProcState::Runnable;
+  p->lock.release();
+  return pid;
+}
+
+void kthread_exit() {
+  Process* p = current_process();
+  if (!p || !p->is_kthread) panic("kthread_exit: not a kernel thread");
+  p->lock.acquire();
+  p->state = ProcState::Zombie;   // the scheduler frees the slot once off this stack
+  sched();
+  panic("kthread_exit: zombie ran again");
+}
+
+ErrorOr<int> fork() {
+  Process* parent = current_process();
+  if (!parent->pagetable) return Errno::Invalid;   // kernel threads cannot fork
+  Process* child = TRY(alloc_process(forkret, false));
+  child->pagetable = proc_pagetable(child);
+  if (!child->pagetable ||
+      uvm_copy(parent->pagetable, child->pagetable, 0, parent->sz).is_error() ||
+      uvm_copy(parent->pagetable, child->pagetable, USER_STACK_BOTTOM, USER_STACK_TOP).is_error()) {
+    // proc_free_pagetable() frees whatever part of the copy was made.
+    child->sz = parent->sz;
+    free_process(child);
+    child->lock.release();
+    return Errno::NoMem;
+  }
+  child->sz = parent->sz;
+  child->heap_start = parent->heap_start;
+  *child->trapframe = *parent->trapframe;   // integer and FP registers
+  child->trapframe->x[REG_A0] = 0;          // fork() returns 0 in the child
+  for (int i = 0; i < NOFILE; i++)
+    if (parent->ofile[i]) child->ofile[i] = fs::filedup(parent->ofile[i]);
+  if (parent->cwd) child->cwd = fs::idup(parent->cwd);
+  safestrcpy(child->name, parent->name, sizeof child->name);
+  int pid = child->pid;
+  child->lock.release();
+
+  {
+    SpinlockGuard guard(wait_lock);
+    child->parent = parent;
+  }
+  {
+    SpinlockGuard guard(child->lock);
+    child->state = ProcState::Runnable;
+  }
+  return pid;
+}
+
+void exit(int status) {
+  Process* p = current_process();
+  if (p->is_kthread) kthread_exit();
+  if (p == init_process) {
+    kprintf("kai: init exited (status %d); halting.\n", status);
+    uart_flush();
+    sbi::shutdown();
+  }
+  for (int fd = 0; fd < NOFILE; fd++) {
+    if (p->ofile[fd]) {
+      fs::fileclose(p->ofile[fd]);
+      p->ofile[fd] = nullptr;
+    }
+  }
+  if (p->cwd) {
+    fs::begin_op();
+    fs::iput(p->cwd);
+    fs::end_op();
+    p->cwd = nullptr;
+  }
+  if (console_foreground() == p->pid) console_set_foreground(0);
+
+  wait_lock.acquire();
+  reparent(p);
+  wakeup(p->parent);
+  p->lock.acquire();
+  p->exit_status = status;
+  p->state = ProcState::Zombie;
+  wait_lock.release();
+  sched();
+  panic("exit: zombie ran again");
+}
+
+ErrorOr<int> wait(uint64_t status_addr) {
+  Process* p = current_process();
+  SpinlockGuard guard(wait_lock);
+  for (;;) {
+    bool have_children = false;
+    for (auto& child : procs) {
+      if (child.parent != p) continue;
+      SpinlockGuard child_guard(child.lock);
+      have_children = true;
+      if (child.state != ProcState::Zombie) continue;
+      int pid = child.pid;
+      if (status_addr &&
+          copyout(p->pagetable, status_addr, &child.exit_status, sizeof child.exit_status)
+              .is_error())
+        return Errno::Fault;
+      free_process(&child);
+      return pid;
+    }
+    if (!have_children) return Errno::NoChild;
+    if (current_killed()) return Errno::Interrupted;
+    sleep(p, wait_lock);
+  }
+}
+
+void set_killed(Process* p) {
+  SpinlockGuard guard(p->lock);
+  p->killed = true;
+  if (p->state == ProcState::Sleeping) p->state = ProcState::Runnable;
+}
+
+bool current_killed() {
+  Process* p = current_process();
+  if (!p) return false;
+  SpinlockGuard guard(p->lock);
+  return p->killed;
+}
+
+ErrorOr<void> kill(int pid) {
+  if (pid <= 0) return Errno::NoProcess;
+  for (auto& p : procs) {
+    SpinlockGuard guard(p.lock);
+    if (p.pid == pid && p.state != ProcState::Unused) {
+      p.killed = true;
+      if (p.state == ProcState::Sleeping) p.state = ProcState::Runnable;
+      return {};
+    }
+  }
+  return Errno::NoProcess;
+}
+
+void kill_tree(int pid) {
+  SpinlockGuard guard(wait_lock);
+  for (auto& p : procs) {
+    if (p.state == ProcState::Unused || &p == init_process || p.is_kthread) continue;
+    bool in_tree = false;
+    for (Process* a = &p; a; a = a->parent) {
+      if (a->pid == pid) {
+        in_tree = true;
+        break;
+      }
+    }
+    if (in_tree) set_killed(&p);
+  }
+}
+
+ErrorOr<uint64_t> grow_process(int64_t n) {
+  Process* p = current_process();
+  uint64_t old = p->sz;
+  if (n > 0) {
+    uint64_t want = old + static_cast<uint64_t>(n);
+    if (want < old || want > USER_HEAP_LIMIT) return Errno::NoMem;
+    // Fail fast (and keep some pages for the kernel) rather than thrash the allocator.
+    uint64_t pages = (page_round_up(want) - page_round_up(old)) / PAGE_SIZE;
+    if (pages + 64 > kalloc_free_pages()) return Errno::NoMem;
+    p->sz = TRY(uvm_alloc(p->pagetable, old, want, riscv::PTE_R | riscv::PTE_W));
+  } else if (n < 0) {
+    uint64_t shrink = static_cast<uint64_t>(-n);
+    if (shrink > old - p->heap_start) return Errno::Invalid;
+    p->sz = uvm_dealloc(p->pagetable, old, old - shrink);
+    riscv::sfence_vma();
+  }
+  return old;
+}
+
+// ---------------------------------------------------------------- scheduling
+
+void scheduler() {
+  Cpu* c = this_cpu();
+  c->proc = nullptr;
+  for (;;) {
+    riscv::intr_on();   // let devices interrupt (avoid deadlock when all sleep)
+    bool ran = false;
+    for (auto& p : procs) {
+      p.lock.acquire();
+      if (p.state == ProcState::Runnable) {
+        p.state = ProcState::Running;
+        c->proc = &p;
+        swtch(&c->context, &p.context);
+        c->proc = nullptr;
+        ran = true;
+        if (p.state == ProcState::Zombie && p.is_kthread) free_process(&p);
+      }
+      p.lock.release();
+    }
+    if (!ran) {
+      riscv::intr_on();
+      asm volatile("wfi");
+    }
+  }
+}
+
+void sched() {
+  Process* p = current_process();
+  if (!p->lock.holding()) panic("sched: p->lock not held");
+  if (this_cpu()->noff != 1) panic("sched: holding %d locks", this_cpu()->noff);
+  if (p->state == ProcState::Running) panic("sched: process still running");
+  if (riscv::intr_get()) panic("sched: interrupts on");
+  if (*reinterpret_cast<uint64_t*>(p->kstack) != STACK_CANARY)
+    panic("sched: kernel stack overflow in pid %d (%s)", p->pid, p->name);
+  bool intena = this_cpu()->intena;
+  swtch(&p->context, &this_cpu()->context);
+  this_cpu()->intena = intena;
+}
+
+void yield() {
+  Process* p = current_process();
+  SpinlockGuard guard(p->lock);
+  p->state = ProcState::Runnable;
+  sched();
+}
+
+void sleep(const void* chan, Spinlock& lk) {
+  Process* p = current_process();
+  // Holding p->lock means no wakeup() can be missed between releasing lk and sleeping.
+  p->lock.acquire();
+  lk.release();
+  p->chan = chan;
+  p->state = ProcState::Sleeping;
+  sched();
+  p->chan = nullptr;
+  p->lock.release();
+  lk.acquire();
+}
+
+void wakeup(const void* chan) {
+  Process* me = current_process();
+  for (auto& p : procs) {
+    if (&p == me) continue;
+    SpinlockGuard guard(p.lock);
+    if (p.state == ProcState::Sleeping && p.chan == chan) p.state = ProcState::Runnable;
+  }
+}

@@ -1,0 +1,40 @@
+// Spinlocks with interrupts off while held: an interrupt handler on the same
+// hart that wanted the lock would otherwise spin forever.
+#include "spinlock.h"
+#include "cpu.h"
+#include "printf.h"
+#include "riscv.h"
+
+void Spinlock::acquire() {
+  push_interrupts_off();
+  if (holding()) panic("acquire: %s already held by this hart", name_);
+  while (__atomic_exchange_n(&locked_, 1u, __ATOMIC_ACQUIRE) != 0) {
+  }
+  cpu_ = this_cpu();
+}
+
+void Spinlock::release() {
+  if (!holding()) panic("release: %s not held by this hart", name_);
+  cpu_ = nullptr;
+  __atomic_store_n(&locked_, 0u, __ATOMIC_RELEASE);
+  pop_interrupts_off();
+}
+
+// Interrupts must be off (they are while we hold or test our own locks).
+bool Spinlock::holding() const { return locked_ && cpu_ == this_cpu(); }
+
+void push_interrupts_off() {
+  bool was_on = riscv::intr_get();
+  riscv::intr_off();
+  Cpu* c = this_cpu();
+  if (c->noff == 0) c->intena = was_on;
+  c->noff++;
+}
+
+void pop_interrupts_off() {
+  Cpu* c = this_cpu();
+  if (riscv::intr_get()) panic("pop_interrupts_off: interrupts are on");
+  if (c->noff < 1) panic("pop_interrupts_off: unbalanced");
+  c->noff--;
+  if (c->noff == 0 && c->intena) riscv::intr_on();
+}

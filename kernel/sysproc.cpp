@@ -1,0 +1,95 @@
+// Process-related system calls. Every pointer argument is checked by
+// copyin/copyout/copyinstr against the caller's page table.
+#include "console.h"
+#include "kalloc.h"
+#include "param.h"
+#include "process.h"
+#include "sbi.h"
+#include "string.h"
+#include "syscall.h"
+#include "trap.h"
+
+SyscallResult sys_fork() { return static_cast<uint64_t>(TRY(fork())); }
+
+SyscallResult sys_exit() { exit(static_cast<int>(arg_int(0))); }
+
+SyscallResult sys_wait() { return static_cast<uint64_t>(TRY(wait(arg_raw(0)))); }
+
+SyscallResult sys_kill() {
+  TRY(kill(static_cast<int>(arg_int(0))));
+  return 0;
+}
+
+SyscallResult sys_getpid() { return static_cast<uint64_t>(current_process()->pid); }
+
+SyscallResult sys_sbrk() { return TRY(grow_process(arg_int(0))); }
+
+SyscallResult sys_sleep() {
+  int64_t n = arg_int(0);
+  if (n < 0) return Errno::Invalid;
+  SpinlockGuard guard(ticks_lock);
+  uint64_t start = ticks;
+  while (ticks - start < static_cast<uint64_t>(n)) {
+    if (current_killed()) return Errno::Interrupted;
+    sleep(&ticks, ticks_lock);
+  }
+  return 0;
+}
+
+SyscallResult sys_uptime() {
+  SpinlockGuard guard(ticks_lock);
+  return ticks;
+}
+
+SyscallResult sys_clock_ns() { return clock_ns(); }
+
+SyscallResult sys_halt() {
+  uart_flush();
+  sbi::shutdown();
+}
+
+SyscallResult sys_setfg() {
+  int64_t pid = arg_int(0);
+  if (pid < 0) return Errno::Invalid;
+  console_set_foreground(static_cast<int>(pid));
+  return 0;
+}
+
+SyscallResult sys_exec() {
+  char path[MAXPATH];
+  TRY(arg_str(0, path, sizeof path));
+  uint64_t uargv = arg_raw(1);
+  Process* p = current_process();
+  char* argv[MAXARG + 1] = {};
+  ErrorOr<uint64_t> result = Errno::TooBig;
+  int argc = 0;
+  for (;; argc++) {
+    if (argc >= MAXARG) {
+      result = Errno::TooBig;
+      break;
+    }
+    uint64_t uarg = 0;
+    if (copyin(p->pagetable, &uarg, uargv + argc * sizeof(uint64_t), sizeof uarg).is_error()) {
+      result = Errno::Fault;
+      break;
+    }
+    if (uarg == 0) {
+      argv[argc] = nullptr;
+      result = exec(path, argv);
+      break;
+    }
+    argv[argc] = static_cast<char*>(kalloc());
+    if (!argv[argc]) {
+      result = Errno::NoMem;
+      break;
+    }
+    auto copied = copyinstr(p->pagetable, argv[argc], uarg, PAGE_SIZE);
+    if (copied.is_error()) {
+      argc++;
+      result = copied.error() == Errno::NameTooLong ? Errno::TooBig : copied.error();
+      break;
+    }
+  }
+  for (int i = 0; i < MAXARG && argv[i]; i++) kfree(argv[i]);
+  return result;
+}

@@ -1,0 +1,170 @@
+// Trap handling: system calls, device interrupts, the timer, and faults.
+// From user mode: trampoline uservec -> usertrap() -> usertrapret() -> userret.
+// From kernel mode: kernelvec -> kerneltrap().
+#include "trap.h"
+#include "boot.h"
+#include "console.h"
+#include "cpu.h"
+#include "drivers/virtio_blk.h"
+#include "memlayout.h"
+#include "printf.h"
+#include "process.h"
+#include "riscv.h"
+#include "sbi.h"
+#include "syscall_dispatch.h"
+#include "uvm.h"
+
+using namespace riscv;
+
+extern volatile bool g_panicked;
+extern "C" char trampoline_uservec[], trampoline_userret[];
+extern "C" void kernelvec();
+int plic_claim();
+void plic_complete(int irq);
+
+Spinlock ticks_lock{"ticks"};
+uint64_t ticks = 0;
+
+namespace {
+
+enum class Interrupt { None, External, Timer };
+
+uint64_t timer_interval() { return g_boot.timebase_hz / TICK_HZ; }
+
+void clock_interrupt() {
+  if (cpu_index() == 0) {
+    SpinlockGuard guard(ticks_lock);
+    ticks++;
+    wakeup(&ticks);
+  }
+  sbi::set_timer(read_time() + timer_interval());
+}
+
+[[noreturn]] void stop_this_hart() {
+  intr_off();
+  for (;;) asm volatile("wfi");
+}
+
+Interrupt device_interrupt(uint64_t scause) {
+  if (g_panicked) stop_this_hart();
+  if (!(scause & SCAUSE_INTERRUPT)) return Interrupt::None;
+  uint64_t code = scause & ~SCAUSE_INTERRUPT;
+  if (code == IRQ_S_EXTERNAL) {
+    int irq = plic_claim();
+    if (irq == UART0_IRQ) uart_interrupt();
+    else if (irq == VIRTIO0_IRQ) virtio_blk_interrupt();
+    if (irq) plic_complete(irq);
+    return Interrupt::External;
+  }
+  if (code == IRQ_S_TIMER) {
+    clock_interrupt();
+    return Interrupt::Timer;
+  }
+  if (code == IRQ_S_SOFT) {
+    KAI_CSR_CLEAR(sip, SIE_SSIE);
+    return Interrupt::External;
+  }
+  return Interrupt::None;
+}
+
+const char* exception_name(uint64_t cause) {
+  switch (cause) {
+    case 0: return "instruction address misaligned";
+    case 1: return "instruction access fault";
+    case 2: return "illegal instruction";
+    case 3: return "breakpoint";
+    case 4: return "load address misaligned";
+    case 5: return "load access fault";
+    case 6: return "store address misaligned";
+    case 7: return "store access fault";
+    case 8: return "environment call from U-mode";
+    case 9: return "environment call from S-mode";
+    case 12: return "instruction page fault";
+    case 13: return "load page fault";
+    case 15: return "store page fault";
+    default: return "unknown exception";
+  }
+}
+
+}  // namespace
+
+extern "C" void usertrap();
+extern "C" void kerneltrap();
+
+void trap_inithart() {
+  KAI_CSR_WRITE(stvec, reinterpret_cast<uint64_t>(kernelvec));
+  KAI_CSR_SET(sie, SIE_SEIE | SIE_STIE | SIE_SSIE);
+  sbi::set_timer(read_time() + timer_interval());
+}
+
+uint64_t clock_ns() {
+  uint64_t t = read_time(), hz = g_boot.timebase_hz;
+  return (t / hz) * 1000000000ull + (t % hz) * 1000000000ull / hz;
+}
+
+extern "C" void usertrap() {
+  if (read_sstatus() & SSTATUS_SPP) panic("usertrap: not from user mode");
+  KAI_CSR_WRITE(stvec, reinterpret_cast<uint64_t>(kernelvec));
+  Process* p = current_process();
+  p->trapframe->epc = read_sepc();
+  uint64_t scause = read_scause();
+  Interrupt intr = Interrupt::None;
+
+  if (scause == EXC_ECALL_U) {
+    if (current_killed()) exit(-1);
+    p->trapframe->epc += 4;   // return after the ecall
+    intr_on();
+    syscall_dispatch();
+  } else if ((intr = device_interrupt(scause)) == Interrupt::None) {
+    kprintf("pid %d (%s): killed: %s at va 0x%lx, sepc 0x%lx\n", p->pid, p->name,
+            exception_name(scause & ~SCAUSE_INTERRUPT), read_stval(), read_sepc());
+    set_killed(p);
+  }
+  if (current_killed()) exit(-1);
+  if (intr == Interrupt::Timer) yield();
+  usertrapret();
+}
+
+void usertrapret() {
+  Process* p = current_process();
+  intr_off();   // until sret: a trap now would go to uservec with kernel state
+  uint64_t uservec = TRAMPOLINE + (trampoline_uservec - _trampoline);
+  KAI_CSR_WRITE(stvec, uservec);
+  Trapframe* tf = p->trapframe;
+  tf->kernel_satp = read_satp();
+  tf->kernel_sp = p->kstack + KSTACK_SIZE;
+  tf->kernel_trap = reinterpret_cast<uint64_t>(usertrap);
+  tf->kernel_cpu = read_tp();
+
+  uint64_t s = read_sstatus();
+  s &= ~SSTATUS_SPP;        // sret to user mode
+  s |= SSTATUS_SPIE;        // with interrupts on
+  s |= SSTATUS_FS_INITIAL;  // and FP usable
+  write_sstatus(s);
+  write_sepc(tf->epc);
+
+  uint64_t satp = make_satp(reinterpret_cast<uint64_t>(p->pagetable));
+  uint64_t userret = TRAMPOLINE + (trampoline_userret - _trampoline);
+  reinterpret_cast<void (*)(uint64_t)>(userret)(satp);
+  __builtin_unreachable();
+}
+
+extern "C" void kerneltrap() {
+  uint64_t sepc = read_sepc(), sstatus = read_sstatus(), scause = read_scause();
+  if (!(sstatus & SSTATUS_SPP)) panic("kerneltrap: not from supervisor mode");
+  if (intr_get()) panic("kerneltrap: interrupts enabled");
+  Interrupt intr = device_interrupt(scause);
+  if (intr == Interrupt::None) {
+    Process* p = this_cpu()->proc;
+    panic("kernel trap: %s (scause 0x%lx) at sepc 0x%lx stval 0x%lx, %s %d (%s)",
+          exception_name(scause), scause, sepc, read_stval(),
+          p ? (p->is_kthread ? "kthread" : "pid") : "no process", p ? p->pid : 0,
+          p ? p->name : "-");
+  }
+  if (intr == Interrupt::Timer && this_cpu()->proc &&
+      this_cpu()->proc->state == ProcState::Running)
+    yield();
+  // yield() may have taken other traps; restore what sret needs.
+  write_sepc(sepc);
+  write_sstatus(sstatus);
+}

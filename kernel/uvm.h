@@ -1,0 +1,22 @@
+// Page-table operations used by the process code (not part of the contract).
+#pragma once
+#include <stdint.h>
+#include "vm.h"
+
+void kvm_init();
+void kvm_inithart();
+uint64_t kernel_satp();
+
+PageTable uvm_create();
+// Maps [va, va+size) to consecutive physical pages starting at pa.
+ErrorOr<void> uvm_map(PageTable pt, uint64_t va, uint64_t pa, uint64_t size, uint64_t perm);
+// Removes npages mappings at va (skipping holes), optionally freeing the pages.
+void uvm_unmap(PageTable pt, uint64_t va, uint64_t npages, bool free_pages);
+// Grows [oldsz, newsz) with zeroed user pages; returns newsz or NoMem (nothing kept).
+ErrorOr<uint64_t> uvm_alloc(PageTable pt, uint64_t oldsz, uint64_t newsz, uint64_t perm);
+// Shrinks to newsz; returns newsz.
+uint64_t uvm_dealloc(PageTable pt, uint64_t oldsz, uint64_t newsz);
+// Frees the page-table pages themselves (all leaves must be unmapped).
+void uvm_free_tables(PageTable pt);
+// Copies every mapped page of [start, end) from one table into fresh pages in another.
+ErrorOr<void> uvm_copy(PageTable from, PageTable to, uint64_t start, uint64_t end);
