@@ -1,0 +1,56 @@
+// ai [--model NAME] [--predict N] [--timing] TOK...: one request to the
+// kernel's AI service (the warm path). Prints the generated ids on one line,
+// then the latency breakdown from the kernel's timestamps.
+#include "kai.h"
+#include "kai_ai.h"
+
+static void usage() {
+  fprintf(2, "usage: ai [--model NAME] [--predict N] [--timing] TOK...\n");
+  exit(2);
+}
+
+int main(int argc, char** argv) {
+  const char* model = "";
+  uint32_t predict = 16;
+  bool timing = false;
+  static uint32_t prompt[KAI_AI_MAX_PROMPT + 1];
+  uint32_t n = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
+    else if (strcmp(argv[i], "--predict") == 0 && i + 1 < argc) predict = static_cast<uint32_t>(atoi(argv[++i]));
+    else if (strcmp(argv[i], "--timing") == 0) timing = true;
+    else if (argv[i][0] == '-' && argv[i][1] == '-') usage();
+    else if (n <= KAI_AI_MAX_PROMPT) prompt[n++] = static_cast<uint32_t>(strtoul(argv[i], nullptr, 10));
+    else { fprintf(2, "ai: more than %d prompt tokens\n", KAI_AI_MAX_PROMPT); return 1; }
+  }
+  if (n == 0) usage();
+  char name[KAI_AI_MODEL_NAME_MAX];
+  int r = ai_wait_model_ready(model, 600, name, nullptr);
+  if (r < 0) {
+    fprintf(2, "ai: model %s: %s\n", model[0] ? model : "(first)", strerror(r));
+    return 1;
+  }
+  uint32_t* out = static_cast<uint32_t*>(malloc(predict * sizeof(uint32_t) + 4));
+  kai_ai_result res{};
+  long got = ai_call(name, prompt, n, predict, out, predict, &res);
+  if (got < 0) {
+    fprintf(2, "ai: %s\n", strerror(got));
+    return 1;
+  }
+  for (long i = 0; i < got; i++) printf(i ? " %u" : "%u", out[i]);
+  printf("\n");
+  if (res.state != KAI_AI_DONE) {
+    fprintf(2, "ai: request %s (%s)\n", ai_state_name(res.state), strerror(res.error));
+    return 1;
+  }
+  ai_latency l = ai_latency_of(&res);
+  if (timing) {
+    printf("timing model=%s path=warm prompt=%u gen=%u queue_us=%lu ttft_us=%lu prefill_us=%lu tpot_us=%lu total_us=%lu\n",
+           name, res.n_prompt, res.n_generated, l.queue_us, l.ttft_us, l.prefill_us, l.tpot_us, l.total_us);
+  } else {
+    printf("model %s: queue wait %lu us, TTFT %lu us (prefill %lu us), TPOT %lu us, end-to-end %lu us (worker %u, queue depth at submit %u)\n",
+           name, l.queue_us, l.ttft_us, l.prefill_us, l.tpot_us, l.total_us, res.worker, res.queue_depth_at_submit);
+  }
+  free(out);
+  return 0;
+}

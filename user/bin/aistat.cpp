@@ -1,0 +1,35 @@
+// aistat: the AI service's models, queue and counters (ai_info).
+#include "kai.h"
+
+static const char* model_state(int32_t s) {
+  switch (s) {
+    case KAI_AI_MODEL_LOADING: return "loading";
+    case KAI_AI_MODEL_READY: return "ready";
+    case KAI_AI_MODEL_FAILED: return "failed";
+    default: return "?";
+  }
+}
+
+int main() {
+  static kai_ai_info info;
+  int r = ai_info(&info);
+  if (r < 0) {
+    fprintf(2, "aistat: %s\n", strerror(r));
+    return 1;
+  }
+  printf("models: %u\n", info.n_models);
+  for (uint32_t i = 0; i < info.n_models; i++) {
+    const kai_ai_model_info& m = info.models[i];
+    printf("  %-8s %-8s %-7s dim=%u layers=%u vocab=%u seq=%u params=%lu bytes=%lu load_ms=%lu",
+           m.name, m.family, model_state(m.state), m.dim, m.n_layers, m.vocab_size, m.runtime_seq_len,
+           (unsigned long)m.n_params, (unsigned long)m.bytes, (unsigned long)(m.load_ns / 1000000));
+    if (m.state == KAI_AI_MODEL_FAILED) printf(" error=%s", strerror(m.error));
+    printf("\n");
+  }
+  printf("queue: capacity=%u workers=%u queued=%u running=%u\n", info.queue_capacity, info.n_workers,
+         info.queued, info.running);
+  printf("requests: submitted=%lu completed=%lu failed=%lu cancelled=%lu rejected=%lu in_flight=%lu\n",
+         (unsigned long)info.submitted, (unsigned long)info.completed, (unsigned long)info.failed,
+         (unsigned long)info.cancelled, (unsigned long)info.rejected, (unsigned long)info.in_flight);
+  return 0;
+}

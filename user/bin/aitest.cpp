@@ -1,0 +1,349 @@
+// aitest [MODEL]: checks the AI service's semantics (docs/ai-service.md):
+// results, ownership, one-time collection, every submit error, cancellation,
+// a full queue, batches, concurrent clients, and cleanup when clients exit
+// or are killed. One line per check, then "N passed, M failed".
+#include "kai.h"
+#include "kai_ai.h"
+
+static int passed, failed;
+static char model[KAI_AI_MODEL_NAME_MAX];
+static kai_ai_model_info minfo;
+static uint32_t prompt[4] = {1, 2, 3, 4};
+static constexpr uint32_t kPromptLen = 4;
+static uint32_t predict;           // tokens per normal request
+static uint32_t expected[4096];    // the single-request reference answer
+
+static void check(bool ok, const char* name, const char* fmt = "", long a = 0, long b = 0) {
+  if (ok) {
+    passed++;
+    printf("ok %s\n", name);
+  } else {
+    failed++;
+    printf("FAIL %s: ", name);
+    printf(fmt, a, b);
+    printf("\n");
+  }
+}
+
+static kai_ai_submit request(const uint32_t* p, uint32_t n, uint32_t pred, uint32_t flags = 0) {
+  kai_ai_submit r{};
+  r.model = model;
+  r.prompt = p;
+  r.prompt_len = n;
+  r.n_predict = pred;
+  r.flags = flags;
+  return r;
+}
+
+static int64_t submit(uint32_t pred = 0, uint32_t flags = 0) {
+  kai_ai_submit r = request(prompt, kPromptLen, pred ? pred : predict, flags);
+  return ai_submit(&r);
+}
+
+static kai_ai_info info_now() {
+  static kai_ai_info info;
+  ai_info(&info);
+  return info;
+}
+
+// Waits up to ~timeout_s for the service to have nothing in flight.
+static bool drained(int timeout_s) {
+  for (int i = 0; i < timeout_s * 10; i++) {
+    kai_ai_info in = info_now();
+    if (in.in_flight == 0 && in.queued == 0 && in.running == 0) return true;
+    sleep(10);
+  }
+  return false;
+}
+
+static bool same_tokens(const uint32_t* a, const uint32_t* b, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+// Reads a u32-count-prefixed token file (PMT.BIN / EXP.BIN) of the bundle.
+static long read_tokens(const char* file, uint32_t* out, uint32_t max) {
+  char path[64];
+  snprintf(path, sizeof(path), "/AI/%s/%s", model, file);
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return fd;
+  uint32_t count = 0;
+  long n = read(fd, &count, 4);
+  if (n != 4 || count > max || read(fd, out, count * 4) != long(count * 4)) {
+    close(fd);
+    return -KAI_EIO;
+  }
+  close(fd);
+  return count;
+}
+
+static void test_basic() {
+  kai_ai_result res{};
+  long n = ai_call(model, prompt, kPromptLen, predict, expected, predict, &res);
+  check(n == long(predict), "call returns n_predict tokens", "got %ld, want %ld", n, predict);
+  check(res.state == KAI_AI_DONE, "call state is done", "state %ld", res.state);
+  bool ordered = res.t_submit_ns <= res.t_start_ns && res.t_start_ns <= res.t_first_token_ns &&
+                 res.t_first_token_ns <= res.t_finish_ns && res.t_submit_ns > 0;
+  check(ordered, "timestamps submit <= start <= first <= finish");
+  check(res.n_prompt == kPromptLen && res.n_generated == predict, "result counts");
+  bool in_vocab = true;
+  for (uint32_t i = 0; i < predict; i++) in_vocab = in_vocab && expected[i] < minfo.vocab_size;
+  check(in_vocab, "generated ids are in the vocabulary");
+
+  uint32_t again[4096];
+  long m = ai_call(model, prompt, kPromptLen, predict, again, predict, nullptr);
+  check(m == n && same_tokens(again, expected, predict), "same request, same tokens");
+}
+
+static void test_reference() {
+  static uint32_t pmt[256], exp_tokens[4096], out[4096];
+  long np = read_tokens("PMT.BIN", pmt, 255);
+  long ne = read_tokens("EXP.BIN", exp_tokens, 4096);
+  if (np <= 0 || ne <= 0) {
+    printf("skip bundle's PMT.BIN/EXP.BIN: not readable\n");
+    return;
+  }
+  if (np + ne > long(minfo.runtime_seq_len)) ne = minfo.runtime_seq_len - np;
+  long n = ai_call(model, pmt, np, ne, out, 4096, nullptr);
+  check(n == ne && same_tokens(out, exp_tokens, ne), "tokens match the bundle's EXP.BIN",
+        "got %ld tokens of %ld", n, ne);
+}
+
+static void test_collect_once_and_ids() {
+  int64_t id = submit();
+  uint32_t out[4096];
+  kai_ai_result res{};
+  check(ai_wait(id, out, predict, &res) == long(predict), "wait collects the result");
+  check(ai_wait(id, out, predict, &res) == -KAI_ESRCH, "second wait on the same id fails (ESRCH)");
+  check(ai_query(id, nullptr) == -KAI_ESRCH, "query of a collected id fails (ESRCH)");
+  check(ai_wait(999999, out, predict, &res) == -KAI_ESRCH, "never-issued id fails (ESRCH)");
+  check(ai_wait(-5, out, predict, &res) == -KAI_ESRCH, "negative id fails (ESRCH)");
+  check(ai_cancel(0) == -KAI_ESRCH, "cancel of id 0 fails (ESRCH)");
+}
+
+static void test_submit_errors() {
+  kai_ai_info before = info_now();
+  uint32_t big[KAI_AI_MAX_PROMPT + 1];
+  for (auto& t : big) t = 1;
+  uint32_t bad_token[2] = {1, minfo.vocab_size};
+
+  kai_ai_submit r = request(prompt, kPromptLen, predict);
+  r.model = "NO_SUCH_MODEL";
+  check(ai_submit(&r) == -KAI_ENOENT, "unknown model: ENOENT");
+  r = request(prompt, 0, predict);
+  check(ai_submit(&r) == -KAI_EINVAL, "empty prompt: EINVAL");
+  r = request(prompt, kPromptLen, 0);
+  check(ai_submit(&r) == -KAI_EINVAL, "zero tokens to predict: EINVAL");
+  r = request(big, KAI_AI_MAX_PROMPT + 1, 1);
+  check(ai_submit(&r) == -KAI_E2BIG, "256-token prompt: E2BIG");
+  r = request(bad_token, 2, 1);
+  check(ai_submit(&r) == -KAI_ERANGE, "token id = vocab_size: ERANGE");
+  r = request(prompt, kPromptLen, minfo.runtime_seq_len - kPromptLen + 1);
+  check(ai_submit(&r) == -KAI_EFBIG, "prompt + predict > runtime_seq_len: EFBIG");
+  check(ai_submit(nullptr) == -KAI_EFAULT, "null request pointer: EFAULT");
+  check(ai_submit((kai_ai_submit*)0x80200000UL) == -KAI_EFAULT, "kernel request pointer: EFAULT");
+  r = request((uint32_t*)0x1, kPromptLen, 1);
+  check(ai_submit(&r) == -KAI_EFAULT, "bad prompt pointer: EFAULT");
+  r = request(prompt, kPromptLen, 1);
+  r.model = (const char*)0xffffffffffff0000UL;
+  check(ai_submit(&r) == -KAI_EFAULT, "bad model-name pointer: EFAULT");
+  check(ai_info((kai_ai_info*)0x10) == -KAI_EFAULT, "ai_info with a bad pointer: EFAULT");
+
+  kai_ai_info after = info_now();
+  check(after.submitted == before.submitted && after.in_flight == before.in_flight,
+        "rejected submits create no request", "submitted grew by %ld, in flight by %ld",
+        long(after.submitted - before.submitted), long(after.in_flight - before.in_flight));
+  check(after.rejected >= before.rejected + 10, "rejected submits are counted");
+}
+
+static void test_wait_buffers() {
+  int64_t id = submit();
+  uint32_t out[4096];
+  kai_ai_result res{};
+  check(ai_wait(id, out, predict - 1, &res) == -KAI_ENOSPC, "too small output buffer: ENOSPC");
+  check(ai_wait(id, (uint32_t*)0x1, predict, &res) == -KAI_EFAULT, "bad output pointer: EFAULT");
+  check(ai_wait(id, out, predict, (kai_ai_result*)0x1) == -KAI_EFAULT, "bad result pointer: EFAULT");
+  long n = ai_wait(id, out, predict, &res);
+  check(n == long(predict) && same_tokens(out, expected, predict), "result kept after those errors");
+}
+
+static void test_query_and_cancel() {
+  int64_t id = submit();
+  kai_ai_status st{};
+  int q = ai_query(id, &st);
+  check(q == 0 && st.state >= KAI_AI_QUEUED && st.state <= KAI_AI_DONE, "query right after submit");
+  check(ai_query(id, (kai_ai_status*)0x1) == -KAI_EFAULT, "query with a bad pointer: EFAULT");
+  uint32_t out[4096];
+  kai_ai_result res{};
+  ai_wait(id, out, predict, &res);
+
+  // Cancel: a long request, then several behind it; cancel the last ones.
+  uint32_t longest = minfo.runtime_seq_len - kPromptLen;
+  if (longest > 4096) longest = 4096;
+  int64_t ids[6];
+  for (auto& i : ids) i = submit(longest);
+  int cancelled = 0, consistent = 1;
+  for (int i = 5; i >= 1; i--) {
+    int c = ai_cancel(ids[i]);
+    ai_wait(ids[i], out, 4096, &res);
+    if (c == 0) {
+      cancelled++;
+      consistent &= res.state == KAI_AI_CANCELLED;
+    } else {
+      consistent &= c == -KAI_EBUSY && res.state == KAI_AI_DONE;
+    }
+  }
+  check(consistent, "cancel 0 -> cancelled, EBUSY -> done");
+  check(cancelled > 0, "at least one queued request was cancelled");
+  ai_wait(ids[0], out, 4096, &res);
+  check(ai_cancel(ids[0]) == -KAI_ESRCH, "cancel after collection: ESRCH");
+  int64_t done = submit(1);
+  while (ai_query(done, &st) == 0 && st.state != KAI_AI_DONE) sleep(1);
+  check(ai_cancel(done) == -KAI_EBUSY, "cancel of a finished request: EBUSY");
+  ai_wait(done, out, 4096, &res);
+}
+
+static void test_full_queue() {
+  kai_ai_info in = info_now();
+  int64_t ids[64];
+  int n = 0;
+  int64_t r = 0;
+  while (n < 64 && (r = submit(1, KAI_AI_NONBLOCK)) > 0) ids[n++] = r;
+  check(r == -KAI_EAGAIN && n == int(in.queue_capacity), "non-blocking submit to a full table: EAGAIN",
+        "stopped after %ld submits, capacity %ld", n, in.queue_capacity);
+  uint32_t out[8];
+  bool all = true;
+  for (int i = 0; i < n; i++) all &= ai_wait(ids[i], out, 8, nullptr) == 1;
+  check(all, "every request of the full table completes");
+}
+
+static void test_batch() {
+  int64_t ids[8];
+  for (auto& id : ids) id = submit();
+  bool ok = true;
+  uint32_t out[4096];
+  for (auto id : ids) ok &= ai_wait(id, out, predict, nullptr) == long(predict) && same_tokens(out, expected, predict);
+  check(ok, "batch of 8 submits then 8 waits: all match");
+}
+
+static int child_status(int pid) {
+  int status = -1;
+  while (true) {
+    int w = wait(&status);
+    if (w == pid || w < 0) return status;
+  }
+}
+
+static void test_ownership() {
+  int64_t id = submit();
+  int pid = fork();
+  if (pid == 0) {
+    uint32_t out[4096];
+    kai_ai_status st;
+    bool ok = ai_wait(id, out, predict, nullptr) == -KAI_EPERM && ai_query(id, &st) == -KAI_EPERM &&
+              ai_cancel(id) == -KAI_EPERM;
+    exit(ok ? 0 : 1);
+  }
+  check(child_status(pid) == 0, "a child cannot wait, query or cancel its parent's request (EPERM)");
+  uint32_t out[4096];
+  check(ai_wait(id, out, predict, nullptr) == long(predict), "the owner still collects it");
+}
+
+static void test_concurrent_clients() {
+  constexpr int kClients = 2, kEach = 3;
+  int pids[kClients];
+  for (int c = 0; c < kClients; c++) {
+    pids[c] = fork();
+    if (pids[c] == 0) {
+      uint32_t out[4096];
+      for (int i = 0; i < kEach; i++)
+        if (ai_call(model, prompt, kPromptLen, predict, out, predict, nullptr) != long(predict) ||
+            !same_tokens(out, expected, predict))
+          exit(1);
+      exit(0);
+    }
+  }
+  bool ok = true;
+  for (int c = 0; c < kClients; c++) ok &= child_status(pids[c]) == 0;
+  check(ok, "two concurrent clients get correct results");
+}
+
+static void test_exit_cleanup() {
+  int pid = fork();
+  if (pid == 0) {
+    for (int i = 0; i < 5; i++) submit();
+    exit(0);   // never waits
+  }
+  child_status(pid);
+  check(drained(120), "a client that exits leaves nothing in flight");
+
+  // Killed while sleeping in ai_wait: the child tells us (through a pipe)
+  // that its long request is submitted, then waits on it.
+  uint32_t longest = minfo.runtime_seq_len - kPromptLen;
+  if (longest > 4096) longest = 4096;
+  int fds[2];
+  pipe(fds);
+  pid = fork();
+  if (pid == 0) {
+    int64_t id = submit(longest);
+    write(fds[1], "s", 1);
+    uint32_t out[4096];
+    ai_wait(id, out, 4096, nullptr);
+    exit(7);   // reached only if the kill came after the request finished
+  }
+  char c;
+  read(fds[0], &c, 1);
+  kill(pid);
+  int status = child_status(pid);
+  check(status != 7 && status != 0, "a client killed in ai_wait exits (killed)", "status %ld", status);
+  check(drained(120), "... and leaves nothing in flight");
+
+  // Killed while blocked in ai_submit: uncollected results keep their slots,
+  // so after filling the table the child's blocking submit cannot succeed.
+  pid = fork();
+  if (pid == 0) {
+    while (submit(1, KAI_AI_NONBLOCK) > 0) {}
+    write(fds[1], "f", 1);
+    submit(1);   // blocks until killed
+    exit(7);
+  }
+  read(fds[0], &c, 1);
+  sleep(5);
+  kill(pid);
+  status = child_status(pid);
+  check(status != 7 && status != 0, "a client killed in a blocked ai_submit exits (killed)", "status %ld", status);
+  check(drained(300), "... and leaves nothing in flight");
+  close(fds[0]);
+  close(fds[1]);
+}
+
+int main(int argc, char** argv) {
+  const char* want = argc > 1 ? argv[1] : "";
+  int r = ai_wait_model_ready(want, 600, model, &minfo);
+  if (r < 0) {
+    printf("FAIL model %s: %s\n", want[0] ? want : "(first)", strerror(r));
+    printf("0 passed, 1 failed\n");
+    return 1;
+  }
+  predict = minfo.runtime_seq_len >= 24 ? 16 : minfo.runtime_seq_len - kPromptLen;
+  for (auto& t : prompt) t %= minfo.vocab_size;
+  printf("aitest: model %s (vocab %u, runtime_seq_len %u), %u tokens per request\n", model,
+         minfo.vocab_size, minfo.runtime_seq_len, predict);
+  test_basic();
+  test_reference();
+  test_collect_once_and_ids();
+  test_submit_errors();
+  test_wait_buffers();
+  test_query_and_cancel();
+  test_full_queue();
+  test_batch();
+  test_ownership();
+  test_concurrent_clients();
+  test_exit_cleanup();
+  kai_ai_info in = info_now();
+  check(in.in_flight == 0 && in.queued == 0 && in.running == 0, "nothing in flight at the end",
+        "in flight %ld, running %ld", long(in.in_flight), long(in.running));
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
