@@ -1,0 +1,201 @@
+// The AI service's bridge to the inference runtime (lib/): reads bundle
+// files from the file system into one contiguous kernel region, validates
+// them with the same llm::Model code as the cold path, and runs requests.
+#include "engine.h"
+#include <new>
+#include "llm.h"
+#include "../fs/fs.h"
+#include "../kalloc.h"
+#include "../printf.h"
+#include "../string.h"
+
+namespace ai {
+
+// Lives at the start of the model's contiguous region, followed by the files.
+struct EngineModel {
+  llm::Model model;
+  llm::MemoryBundle files;
+  uint64_t region_bytes;
+};
+
+namespace {
+
+constexpr uint64_t kFileAlign = 64;   // the runtime reads floats in place
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// Size of dir/name, or an error (NoEnt if it does not exist).
+ErrorOr<uint64_t> file_size(const char* dir, const char* name) {
+  char path[96];
+  ksnprintf(path, sizeof(path), "%s/%s", dir, name);
+  fs::begin_op();
+  auto ip = fs::namei(path);
+  if (ip.is_error()) {
+    fs::end_op();
+    return ip.error();
+  }
+  fs::ilock(ip.value());
+  uint64_t size = fs::inode_size(ip.value());
+  bool is_file = fs::inode_type(ip.value()) == KAI_T_FILE;
+  fs::iunlockput(ip.value());
+  fs::end_op();
+  if (!is_file) return Errno::IsDir;
+  return size;
+}
+
+// Reads exactly `size` bytes of dir/name into kernel memory at dst.
+ErrorOr<void> read_file(const char* dir, const char* name, void* dst, uint64_t size) {
+  char path[96];
+  ksnprintf(path, sizeof(path), "%s/%s", dir, name);
+  fs::begin_op();
+  auto ip = fs::namei(path);
+  if (ip.is_error()) {
+    fs::end_op();
+    return ip.error();
+  }
+  fs::ilock(ip.value());
+  auto got = fs::readi(ip.value(), false, reinterpret_cast<uint64_t>(dst), 0, size);
+  fs::iunlockput(ip.value());
+  fs::end_op();
+  if (got.is_error()) return got.error();
+  if (got.value() != size) return Errno::IO;
+  return {};
+}
+
+void set_why(char* why, size_t len, const char* text) { safestrcpy(why, text, len); }
+
+// The bundle's file names in the order the runtime asks for them.
+int bundle_files(const llm::Config& cfg, char names[][12]) {
+  int n = 0;
+  safestrcpy(names[n++], "CFG.BIN", 12);
+  if (cfg.is_qwen()) safestrcpy(names[n++], "LTY.BIN", 12);
+  safestrcpy(names[n++], "EMB.BIN", 12);
+  safestrcpy(names[n++], "NRM.BIN", 12);
+  safestrcpy(names[n++], "ROP.BIN", 12);
+  for (uint32_t l = 0; l < cfg.n_layers; l++) {
+    char layer[8];
+    llm::layer_file_name(l, layer);
+    safestrcpy(names[n++], layer, 12);
+  }
+  return n;
+}
+
+void fill_summary(const llm::Config& cfg, ModelSummary* s) {
+  safestrcpy(s->family, cfg.is_qwen() ? "qwen3.5" : "llama", sizeof(s->family));
+  s->dim = cfg.dim;
+  s->n_layers = cfg.n_layers;
+  s->vocab_size = cfg.vocab_size;
+  s->runtime_seq_len = cfg.runtime_seq_len;
+  s->n_params = cfg.n_params();
+}
+
+// CFG.BIN and LTY.BIN are small: read them into one page and parse.
+ErrorOr<void> read_config(const char* dir, llm::Config* cfg, char* why, size_t why_len) {
+  uint64_t cfg_size = TRY(file_size(dir, "CFG.BIN"));
+  auto lty_size = file_size(dir, "LTY.BIN");
+  bool have_lty = !lty_size.is_error();
+  uint64_t lty_bytes = have_lty ? lty_size.value() : 0;
+  if (cfg_size > 1024 || lty_bytes > 2048) {
+    set_why(why, why_len, cfg_size > 1024 ? "CFG.BIN: file too large" : "LTY.BIN: file too large");
+    return Errno::Invalid;
+  }
+  auto* page = static_cast<uint8_t*>(kalloc());
+  if (page == nullptr) return Errno::NoMem;
+  ErrorOr<void> status;
+  if (auto r = read_file(dir, "CFG.BIN", page, cfg_size); r.is_error()) {
+    status = r.error();
+  } else if (have_lty && read_file(dir, "LTY.BIN", page + 1024, lty_bytes).is_error()) {
+    set_why(why, why_len, "LTY.BIN: read error");
+    status = Errno::IO;
+  } else {
+    auto parsed = llm::parse_config(page, cfg_size, page + 1024, lty_bytes, have_lty, cfg);
+    if (parsed.is_error()) {
+      set_why(why, why_len, parsed.error().message);
+      status = Errno::Invalid;
+    }
+  }
+  kfree(page);
+  return status;
+}
+
+}  // namespace
+
+ErrorOr<void> engine_probe(const char* dir, ModelSummary* summary, char* why, size_t why_len) {
+  llm::Config cfg;
+  TRY(read_config(dir, &cfg, why, why_len));
+  fill_summary(cfg, summary);
+  return {};
+}
+
+ErrorOr<EngineModel*> engine_load(const char* dir, ModelSummary* summary, char* why, size_t why_len) {
+  llm::Config cfg;
+  TRY(read_config(dir, &cfg, why, why_len));
+  static char names[llm::kMaxLayers + 8][12];   // only the loader thread uses it
+  static uint64_t sizes[llm::kMaxLayers + 8];
+  int n_files = bundle_files(cfg, names);
+
+  uint64_t total = align_up(sizeof(EngineModel), kFileAlign);
+  for (int i = 0; i < n_files; i++) {
+    auto size = file_size(dir, names[i]);
+    if (size.is_error()) {
+      ksnprintf(why, why_len, "%s: missing", names[i]);
+      return size.error();
+    }
+    sizes[i] = size.value();
+    total += align_up(sizes[i], kFileAlign);
+  }
+  auto* region = static_cast<uint8_t*>(kalloc_contiguous(total));
+  if (region == nullptr) {
+    ksnprintf(why, why_len, "not enough contiguous memory for %lu MiB of weights", total >> 20);
+    return Errno::NoMem;
+  }
+  auto* em = new (region) EngineModel();
+  em->region_bytes = total;
+  uint8_t* cursor = region + align_up(sizeof(EngineModel), kFileAlign);
+  for (int i = 0; i < n_files; i++) {
+    auto r = read_file(dir, names[i], cursor, sizes[i]);
+    if (r.is_error()) {
+      ksnprintf(why, why_len, "%s: read error", names[i]);
+      kfree_contiguous(region, total);
+      return r.error();
+    }
+    em->files.add(names[i], cursor, sizes[i]);
+    cursor += align_up(sizes[i], kFileAlign);
+  }
+  auto loaded = em->model.load(em->files);
+  if (loaded.is_error()) {
+    set_why(why, why_len, loaded.error().message);
+    kfree_contiguous(region, total);
+    return Errno::Invalid;
+  }
+  fill_summary(cfg, summary);
+  summary->bytes = total;
+  return em;
+}
+
+ErrorOr<void> engine_generate(EngineModel* em, const uint32_t* prompt, uint32_t prompt_len,
+                              uint32_t n_predict, TokenSink& sink) {
+  const llm::Config& cfg = em->model.config();
+  size_t bytes = llm::Session::bytes_needed(cfg);
+  void* mem = kalloc_contiguous(bytes);
+  if (mem == nullptr) return Errno::NoMem;
+  llm::Session session;
+  ErrorOr<void> status;
+  do {
+    if (session.init(em->model, mem, bytes).is_error()) { status = Errno::NoMem; break; }
+    auto first = session.prefill(prompt, prompt_len);
+    if (first.is_error()) { status = Errno::Invalid; break; }
+    uint32_t token = first.value();
+    if (!sink.on_token(token)) break;
+    for (uint32_t i = 1; i < n_predict; i++) {
+      auto next = session.step(token);
+      if (next.is_error()) { status = Errno::Invalid; break; }
+      token = next.value();
+      if (!sink.on_token(token)) break;
+    }
+  } while (false);
+  kfree_contiguous(mem, bytes);
+  return status;
+}
+
+}  // namespace ai
