@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""Boot kai in QEMU, run shell commands, print the console transcript.
+
+    python3 tools/qemu_run.py [--image IMG] [--kernel ELF] [--smp N] [--memory SIZE]
+                              [--timeout S] [--snapshot] -c 'COMMAND' [-c ...]
+
+Boots QEMU with the Makefile's options (serial console on stdio), waits for
+the shell prompt `$ `, sends each command, waits for the next prompt (at most
+--timeout seconds per command), then runs `halt` and waits for QEMU to exit.
+Exits non-zero if boot fails, a command times out, or the console shows a
+kernel panic. Import it and call run() to get the transcript in a test.
+Standard library only.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_IMAGE = os.path.join(ROOT, "build", "fs.img")
+DEFAULT_KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
+PROMPT = "$ "
+PANIC_MARKERS = ("panic on hart", "panic:")
+
+
+class RunResult:
+    """What happened in one QEMU session."""
+
+    def __init__(self):
+        self.transcript = ""
+        self.booted = False
+        self.timed_out_command = None   # the command that never got a prompt back
+        self.halted = False             # QEMU exited after `halt`
+        self.error = None               # short reason if not ok
+
+    @property
+    def panicked(self):
+        return any(m in self.transcript for m in PANIC_MARKERS)
+
+    @property
+    def ok(self):
+        return self.booted and self.timed_out_command is None and not self.panicked \
+            and self.error is None
+
+
+class _Console:
+    """Collects QEMU's stdout on a thread so waits can time out."""
+
+    def __init__(self, proc):
+        self.proc = proc
+        self.buf = bytearray()
+        self.cond = threading.Condition()
+        self.eof = False
+        self.thread = threading.Thread(target=self._reader, daemon=True)
+        self.thread.start()
+
+    def _reader(self):
+        while True:
+            data = self.proc.stdout.read1(4096) if hasattr(self.proc.stdout, "read1") \
+                else os.read(self.proc.stdout.fileno(), 4096)
+            with self.cond:
+                if not data:
+                    self.eof = True
+                    self.cond.notify_all()
+                    return
+                self.buf += data
+                self.cond.notify_all()
+
+    def text(self, start=0):
+        with self.cond:
+            return self.buf[start:].decode("utf-8", errors="replace")
+
+    def size(self):
+        with self.cond:
+            return len(self.buf)
+
+    def wait_for(self, predicate, timeout):
+        """Wait until predicate(text) holds; True if it did, False on timeout/EOF."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                text = self.buf.decode("utf-8", errors="replace")
+                if predicate(text):
+                    return True
+                if self.eof:
+                    return False
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.cond.wait(min(left, 0.2))
+
+    def send(self, data):
+        try:
+            self.proc.stdin.write(data.encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+
+
+def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G", snapshot=False):
+    cmd = ["qemu-system-riscv64", "-machine", "virt", "-bios", "default", "-kernel", kernel,
+           "-m", str(memory), "-smp", str(smp), "-nographic",
+           "-global", "virtio-mmio.force-legacy=false"]
+    if image:
+        cmd += ["-drive", f"file={image},if=none,format=raw,id=x0",
+                "-device", "virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0"]
+    if snapshot:
+        cmd.append("-snapshot")
+    return cmd
+
+
+def _prompt_after(start, echo_of=None):
+    """A predicate: the console, from offset start, ends with a fresh prompt."""
+    def check(text):
+        tail = text[start:]
+        if echo_of is not None:
+            # Skip the echoed command line itself (it may contain "$ ").
+            nl = tail.find("\n")
+            if nl < 0:
+                return False
+            tail = tail[nl + 1:]
+        if any(m in tail for m in PANIC_MARKERS):
+            return True
+        return tail.endswith(PROMPT)
+    return check
+
+
+def run(commands, image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
+        timeout=60.0, boot_timeout=60.0, snapshot=False, halt=True):
+    """Boot, run each command, halt. Returns a RunResult (transcript and status)."""
+    result = RunResult()
+    cmd = qemu_command(image, kernel, smp, memory, snapshot)
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, bufsize=0)
+    console = _Console(proc)
+    try:
+        if not console.wait_for(_prompt_after(0), boot_timeout) or \
+                console.text().rstrip().endswith("panic") or result.panicked:
+            result.error = "boot failed: no shell prompt"
+        else:
+            result.booted = True
+            for command in commands:
+                time.sleep(0.05)
+                start = console.size()
+                console.send(command + "\n")
+                if not console.wait_for(_prompt_after(start, command), timeout):
+                    result.timed_out_command = command
+                    result.error = f"command timed out after {timeout}s: {command}"
+                    break
+                result.transcript = console.text()
+                if result.panicked:
+                    result.error = "kernel panic"
+                    break
+            if halt and result.error is None:
+                console.send("halt\n")
+                try:
+                    proc.wait(timeout=15)
+                    result.halted = True
+                except subprocess.TimeoutExpired:
+                    result.error = "QEMU did not exit after halt"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        console.thread.join(timeout=2)
+        result.transcript = console.text()
+        if result.panicked and result.error is None:
+            result.error = "kernel panic"
+    return result
+
+
+def transcript(commands, **kwargs):
+    """Convenience for tests: the console transcript of run(commands, **kwargs)."""
+    return run(commands, **kwargs).transcript
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--image", default=DEFAULT_IMAGE)
+    ap.add_argument("--kernel", default=DEFAULT_KERNEL)
+    ap.add_argument("--smp", type=int, default=2)
+    ap.add_argument("--memory", default="1G")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per command")
+    ap.add_argument("--boot-timeout", type=float, default=60.0)
+    ap.add_argument("--snapshot", action="store_true", help="do not write to the image")
+    ap.add_argument("-c", "--command", action="append", default=[], dest="commands")
+    args = ap.parse_args(argv)
+    for path in (args.kernel, args.image):
+        if path and not os.path.exists(path):
+            print(f"qemu_run: {path} does not exist (run make)", file=sys.stderr)
+            return 2
+    res = run(args.commands, image=args.image, kernel=args.kernel, smp=args.smp,
+              memory=args.memory, timeout=args.timeout, boot_timeout=args.boot_timeout,
+              snapshot=args.snapshot)
+    sys.stdout.write(res.transcript)
+    if not res.transcript.endswith("\n"):
+        sys.stdout.write("\n")
+    if not res.ok:
+        print(f"qemu_run: FAILED: {res.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
