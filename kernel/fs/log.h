@@ -1,0 +1,21 @@
+// Write-ahead log (xv6's design): every file-system system call runs as a
+// transaction between begin_op() and end_op(); the blocks it modifies are
+// recorded with log_write() and reach their home locations only after the
+// whole set has been written to the log and the log header committed. A
+// crash before the commit loses the transaction; after it, mount replays it.
+#pragma once
+#include "../error.h"
+#include "bio.h"
+#include "layout.h"
+
+namespace fs {
+
+// Most blocks one transaction may write. Callers split bigger writes.
+constexpr uint32_t MAXOPBLOCKS = 64;
+
+// Sets up the log from the superblock and replays a committed transaction.
+ErrorOr<void> initlog(uint32_t dev, const SuperBlock& sb);
+// Records that b (locked, modified) belongs to the current transaction.
+void log_write(Buf* b);
+
+}  // namespace fs
