@@ -1,0 +1,92 @@
+"""Integration tests of the kernel core: boot kai in QEMU through
+tools/qemu_run.py and check what the console shows."""
+import os
+import re
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import qemu_run  # noqa: E402
+
+IMAGE = os.path.join(ROOT, "build", "fs.img")
+KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
+
+
+def need_image():
+    if not os.path.exists(KERNEL) or not os.path.exists(IMAGE):
+        pytest.skip("build/fs.img or the kernel is missing: run `make`")
+
+
+def need_program(name):
+    if not os.path.exists(os.path.join(ROOT, "build", "user", "bin", name)):
+        pytest.skip(f"/bin/{name} is not built (user/bin/{name}.cpp missing)")
+
+
+def boot(commands, **kwargs):
+    need_image()
+    kwargs.setdefault("snapshot", True)
+    kwargs.setdefault("timeout", 120)
+    return qemu_run.run(commands, image=IMAGE, kernel=KERNEL, **kwargs)
+
+
+def output_of(transcript, command):
+    """The console text between the echo of `command` and the next prompt."""
+    start = transcript.rindex(command + "\n") + len(command) + 1
+    end = transcript.find(qemu_run.PROMPT, start)
+    return transcript[start:end if end >= 0 else None]
+
+
+def test_boot_reaches_shell_and_halts():
+    res = boot([])
+    assert res.booted, res.transcript
+    assert "kai: selftest ok" in res.transcript
+    assert not res.panicked
+    assert res.halted, "halt did not power the machine off"
+
+
+def test_pipe_echo_wc():
+    res = boot(["echo hello | wc"])
+    assert res.ok, res.error + "\n" + res.transcript
+    # wc prints lines, words, bytes: "hello\n" is 1 1 6.
+    assert re.search(r"\b1\s+1\s+6\b", output_of(res.transcript, "echo hello | wc"))
+
+
+@pytest.mark.parametrize("smp", [1, 4])
+def test_usertests(smp):
+    need_program("usertests")
+    res = boot(["usertests"], smp=smp, timeout=600)
+    assert res.ok, f"{res.error}\n{res.transcript[-4000:]}"
+    out = output_of(res.transcript, "usertests")
+    assert "ALL TESTS PASSED" in out or re.search(r"\b0 failed\b", out), out[-4000:]
+
+
+def test_null_dereference_kills_only_the_process():
+    need_program("crash")
+    res = boot(["crash", "echo survived"])
+    assert res.ok, f"{res.error}\n{res.transcript}"
+    crash = output_of(res.transcript, "crash")
+    assert re.search(r"pid \d+ \(crash\): killed: load page fault at va 0x0, sepc 0x[0-9a-f]+",
+                     crash), crash
+    assert "still alive" not in crash
+    assert "survived" in output_of(res.transcript, "echo survived")
+
+
+def test_fault_kinds_do_not_panic():
+    need_program("crash")
+    cmds = ["crash write", "crash ill", "crash jump", "echo done"]
+    res = boot(cmds)
+    assert res.ok, f"{res.error}\n{res.transcript}"
+    assert "store page fault" in output_of(res.transcript, "crash write")
+    assert "illegal instruction" in output_of(res.transcript, "crash ill")
+    assert "instruction page fault" in output_of(res.transcript, "crash jump")
+    assert "done" in output_of(res.transcript, "echo done")
+
+
+@pytest.mark.parametrize("memory", ["512M", "4G"])
+def test_memory_sizes(memory):
+    res = boot(["echo ok"], memory=memory, smp=2)
+    assert res.ok, f"{res.error}\n{res.transcript}"
+    mib = int(memory[:-1]) * (1024 if memory.endswith("G") else 1)
+    assert f"{mib} MiB RAM" in res.transcript
