@@ -72,11 +72,6 @@ ErrorOr<uint64_t> console_write(bool user_src, uint64_t src, uint64_t n) {
 
 }  // namespace
 
-// Until the file system defines devsw, this weak one lets the kernel link.
-namespace fs {
-__attribute__((weak)) DeviceOps devsw[NDEV];
-}
-
 void console_init() {
   uart_init();
   fs::devsw[KAI_DEV_CONSOLE].read = console_read;
