@@ -174,7 +174,7 @@ ErrorOr<EngineModel*> engine_load(const char* dir, ModelSummary* summary, char* 
 }
 
 ErrorOr<void> engine_generate(EngineModel* em, const uint32_t* prompt, uint32_t prompt_len,
-                              uint32_t n_predict, TokenSink& sink) {
+                              uint32_t n_predict, bool int8_activations, TokenSink& sink) {
   const llm::Config& cfg = em->model.config();
   size_t bytes = llm::Session::bytes_needed(cfg);
   void* mem = kalloc_contiguous(bytes);
@@ -182,7 +182,9 @@ ErrorOr<void> engine_generate(EngineModel* em, const uint32_t* prompt, uint32_t 
   llm::Session session;
   ErrorOr<void> status;
   do {
-    if (session.init(em->model, mem, bytes).is_error()) { status = Errno::NoMem; break; }
+    llm::SessionOptions options;
+    options.matvec = int8_activations ? llm::MatvecKind::Int8 : llm::MatvecKind::Float;
+    if (session.init(em->model, mem, bytes, options).is_error()) { status = Errno::NoMem; break; }
     auto first = session.prefill(prompt, prompt_len);
     if (first.is_error()) { status = Errno::Invalid; break; }
     uint32_t token = first.value();

@@ -34,6 +34,6 @@ ErrorOr<EngineModel*> engine_load(const char* dir, ModelSummary* summary, char* 
 // Prefill then greedy decode; tokens go to sink as they are known.
 // The request was validated at submit time.
 ErrorOr<void> engine_generate(EngineModel* model, const uint32_t* prompt, uint32_t prompt_len,
-                              uint32_t n_predict, TokenSink& sink);
+                              uint32_t n_predict, bool int8_activations, TokenSink& sink);
 
 }  // namespace ai

@@ -20,6 +20,7 @@ struct Request {
   int owner_pid;
   int model;                // index into the model registry
   uint32_t prompt_len, n_predict, n_generated;
+  uint32_t flags;           // KAI_AI_* from the submit
   bool cancel_requested;    // ai_cancel or owner exit: the worker stops at the next token
   bool orphaned;            // owner exited while running: the worker frees the slot
   uint32_t queue_depth_at_submit, worker;

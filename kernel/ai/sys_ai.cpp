@@ -33,6 +33,7 @@ SyscallResult reject(Errno e) {
 // published). Needs the models to be known.
 ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt) {
   if (req.prompt_len == 0 || req.n_predict == 0) return Errno::Invalid;
+  if (req.flags & ~uint32_t(KAI_AI_NONBLOCK | KAI_AI_INT8)) return Errno::Invalid;
   if (req.prompt_len > KAI_AI_MAX_PROMPT) return Errno::TooBig;
   char name[KAI_AI_MODEL_NAME_MAX];
   auto copied = copyinstr(me()->pagetable, name, reinterpret_cast<uint64_t>(req.model), sizeof(name));
@@ -82,6 +83,7 @@ SyscallResult sys_ai_submit() {
   r->model = model.value();
   r->prompt_len = req.prompt_len;
   r->n_predict = req.n_predict;
+  r->flags = req.flags;
   r->n_generated = 0;
   r->cancel_requested = false;
   r->orphaned = false;

@@ -44,7 +44,8 @@ void worker_main(void* arg) {
     // The slot cannot be freed while Running (only this worker finishes it),
     // so its prompt and sizes are stable without the lock.
     SlotSink sink(r);
-    auto result = engine_generate(engine, r->prompt, r->prompt_len, r->n_predict, sink);
+    auto result = engine_generate(engine, r->prompt, r->prompt_len, r->n_predict,
+                                  (r->flags & KAI_AI_INT8) != 0, sink);
     SpinlockGuard guard(lock);
     if (result.is_error())
       finish(r, KAI_AI_FAILED, static_cast<int32_t>(result.error()));
