@@ -1,11 +1,11 @@
-// ai [--model NAME] [--predict N] [--timing] TOK...: one request to the
+// ai [--model NAME] [--predict N] [--int8] [--timing] TOK...: one request to the
 // kernel's AI service (the warm path). Prints the generated ids on one line,
 // then the latency breakdown from the kernel's timestamps.
 #include "kai.h"
 #include "kai_ai.h"
 
 static void usage() {
-  fprintf(2, "usage: ai [--model NAME] [--predict N] [--timing] TOK...\n");
+  fprintf(2, "usage: ai [--model NAME] [--predict N] [--int8] [--timing] TOK...\n");
   exit(2);
 }
 
@@ -13,12 +13,14 @@ int main(int argc, char** argv) {
   const char* model = "";
   uint32_t predict = 16;
   bool timing = false;
+  uint32_t flags = 0;
   static uint32_t prompt[KAI_AI_MAX_PROMPT + 1];
   uint32_t n = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
     else if (strcmp(argv[i], "--predict") == 0 && i + 1 < argc) predict = static_cast<uint32_t>(atoi(argv[++i]));
     else if (strcmp(argv[i], "--timing") == 0) timing = true;
+    else if (strcmp(argv[i], "--int8") == 0) flags |= KAI_AI_INT8;
     else if (argv[i][0] == '-' && argv[i][1] == '-') usage();
     else if (n <= KAI_AI_MAX_PROMPT) prompt[n++] = static_cast<uint32_t>(strtoul(argv[i], nullptr, 10));
     else { fprintf(2, "ai: more than %d prompt tokens\n", KAI_AI_MAX_PROMPT); return 1; }
@@ -32,7 +34,14 @@ int main(int argc, char** argv) {
   }
   uint32_t* out = static_cast<uint32_t*>(malloc(predict * sizeof(uint32_t) + 4));
   kai_ai_result res{};
-  long got = ai_call(name, prompt, n, predict, out, predict, &res);
+  kai_ai_submit req{};
+  req.model = name;
+  req.prompt = prompt;
+  req.prompt_len = n;
+  req.n_predict = predict;
+  req.flags = flags;
+  int64_t id = ai_submit(&req);
+  long got = id < 0 ? id : ai_wait(id, out, predict, &res);
   if (got < 0) {
     fprintf(2, "ai: %s\n", strerror(got));
     return 1;
