@@ -6,6 +6,7 @@
 // wait_lock protects every p->parent and orders wait() against exit().
 // Acquire wait_lock before any p->lock.
 #include "proc.h"
+#include "ai/service.h"
 #include "console.h"
 #include "fs/fs.h"
 #include "kalloc.h"
@@ -16,6 +17,11 @@
 #include "string.h"
 #include "trap.h"
 #include "uvm.h"
+
+namespace ai {
+void start(int n_workers) __attribute__((weak));
+void process_exited(int pid) __attribute__((weak));
+}  // namespace ai
 
 Process procs[NPROC];
 Process* init_process = nullptr;
@@ -115,6 +121,9 @@ void first_process_start() {
       sleep(&ticks, ticks_lock);
     }
   }
+  // The AI service loads its models in its own kernel threads; the shell
+  // comes up meanwhile. (Weak reference: the kernel links without kernel/ai/.)
+  if (ai::start) ai::start(ai::kDefaultWorkers);
   char arg0[] = "/bin/init";
   char* argv[] = {arg0, nullptr};
   auto result = exec("/bin/init", argv);
@@ -262,6 +271,7 @@ void exit(int status) {
     p->cwd = nullptr;
   }
   if (console_foreground() == p->pid) console_set_foreground(0);
+  if (ai::process_exited) ai::process_exited(p->pid);   // cancel its AI requests
 
   wait_lock.acquire();
   reparent(p);
