@@ -102,9 +102,10 @@ $(FSIMG): $(UPROGS) tools/mkfsimg.py
 	$(PYTHON) tools/mkfsimg.py --out $@ $(UPROGS) $(foreach m,$(MODELS),--add-dir AI/$(shell echo $(firstword $(subst =, ,$(m))) | tr a-z A-Z)=$(lastword $(subst =, ,$(m)))) $(FSIMG_ARGS)
 
 # ---------------------------------------------------------------- QEMU
+QEMU_IMG ?= $(FSIMG)
 QEMU_OPTS = -machine virt -bios default -kernel $(KERNEL_ELF) -m $(RAM) -smp $(CPUS) -nographic \
             -global virtio-mmio.force-legacy=false \
-            -drive file=$(FSIMG),if=none,format=raw,id=x0 -device virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0
+            -drive file=$(QEMU_IMG),if=none,format=raw,id=x0 -device virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0
 
 qemu: kernel fsimg
 	$(QEMU) $(QEMU_OPTS)
@@ -163,6 +164,50 @@ $(B)/models/stories260K/INFO.TXT: $(MODEL_TOOLS) $(STORIES_BIN)
 	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --dtype f32 --out $(dir $@)
 $(B)/models/stories260K-q8/INFO.TXT: $(MODEL_TOOLS) $(STORIES_BIN)
 	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --dtype q8 --out $(dir $@)
+
+# ---------------------------------------------------------------- images with models (course spelling)
+# smol-assets / qwen-assets: the bundle from the course's zip (SMOL_ARCHIVE,
+# QWEN_ARCHIVE), or an unpacked one under PREMODEL_ROOT, or else the project's
+# synthetic model of the same shape. fsimg-* pack them at /AI/SMOL, /AI/QWEN.
+SMOL_ARCHIVE  ?= models/smol.zip
+QWEN_ARCHIVE  ?= models/qwen.zip
+PREMODEL_ROOT ?= models
+ASSETS := $(B)/assets
+SMOL_RAM ?= 1G
+QWEN_RAM ?= 4G
+
+.PHONY: smol-assets qwen-assets llm-assets fsimg-smol fsimg-qwen fsimg-llm qemu-smol qemu-qwen qemu-llm demo setup
+smol-assets: $(ASSETS)/SMOL/CFG.BIN
+qwen-assets: $(ASSETS)/QWEN/CFG.BIN
+llm-assets: smol-assets qwen-assets
+
+$(ASSETS)/SMOL/CFG.BIN:
+	$(PYTHON) tools/get_bundle.py --name SMOL --archive $(SMOL_ARCHIVE) --premodel $(PREMODEL_ROOT)/SMOL --preset smol135m --out $(ASSETS)/SMOL
+$(ASSETS)/QWEN/CFG.BIN:
+	$(PYTHON) tools/get_bundle.py --name QWEN --archive $(QWEN_ARCHIVE) --premodel $(PREMODEL_ROOT)/QWEN --preset qwen08b --out $(ASSETS)/QWEN
+
+fsimg-smol: $(B)/fs-smol.img
+fsimg-qwen: $(B)/fs-qwen.img
+fsimg-llm: $(B)/fs-llm.img
+$(B)/fs-smol.img: $(UPROGS) tools/mkfsimg.py $(ASSETS)/SMOL/CFG.BIN
+	$(PYTHON) tools/mkfsimg.py --out $@ $(UPROGS) --add-dir AI/SMOL=$(ASSETS)/SMOL $(FSIMG_ARGS)
+$(B)/fs-qwen.img: $(UPROGS) tools/mkfsimg.py $(ASSETS)/QWEN/CFG.BIN
+	$(PYTHON) tools/mkfsimg.py --out $@ $(UPROGS) --add-dir AI/QWEN=$(ASSETS)/QWEN $(FSIMG_ARGS)
+$(B)/fs-llm.img: $(UPROGS) tools/mkfsimg.py $(ASSETS)/SMOL/CFG.BIN $(ASSETS)/QWEN/CFG.BIN
+	$(PYTHON) tools/mkfsimg.py --out $@ $(UPROGS) --add-dir AI/SMOL=$(ASSETS)/SMOL --add-dir AI/QWEN=$(ASSETS)/QWEN $(FSIMG_ARGS)
+
+qemu-smol: kernel fsimg-smol
+	$(MAKE) --no-print-directory qemu-run QEMU_IMG=$(B)/fs-smol.img RAM=$(SMOL_RAM)
+qemu-qwen: kernel fsimg-qwen
+	$(MAKE) --no-print-directory qemu-run QEMU_IMG=$(B)/fs-qwen.img RAM=$(QWEN_RAM)
+qemu-llm: kernel fsimg-llm
+	$(MAKE) --no-print-directory qemu-run QEMU_IMG=$(B)/fs-llm.img RAM=$(QWEN_RAM)
+qemu-run:
+	$(QEMU) $(QEMU_OPTS)
+
+# Installs missing Debian packages (a quick check when all are present).
+setup:
+	@bash tools/setup.sh
 
 # ---------------------------------------------------------------- tests
 test: all $(B)/host/unit_tests
