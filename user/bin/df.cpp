@@ -1,0 +1,21 @@
+// df: free and used space and inodes of the root file system.
+#include "kai.h"
+
+int main() {
+  kai_statfs s;
+  int r = statfs(&s);
+  if (r < 0) {
+    fprintf(2, "df: %s\n", strerror(r));
+    return 1;
+  }
+  unsigned long used = s.total_blocks - s.free_blocks;
+  unsigned long kib = s.block_size / 1024;
+  printf("blocks: %lu total, %lu used, %lu free (%lu KiB each)\n", (unsigned long)s.total_blocks,
+         used, (unsigned long)s.free_blocks, kib);
+  printf("space:  %lu MiB total, %lu MiB used, %lu MiB free\n",
+         (unsigned long)(s.total_blocks * kib / 1024), used * kib / 1024,
+         (unsigned long)(s.free_blocks * kib / 1024));
+  printf("inodes: %lu total, %lu used, %lu free\n", (unsigned long)s.total_inodes,
+         (unsigned long)(s.total_inodes - s.free_inodes), (unsigned long)s.free_inodes);
+  return 0;
+}
