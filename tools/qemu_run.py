@@ -127,45 +127,98 @@ def _prompt_after(start, echo_of=None):
     return check
 
 
+class Session:
+    """An interactive QEMU session, for tests that need more than run():
+
+        with Session(smp=2) as s:          # boots and waits for the prompt
+            s.command("sleep 1000", wait=False)
+            s.send("\x03")                  # ^C
+            s.wait_prompt()
+    """
+
+    def __init__(self, image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
+                 snapshot=True, boot_timeout=60.0):
+        self.proc = subprocess.Popen(qemu_command(image, kernel, smp, memory, snapshot),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, bufsize=0)
+        self.console = _Console(self.proc)
+        self.booted = self.console.wait_for(_prompt_after(0), boot_timeout) and \
+            not any(m in self.console.text() for m in PANIC_MARKERS)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def transcript(self):
+        return self.console.text()
+
+    def send(self, data):
+        self.console.send(data)
+
+    def mark(self):
+        return self.console.size()
+
+    def wait_prompt(self, start=None, timeout=60.0, skip_echo=False):
+        """True once the console (from offset start) ends with a fresh prompt."""
+        start = self.mark() if start is None else start
+        return self.console.wait_for(_prompt_after(start, True if skip_echo else None), timeout)
+
+    def wait_text(self, text, start=0, timeout=60.0):
+        return self.console.wait_for(lambda t: text in t[start:], timeout)
+
+    def command(self, command, timeout=60.0, wait=True):
+        """Sends a command line; returns True if the next prompt came back in time."""
+        time.sleep(0.05)
+        start = self.mark()
+        self.send(command + "\n")
+        return self.wait_prompt(start, timeout, skip_echo=True) if wait else True
+
+    def halt(self, timeout=15.0):
+        """Runs `halt`; True if QEMU exited."""
+        self.send("halt\n")
+        try:
+            self.proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.console.thread.join(timeout=2)
+
+
 def run(commands, image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
         timeout=60.0, boot_timeout=60.0, snapshot=False, halt=True):
     """Boot, run each command, halt. Returns a RunResult (transcript and status)."""
     result = RunResult()
-    cmd = qemu_command(image, kernel, smp, memory, snapshot)
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, bufsize=0)
-    console = _Console(proc)
+    session = Session(image, kernel, smp, memory, snapshot, boot_timeout)
     try:
-        if not console.wait_for(_prompt_after(0), boot_timeout) or \
-                console.text().rstrip().endswith("panic") or result.panicked:
+        if not session.booted:
             result.error = "boot failed: no shell prompt"
         else:
             result.booted = True
             for command in commands:
-                time.sleep(0.05)
-                start = console.size()
-                console.send(command + "\n")
-                if not console.wait_for(_prompt_after(start, command), timeout):
+                if not session.command(command, timeout):
                     result.timed_out_command = command
                     result.error = f"command timed out after {timeout}s: {command}"
                     break
-                result.transcript = console.text()
+                result.transcript = session.transcript
                 if result.panicked:
                     result.error = "kernel panic"
                     break
             if halt and result.error is None:
-                console.send("halt\n")
-                try:
-                    proc.wait(timeout=15)
+                if session.halt():
                     result.halted = True
-                except subprocess.TimeoutExpired:
+                else:
                     result.error = "QEMU did not exit after halt"
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        console.thread.join(timeout=2)
-        result.transcript = console.text()
+        session.close()
+        result.transcript = session.transcript
         if result.panicked and result.error is None:
             result.error = "kernel panic"
     return result

@@ -3,6 +3,7 @@ tools/qemu_run.py and check what the console shows."""
 import os
 import re
 import sys
+import time
 
 import pytest
 
@@ -90,3 +91,33 @@ def test_memory_sizes(memory):
     assert res.ok, f"{res.error}\n{res.transcript}"
     mib = int(memory[:-1]) * (1024 if memory.endswith("G") else 1)
     assert f"{mib} MiB RAM" in res.transcript
+
+
+def test_ctrl_c_kills_foreground_job():
+    need_image()
+    need_program("sleep")
+    with qemu_run.Session(image=IMAGE, kernel=KERNEL, smp=2) as s:
+        assert s.booted, s.transcript
+        start = s.mark()
+        s.command("sleep 10000", wait=False)
+        time.sleep(1.0)
+        s.send("\x03")
+        assert s.wait_prompt(start, timeout=10, skip_echo=True), s.transcript
+        assert "^C" in s.transcript[start:]
+        assert s.command("echo still here", timeout=20)
+        assert "still here" in s.transcript[start:]
+        assert s.halt(), s.transcript
+        assert not any(m in s.transcript for m in qemu_run.PANIC_MARKERS)
+
+
+def test_line_editing():
+    need_image()
+    with qemu_run.Session(image=IMAGE, kernel=KERNEL, smp=1) as s:
+        assert s.booted, s.transcript
+        start = s.mark()
+        # "echo abX<BS>c" -> "abc"; a ^U-killed line is never run.
+        s.send("rm -r /\x15")
+        assert s.command("echo abX\x7fc", timeout=20), s.transcript
+        out = s.transcript[start:]
+        assert "abc\n" in out.replace("\r", "")
+        assert s.halt()
