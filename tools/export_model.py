@@ -193,12 +193,12 @@ class HFSource:
         self.cfg = config_from_hf(self.conf, runtime_seq_len, dtype)
         self.st = B.SafetensorsReader(path)
         cfg = self.cfg
-        pre = hf_prefix(cfg)
-        if cfg.is_qwen and pre + "embed_tokens.weight" not in self.st:
-            pre = "model."          # text-only save
-        self.pre = pre
-        if pre + "embed_tokens.weight" not in self.st:
+        # multimodal class, then a text-only save (`model.`), then a bare text model
+        pre = next((p for p in (hf_prefix(cfg), "model.", "")
+                    if p + "embed_tokens.weight" in self.st), None)
+        if pre is None:
             raise B.BundleError("checkpoint has no embed_tokens.weight")
+        self.pre = pre
         if self.st.shape(pre + "embed_tokens.weight") != (cfg.vocab_size, cfg.dim):
             raise B.BundleError("embed_tokens shape does not match config")
         self.tokenizer = os.path.join(path, "tokenizer.json")
