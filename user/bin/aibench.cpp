@@ -1,0 +1,317 @@
+// aibench: concurrent clients of the AI service, for queueing experiments.
+//
+//   aibench [--model NAME] [--clients C] [--requests R] [--prompt P]
+//           [--predict N] [--think MS | --rate RPS] [--seed S] [--int8] [--csv]
+//
+// Forks C client processes. Closed loop (default): each client sends R
+// requests one after another, sleeping --think ms between them. Open loop
+// (--rate): requests arrive at RPS per second in total (exponential gaps,
+// seeded), whether or not earlier ones have finished. Each request has P
+// distinct seeded token ids and asks for N tokens. Clients send one record per
+// request to the parent through a pipe; the parent samples ai_info every
+// 10 ms (the measured number in the system, for the Little's law check) and
+// prints a summary, plus one CSV line per request with --csv. A client that
+// dies mid-run loses only its unfinished requests; the run still reports.
+#include "kai.h"
+#include "kai_ai.h"
+
+namespace {
+
+struct Options {
+  char model[KAI_AI_MODEL_NAME_MAX] = "";
+  int clients = 2, requests = 4, prompt = 8, predict = 8;
+  int think_ms = 0;
+  double rate = 0;   // requests per second over all clients; 0 = closed loop
+  uint64_t seed = 1;
+  uint32_t flags = 0;
+  bool csv = false;
+};
+
+// One finished (or failed) request, as a client reports it.
+struct Record {
+  int32_t client, index, state, error;
+  uint32_t n_prompt, n_generated, queue_depth, worker;
+  uint64_t t_submit, t_start, t_first, t_finish;
+};
+
+Options opt;
+uint32_t vocab;
+
+void usage() {
+  fprintf(2, "usage: aibench [--model NAME] [--clients C] [--requests R] [--prompt P] [--predict N]\n"
+             "               [--think MS | --rate RPS] [--seed S] [--int8] [--csv]\n");
+  exit(2);
+}
+
+double parse_double(const char* s) {
+  double whole = 0, frac = 0, scale = 1;
+  while (*s >= '0' && *s <= '9') whole = whole * 10 + (*s++ - '0');
+  if (*s == '.')
+    for (s++; *s >= '0' && *s <= '9'; s++) frac += (*s - '0') * (scale /= 10);
+  return whole + frac;
+}
+
+// P distinct token ids for request (client, index), reproducible from the seed.
+void make_prompt(int client, int index, uint32_t* out) {
+  uint64_t st = kai_rng_seed(opt.seed * 1000003 + uint64_t(client) * 7919 + uint64_t(index) + 1);
+  for (int i = 0; i < opt.prompt; i++) {
+    uint32_t t;
+    bool dup;
+    do {
+      t = static_cast<uint32_t>(kai_rng_next(&st) % vocab);
+      dup = false;
+      for (int j = 0; j < i; j++) dup |= out[j] == t;
+    } while (dup && uint32_t(opt.prompt) <= vocab);
+    out[i] = t;
+  }
+}
+
+void sleep_until_ns(uint64_t t) {
+  uint64_t now = clock_ns();
+  if (t > now) sleep(static_cast<int>((t - now + 9999999) / 10000000));
+}
+
+int64_t submit(int client, int index) {
+  uint32_t prompt[KAI_AI_MAX_PROMPT];
+  make_prompt(client, index, prompt);
+  kai_ai_submit req{};
+  req.model = opt.model;
+  req.prompt = prompt;
+  req.prompt_len = static_cast<uint32_t>(opt.prompt);
+  req.n_predict = static_cast<uint32_t>(opt.predict);
+  req.flags = opt.flags;
+  return ai_submit(&req);
+}
+
+void report(int fd, int client, int index, int64_t id) {
+  static uint32_t out[4096];
+  kai_ai_result res{};
+  Record rec{};
+  rec.client = client;
+  rec.index = index;
+  long n = id < 0 ? id : ai_wait(id, out, 4096, &res);
+  if (n < 0) {
+    rec.state = KAI_AI_FAILED;
+    rec.error = static_cast<int32_t>(-n);
+  } else {
+    rec.state = res.state;
+    rec.error = res.error;
+    rec.n_prompt = res.n_prompt;
+    rec.n_generated = res.n_generated;
+    rec.queue_depth = res.queue_depth_at_submit;
+    rec.worker = res.worker;
+    rec.t_submit = res.t_submit_ns;
+    rec.t_start = res.t_start_ns;
+    rec.t_first = res.t_first_token_ns;
+    rec.t_finish = res.t_finish_ns;
+  }
+  write(fd, &rec, sizeof(rec));
+}
+
+void closed_loop_client(int fd, int client) {
+  for (int i = 0; i < opt.requests; i++) {
+    report(fd, client, i, submit(client, i));
+    if (opt.think_ms > 0) sleep((opt.think_ms + 9) / 10);
+  }
+}
+
+// Open loop: this client's share of a Poisson arrival stream. Requests are
+// submitted on schedule; finished ones are collected in between.
+void open_loop_client(int fd, int client, uint64_t t0) {
+  uint64_t st = kai_rng_seed(opt.seed * 31 + uint64_t(client) + 1);
+  double per_client_rate = opt.rate / opt.clients;
+  static int64_t ids[1024];
+  int n = opt.requests > 1024 ? 1024 : opt.requests;
+  int collected = 0;
+  double t = 0;
+  for (int i = 0; i < n; i++) {
+    // Exponential gap: -ln(U)/rate, with U uniform in (0, 1].
+    double u = double((kai_rng_next(&st) >> 11) + 1) / 9007199254740992.0;
+    double ln = 0;   // ln(u) by series on log2 (no libm): u = m * 2^e
+    int e = 0;
+    while (u < 0.5) { u *= 2; e--; }
+    double y = (u - 1) / (u + 1), y2 = y * y, term = y, sum = 0;
+    for (int k = 1; k < 30; k += 2) { sum += term / k; term *= y2; }
+    ln = 2 * sum + e * 0.6931471805599453;
+    t += -ln / per_client_rate;
+    sleep_until_ns(t0 + static_cast<uint64_t>(t * 1e9));
+    ids[i] = submit(client, i);
+    // Collect results that are already done, without blocking.
+    while (collected < i) {
+      kai_ai_status s{};
+      if (ids[collected] >= 0 && ai_query(ids[collected], &s) == 0 && s.state <= KAI_AI_RUNNING) break;
+      report(fd, client, collected, ids[collected]);
+      collected++;
+    }
+  }
+  for (; collected < n; collected++) report(fd, client, collected, ids[collected]);
+}
+
+int cmp_u64(const void* a, const void* b) {
+  uint64_t x = *static_cast<const uint64_t*>(a), y = *static_cast<const uint64_t*>(b);
+  return x < y ? -1 : x > y;
+}
+
+// p-th percentile (0..100) of n sorted values, nearest rank.
+uint64_t percentile(const uint64_t* v, int n, int p) {
+  if (n == 0) return 0;
+  int rank = (p * n + 99) / 100;
+  if (rank < 1) rank = 1;
+  return v[rank - 1];
+}
+
+void print_stat(const char* name, uint64_t* v, int n) {
+  qsort(v, n, sizeof(uint64_t), cmp_u64);
+  uint64_t sum = 0;
+  for (int i = 0; i < n; i++) sum += v[i];
+  printf("%-12s mean %8lu  p50 %8lu  p95 %8lu  max %8lu us\n", name, (unsigned long)(n ? sum / n / 1000 : 0),
+         (unsigned long)(percentile(v, n, 50) / 1000), (unsigned long)(percentile(v, n, 95) / 1000),
+         (unsigned long)(n ? v[n - 1] / 1000 : 0));
+}
+
+void parse_args(int argc, char** argv) {
+  for (int i = 1; i < argc; i++) {
+    const char* a = argv[i];
+    bool has = i + 1 < argc;
+    if (strcmp(a, "--csv") == 0) opt.csv = true;
+    else if (strcmp(a, "--int8") == 0) opt.flags |= KAI_AI_INT8;
+    else if (!has) usage();
+    else if (strcmp(a, "--model") == 0) strncpy(opt.model, argv[++i], sizeof(opt.model) - 1);
+    else if (strcmp(a, "--clients") == 0) opt.clients = atoi(argv[++i]);
+    else if (strcmp(a, "--requests") == 0) opt.requests = atoi(argv[++i]);
+    else if (strcmp(a, "--prompt") == 0) opt.prompt = atoi(argv[++i]);
+    else if (strcmp(a, "--predict") == 0) opt.predict = atoi(argv[++i]);
+    else if (strcmp(a, "--think") == 0) opt.think_ms = atoi(argv[++i]);
+    else if (strcmp(a, "--rate") == 0) opt.rate = parse_double(argv[++i]);
+    else if (strcmp(a, "--seed") == 0) opt.seed = strtoul(argv[++i], nullptr, 10);
+    else usage();
+  }
+  if (opt.clients < 1 || opt.clients > 64 || opt.requests < 1 || opt.prompt < 1 ||
+      opt.prompt > KAI_AI_MAX_PROMPT || opt.predict < 1) usage();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  parse_args(argc, argv);
+  kai_ai_model_info mi{};
+  int r = ai_wait_model_ready(opt.model, 600, opt.model, &mi);
+  if (r < 0) {
+    fprintf(2, "aibench: model: %s\n", strerror(r));
+    return 1;
+  }
+  vocab = mi.vocab_size;
+
+  int fds[2];
+  if (pipe(fds) < 0) return 1;
+  uint64_t t0 = clock_ns();
+  int started = 0;
+  for (int c = 0; c < opt.clients; c++) {
+    int pid = fork();
+    if (pid < 0) {
+      fprintf(2, "aibench: fork: %s\n", strerror(pid));
+      break;
+    }
+    if (pid == 0) {
+      close(fds[0]);
+      if (opt.rate > 0) open_loop_client(fds[1], c, t0);
+      else closed_loop_client(fds[1], c);
+      exit(0);
+    }
+    started++;
+  }
+  close(fds[1]);
+
+  // Read records; between reads nothing else happens, so sample the system
+  // from a helper child that reports samples through a second pipe.
+  int sfd[2];
+  pipe(sfd);
+  int sampler = fork();
+  if (sampler == 0) {
+    close(sfd[0]);
+    close(fds[0]);
+    static kai_ai_info info;
+    for (;;) {
+      if (ai_info(&info) < 0) exit(1);
+      uint32_t sample[2] = {info.queued, info.running};
+      if (write(sfd[1], sample, sizeof(sample)) != sizeof(sample)) exit(0);
+      sleep(1);
+    }
+  }
+  close(sfd[1]);
+
+  int total = opt.clients * opt.requests;
+  Record* recs = static_cast<Record*>(malloc(sizeof(Record) * (total + 1)));
+  int n = 0;
+  while (n < total && read(fds[0], &recs[n], sizeof(Record)) == sizeof(Record)) n++;
+  close(fds[0]);
+  uint64_t t_end = clock_ns();
+  kill(sampler);
+
+  // Samples taken while the clients ran.
+  uint64_t samples = 0, sum_queued = 0, sum_in_system = 0;
+  uint32_t sample[2];
+  while (read(sfd[0], sample, sizeof(sample)) == sizeof(sample)) {
+    samples++;
+    sum_queued += sample[0];
+    sum_in_system += sample[0] + sample[1];
+  }
+  close(sfd[0]);
+  int dead = 0;
+  for (int i = 0; i < started + 1; i++) {
+    int status = 0;
+    int pid = wait(&status);
+    if (pid < 0) break;
+    if (pid != sampler && status != 0) dead++;
+  }
+
+  uint64_t* e2e = static_cast<uint64_t*>(malloc(8 * (n + 1)));
+  uint64_t* qw = static_cast<uint64_t*>(malloc(8 * (n + 1)));
+  uint64_t* ttft = static_cast<uint64_t*>(malloc(8 * (n + 1)));
+  uint64_t* tpot = static_cast<uint64_t*>(malloc(8 * (n + 1)));
+  int done = 0, ntpot = 0;
+  uint64_t tokens = 0, first_submit = ~0ull, last_finish = 0, sum_e2e = 0;
+  if (opt.csv)
+    printf("csv,client,index,state,error,prompt,generated,queue_depth,worker,t_submit_ns,t_start_ns,t_first_ns,t_finish_ns\n");
+  for (int i = 0; i < n; i++) {
+    const Record& x = recs[i];
+    if (opt.csv)
+      printf("csv,%d,%d,%s,%d,%u,%u,%u,%u,%lu,%lu,%lu,%lu\n", x.client, x.index, ai_state_name(x.state), x.error,
+             x.n_prompt, x.n_generated, x.queue_depth, x.worker, (unsigned long)x.t_submit,
+             (unsigned long)x.t_start, (unsigned long)x.t_first, (unsigned long)x.t_finish);
+    if (x.state != KAI_AI_DONE) continue;
+    e2e[done] = x.t_finish - x.t_submit;
+    qw[done] = x.t_start - x.t_submit;
+    ttft[done] = x.t_first - x.t_submit;
+    sum_e2e += e2e[done];
+    if (x.n_generated > 1) tpot[ntpot++] = (x.t_finish - x.t_first) / (x.n_generated - 1);
+    tokens += x.n_generated;
+    if (x.t_submit < first_submit) first_submit = x.t_submit;
+    if (x.t_finish > last_finish) last_finish = x.t_finish;
+    done++;
+  }
+  double span_s = done ? double(last_finish - first_submit) / 1e9 : 0;
+  printf("aibench: model %s, %d clients x %d requests, prompt %d, predict %d, %s", opt.model, opt.clients,
+         opt.requests, opt.prompt, opt.predict, opt.rate > 0 ? "open loop" : "closed loop");
+  if (opt.rate > 0) printf(" at %.2f req/s", opt.rate);
+  else if (opt.think_ms) printf(", think %d ms", opt.think_ms);
+  printf("%s\n", opt.flags & KAI_AI_INT8 ? ", int8 activations" : "");
+  printf("requests: %d done, %d not done, %d clients died; wall %.3f s\n", done, total - done, dead,
+         double(t_end - t0) / 1e9);
+  if (done > 0 && span_s > 0) {
+    double throughput = done / span_s;
+    double mean_latency_s = double(sum_e2e) / done / 1e9;
+    printf("throughput: %.3f req/s, %.2f tokens/s\n", throughput, tokens / span_s);
+    print_stat("end-to-end", e2e, done);
+    print_stat("queue wait", qw, done);
+    print_stat("TTFT", ttft, done);
+    print_stat("TPOT", tpot, ntpot);
+    double mean_queued = samples ? double(sum_queued) / samples : 0;
+    double mean_in_system = samples ? double(sum_in_system) / samples : 0;
+    printf("mean queue length %.3f, mean in system %.3f (%lu samples)\n", mean_queued, mean_in_system,
+           (unsigned long)samples);
+    printf("little: L_measured=%.3f lambda=%.4f W=%.4f lambdaW=%.3f\n", mean_in_system, throughput,
+           mean_latency_s, throughput * mean_latency_s);
+  }
+  return done == total ? 0 : 1;
+}
