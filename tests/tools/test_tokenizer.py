@@ -134,3 +134,39 @@ def test_translate_llm_io_course_spelling():
                         "--tokenizer", "/nonexistent/tokenizer.json"],
                        capture_output=True, text=True, env=env)
     assert r.returncode != 0 and "tokenizer" in r.stderr
+
+
+QWEN_STYLE_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"
+                    r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def test_split_regex_pretokenizer_like_qwen(tmp_path):
+    """A Qwen-style tokenizer.json (NFC, Split regex with \\p{..} classes, ByteLevel
+    without regex): pieces split as the regex says, merges apply inside pieces only."""
+    b2u = T.bytes_to_unicode()
+    alphabet = sorted(set(b2u.values()))
+    vocab = {ch: i for i, ch in enumerate(alphabet)}
+    merges = [("Ġ", "t"), ("Ġt", "h"), ("Ġth", "e"), ("'", "S")]
+    for a, b in merges:
+        vocab[a + b] = len(vocab)
+    j = {"model": {"type": "BPE", "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]},
+         "added_tokens": [{"id": len(vocab), "content": "<|im_end|>", "special": True}],
+         "normalizer": {"type": "NFC"},
+         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+             {"type": "Split", "pattern": {"Regex": QWEN_STYLE_SPLIT}, "behavior": "Isolated",
+              "invert": False},
+             {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}}
+    p = tmp_path / "tokenizer.json"
+    p.write_text(__import__("json").dumps(j))
+    tok = T.load(str(p))
+    raw = "IT'S the 123 e\u0301t\u00e9!!\n\n  x"
+    pieces = [tok.decode(tok._bpe(x)) for x in tok._pretokenize(tok._normalize(raw))]
+    # exact pieces: letters with an optional leading non-letter, digits one by one
+    assert pieces[:4] == ["IT", "'S", " the", " "]
+    assert pieces[4:7] == ["1", "2", "3"]
+    assert pieces[7:] == [" \u00e9t\u00e9", "!!\n\n", " ", " x"]   # NFC joined e + combining acute
+    text = "IT'S the 123 \u00e9t\u00e9!!\n\n  x<|im_end|>"
+    ids = tok.encode(text)
+    assert ids[-1] == len(vocab)
+    assert vocab["Ġthe"] in ids and vocab["'S"] in ids
+    assert tok.decode(ids) == text
