@@ -1,0 +1,218 @@
+// coldwarm: cold start against warm start, measured side by side.
+//
+//   coldwarm [--model NAME] [--runs K] [--predict N] [--int8] [--csv] TOK...
+//
+// Cold path: fork + exec of `llmrun --timing` on /AI/NAME, which reads and
+// checks the whole bundle before it can compute. Warm path: ai_submit +
+// ai_wait to the kernel service, whose copy of the model is resident. The two
+// alternate K times each (so drift on a noisy host hits both alike), must
+// produce identical tokens, and are summarised as median [min..max].
+#include "kai.h"
+#include "kai_ai.h"
+
+namespace {
+
+constexpr int kMaxRuns = 32;
+constexpr int kMaxGen = 1024;
+
+struct Sample {
+  uint64_t e2e_us, load_us, ttft_us, tpot_us;   // ttft_us: from the client's start
+};
+
+char model[KAI_AI_MODEL_NAME_MAX] = "";
+int runs = 3;
+uint32_t predict = 16;
+bool int8 = false, csv = false;
+uint32_t prompt[KAI_AI_MAX_PROMPT];
+uint32_t n_prompt;
+
+uint64_t field(const char* line, const char* key) {
+  const char* p = strstr(line, key);
+  return p ? strtoull(p + strlen(key), nullptr, 10) : 0;
+}
+
+// Parses "id id id ..." into out; returns the count.
+int parse_ids(const char* line, uint32_t* out) {
+  int n = 0;
+  while (*line && *line != '\n' && n < kMaxGen) {
+    while (*line == ' ') line++;
+    if (*line < '0' || *line > '9') break;
+    out[n++] = static_cast<uint32_t>(strtoul(line, const_cast<char**>(&line), 10));
+  }
+  return n;
+}
+
+// One cold run: the child's stdout+stderr come back through a pipe.
+bool run_cold(Sample* s, uint32_t* ids, int* n_ids) {
+  static char buf[16384];
+  char dir[64], pred[16];
+  snprintf(dir, sizeof(dir), "/AI/%s", model);
+  snprintf(pred, sizeof(pred), "%u", predict);
+  const char* argv[8 + KAI_AI_MAX_PROMPT];
+  int a = 0;
+  argv[a++] = "llmrun";
+  argv[a++] = "--asset-dir";
+  argv[a++] = dir;
+  argv[a++] = "--predict";
+  argv[a++] = pred;
+  argv[a++] = "--timing";
+  if (int8) argv[a++] = "--int8";
+  static char tok_text[KAI_AI_MAX_PROMPT][12];
+  for (uint32_t i = 0; i < n_prompt; i++) {
+    snprintf(tok_text[i], sizeof(tok_text[i]), "%u", prompt[i]);
+    argv[a++] = tok_text[i];
+  }
+  argv[a] = nullptr;
+
+  int fds[2];
+  if (pipe(fds) < 0) return false;
+  uint64_t t0 = clock_ns();
+  int pid = fork();
+  if (pid == 0) {
+    close(1);
+    dup(fds[1]);
+    close(2);
+    dup(fds[1]);
+    close(fds[0]);
+    close(fds[1]);
+    execvp("llmrun", argv);
+    fprintf(2, "coldwarm: exec llmrun failed\n");
+    exit(127);
+  }
+  close(fds[1]);
+  long len = 0, got;
+  while (len < long(sizeof(buf)) - 1 && (got = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0) len += got;
+  buf[len] = 0;
+  close(fds[0]);
+  int status = -1;
+  while (wait(&status) != pid) {}
+  uint64_t t1 = clock_ns();
+  const char* timing = strstr(buf, "timing ");
+  if (pid < 0 || status != 0 || timing == nullptr) {
+    fprintf(2, "coldwarm: llmrun failed (status %d):\n%s\n", status, buf);
+    return false;
+  }
+  // The ids line is the first line that starts with a digit.
+  const char* line = buf;
+  while (*line && (*line < '0' || *line > '9')) {
+    const char* nl = strchr(line, '\n');
+    line = nl ? nl + 1 : line + strlen(line);
+  }
+  *n_ids = parse_ids(line, ids);
+  s->e2e_us = (t1 - t0) / 1000;
+  s->load_us = field(timing, "load_us=");
+  s->tpot_us = field(timing, "tpot_us=");
+  // First token as the launching process sees it: everything but the decode.
+  uint64_t decode_us = field(timing, "total_us=") - field(timing, "ttft_us=");
+  s->ttft_us = s->e2e_us > decode_us ? s->e2e_us - decode_us : 0;
+  return true;
+}
+
+bool run_warm(Sample* s, uint32_t* ids, int* n_ids) {
+  kai_ai_submit req{};
+  req.model = model;
+  req.prompt = prompt;
+  req.prompt_len = n_prompt;
+  req.n_predict = predict;
+  req.flags = int8 ? KAI_AI_INT8 : 0;
+  kai_ai_result res{};
+  uint64_t t0 = clock_ns();
+  int64_t id = ai_submit(&req);
+  long n = id < 0 ? id : ai_wait(id, ids, kMaxGen, &res);
+  uint64_t t1 = clock_ns();
+  if (n < 0 || res.state != KAI_AI_DONE) {
+    fprintf(2, "coldwarm: warm request failed: %s\n", strerror(n < 0 ? n : res.error));
+    return false;
+  }
+  *n_ids = static_cast<int>(n);
+  ai_latency l = ai_latency_of(&res);
+  s->e2e_us = (t1 - t0) / 1000;
+  s->load_us = 0;   // the model is already in kernel memory
+  s->ttft_us = (res.t_first_token_ns > t0 ? res.t_first_token_ns - t0 : 0) / 1000;
+  s->tpot_us = l.tpot_us;
+  return true;
+}
+
+int cmp_u64(const void* a, const void* b) {
+  uint64_t x = *static_cast<const uint64_t*>(a), y = *static_cast<const uint64_t*>(b);
+  return x < y ? -1 : x > y;
+}
+
+struct Summary {
+  uint64_t median, min, max;
+};
+
+Summary summarize(const Sample* s, int n, uint64_t Sample::*member) {
+  uint64_t v[kMaxRuns];
+  for (int i = 0; i < n; i++) v[i] = s[i].*member;
+  qsort(v, n, sizeof(uint64_t), cmp_u64);
+  uint64_t median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return {median, v[0], v[n - 1]};
+}
+
+void row(const char* name, const Sample* cold, const Sample* warm, int n, uint64_t Sample::*m) {
+  Summary c = summarize(cold, n, m), w = summarize(warm, n, m);
+  printf("%-14s %9lu [%lu..%lu]  %9lu [%lu..%lu]", name, (unsigned long)c.median, (unsigned long)c.min,
+         (unsigned long)c.max, (unsigned long)w.median, (unsigned long)w.min, (unsigned long)w.max);
+  if (w.median > 0) printf("  %8.2fx\n", double(c.median) / double(w.median));
+  else printf("         -\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) strncpy(model, argv[++i], sizeof(model) - 1);
+    else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--predict") == 0 && i + 1 < argc) predict = static_cast<uint32_t>(atoi(argv[++i]));
+    else if (strcmp(argv[i], "--int8") == 0) int8 = true;
+    else if (strcmp(argv[i], "--csv") == 0) csv = true;
+    else if (argv[i][0] >= '0' && argv[i][0] <= '9' && n_prompt < KAI_AI_MAX_PROMPT)
+      prompt[n_prompt++] = static_cast<uint32_t>(strtoul(argv[i], nullptr, 10));
+    else {
+      fprintf(2, "usage: coldwarm [--model NAME] [--runs K] [--predict N] [--int8] [--csv] TOK...\n");
+      return 2;
+    }
+  }
+  if (runs < 1 || runs > kMaxRuns || predict < 1 || predict > kMaxGen) {
+    fprintf(2, "coldwarm: --runs 1..%d, --predict 1..%d\n", kMaxRuns, kMaxGen);
+    return 2;
+  }
+  int r = ai_wait_model_ready(model, 600, model, nullptr);
+  if (r < 0) {
+    fprintf(2, "coldwarm: model: %s\n", strerror(r));
+    return 1;
+  }
+  if (n_prompt == 0) prompt[n_prompt++] = 1;
+
+  static Sample cold[kMaxRuns], warm[kMaxRuns];
+  static uint32_t cold_ids[kMaxGen], warm_ids[kMaxGen];
+  bool identical = true;
+  for (int k = 0; k < runs; k++) {
+    int nc = 0, nw = 0;
+    if (!run_cold(&cold[k], cold_ids, &nc) || !run_warm(&warm[k], warm_ids, &nw)) return 1;
+    bool same = nc == nw;
+    for (int i = 0; same && i < nc; i++) same = cold_ids[i] == warm_ids[i];
+    identical &= same;
+    if (csv) {
+      printf("coldwarm,%d,cold,%lu,%lu,%lu,%lu\n", k, (unsigned long)cold[k].e2e_us, (unsigned long)cold[k].load_us,
+             (unsigned long)cold[k].ttft_us, (unsigned long)cold[k].tpot_us);
+      printf("coldwarm,%d,warm,%lu,%lu,%lu,%lu\n", k, (unsigned long)warm[k].e2e_us, (unsigned long)warm[k].load_us,
+             (unsigned long)warm[k].ttft_us, (unsigned long)warm[k].tpot_us);
+    }
+    if (k == 0) {
+      printf("tokens:");
+      for (int i = 0; i < nc; i++) printf(" %u", cold_ids[i]);
+      printf("\n");
+    }
+  }
+  printf("coldwarm: model %s, prompt %u tokens, %u generated, %d runs each (alternating)%s\n", model, n_prompt,
+         predict, runs, int8 ? ", int8 activations" : "");
+  printf("%-14s %-24s %-24s %s\n", "(us)", "cold median [range]", "warm median [range]", "cold/warm");
+  row("end-to-end", cold, warm, runs, &Sample::e2e_us);
+  row("loading", cold, warm, runs, &Sample::load_us);
+  row("TTFT", cold, warm, runs, &Sample::ttft_us);
+  row("TPOT", cold, warm, runs, &Sample::tpot_us);
+  printf("tokens identical: %s\n", identical ? "yes" : "NO");
+  return identical ? 0 : 1;
+}
