@@ -145,3 +145,20 @@ def test_q8_bundle_quantisation_matches_course_rule(built):
     np.testing.assert_allclose(wq.scale, np.abs(wf).max(axis=1) / 127, rtol=1e-6)
     assert np.abs(wq.q).max() == 127
     np.testing.assert_allclose(wq.dense(), wf, atol=float(wq.scale.max()) / 2 + 1e-7)
+
+
+def test_smol135m_generates_fast_and_streams(tmp_path):
+    import time
+    out = str(tmp_path / "smol")
+    t0 = time.time()
+    assert M.main(["--preset", "smol135m", "--out", out, "--predict", "0"]) == 0
+    took = time.time() - t0
+    print(f"smol135m q8 generated in {took:.1f}s")
+    assert took < 60
+    b = B.Bundle(out)
+    assert b.cfg.version == 1 and b.cfg.n_layers == 30
+    assert os.path.getsize(os.path.join(out, "EMB.BIN")) == 49152 * 4 + 49152 * 576
+    assert os.path.getsize(os.path.join(out, "L29.BIN")) == \
+        4 * 2 * 576 + sum(B.mat_nbytes(r, c, B.FMT_Q8) for _, r, c in B.layer_mats(b.cfg, "llama"))
+    info = json.load(open(os.path.join(out, "INFO.TXT")))
+    assert info["expected_tokens"] == [] and "skipped" in info["expected_note"]
