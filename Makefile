@@ -41,11 +41,7 @@ USER_CXXFLAGS   := $(RV_COMMON) -Iinclude -Iuser/lib -Ilib -DKAI_USER
 LIB_SRCS := $(wildcard lib/*.cpp)
 
 # ---------------------------------------------------------------- kernel
-# kernel/ai/ joins the build once its engine is wired to the runtime (KAI_AI=1 to try).
 KERNEL_SRCS := $(wildcard kernel/*.cpp kernel/*/*.cpp kernel/*.S kernel/*/*.S)
-ifneq ($(KAI_AI),1)
-KERNEL_SRCS := $(filter-out kernel/ai/%,$(KERNEL_SRCS))
-endif
 KERNEL_OBJS := $(patsubst %,$(B)/%.o,$(KERNEL_SRCS)) $(patsubst %,$(B)/kernel-lib/%.o,$(LIB_SRCS))
 KERNEL_ELF  := $(B)/kernel/kernel.elf
 
@@ -103,7 +99,9 @@ $(FSIMG): $(UPROGS) tools/mkfsimg.py
 
 # ---------------------------------------------------------------- QEMU
 QEMU_IMG ?= $(FSIMG)
-QEMU_OPTS = -machine virt -bios default -kernel $(KERNEL_ELF) -m $(RAM) -smp $(CPUS) -nographic \
+# AI worker threads, passed on the kernel command line (ai.workers=N).
+AI_WORKERS ?= 1
+QEMU_OPTS = -machine virt -bios default -kernel $(KERNEL_ELF) -m $(RAM) -smp $(CPUS) -nographic -append "ai.workers=$(AI_WORKERS)" \
             -global virtio-mmio.force-legacy=false \
             -drive file=$(QEMU_IMG),if=none,format=raw,id=x0 -device virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0
 

@@ -30,7 +30,7 @@ void fdt_parse(uint64_t fdt_addr, BootInfo& info) {
   const char* strings = reinterpret_cast<const char*>(base + be32(base + 12));
 
   // Node path tracked by depth: which kind of node are we in?
-  enum class Kind { Other, Root, Memory, Cpus, Cpu };
+  enum class Kind { Other, Root, Memory, Cpus, Cpu, Chosen };
   Kind kinds[16] = {};
   uint32_t addr_cells = 2, size_cells = 2;   // of the root (memory reg)
   uint32_t cpu_addr_cells = 1;
@@ -52,6 +52,7 @@ void fdt_parse(uint64_t fdt_addr, BootInfo& info) {
       if (depth == 0) k = Kind::Root;
       else if (parent == Kind::Root && starts_with(name, "memory")) k = Kind::Memory;
       else if (parent == Kind::Root && strcmp(name, "cpus") == 0) k = Kind::Cpus;
+      else if (parent == Kind::Root && strcmp(name, "chosen") == 0) k = Kind::Chosen;
       else if (parent == Kind::Cpus && starts_with(name, "cpu@")) k = Kind::Cpu;
       kinds[depth] = k;
       if (k == Kind::Cpu) { cpu_is_okay = true; cpu_reg = ~0ull; }
@@ -77,6 +78,9 @@ void fdt_parse(uint64_t fdt_addr, BootInfo& info) {
         info.timebase_hz = len >= 8 ? be_cells(val, 2) : be32(val);
       } else if (k == Kind::Cpu && strcmp(pname, "reg") == 0) {
         cpu_reg = be_cells(val, cpu_addr_cells);
+      } else if (k == Kind::Chosen && strcmp(pname, "bootargs") == 0) {
+        safestrcpy(info.bootargs, reinterpret_cast<const char*>(val),
+                   len < sizeof(info.bootargs) ? len + 1 : sizeof(info.bootargs));
       } else if (k == Kind::Cpu && strcmp(pname, "status") == 0) {
         cpu_is_okay = strcmp(reinterpret_cast<const char*>(val), "okay") == 0;
       }
@@ -87,4 +91,20 @@ void fdt_parse(uint64_t fdt_addr, BootInfo& info) {
       return;
     }
   }
+}
+
+int64_t bootarg_int(const BootInfo& info, const char* key, int64_t fallback) {
+  size_t key_len = strlen(key);
+  for (const char* p = info.bootargs; *p;) {
+    while (*p == ' ') p++;
+    if (strncmp(p, key, key_len) == 0 && p[key_len] == '=') {
+      const char* v = p + key_len + 1;
+      if (*v < '0' || *v > '9') return fallback;
+      int64_t n = 0;
+      while (*v >= '0' && *v <= '9') n = n * 10 + (*v++ - '0');
+      return (*v == 0 || *v == ' ') ? n : fallback;
+    }
+    while (*p && *p != ' ') p++;
+  }
+  return fallback;
 }

@@ -10,7 +10,12 @@ struct BootInfo {
   uint64_t timebase_hz = 10000000;    // QEMU virt's timebase
   int nharts = 0;
   uint64_t hart_ids[NCPU] = {};
+  char bootargs[256] = {};            // /chosen/bootargs: QEMU's -append string
 };
 
 // Fills `info` from the device tree at `fdt` (physical address).
 void fdt_parse(uint64_t fdt, BootInfo& info);
+
+// The integer value of "key=N" in the boot arguments (e.g. "ai.workers=2"),
+// or `fallback` when absent or malformed.
+int64_t bootarg_int(const BootInfo& info, const char* key, int64_t fallback);

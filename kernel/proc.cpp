@@ -7,6 +7,8 @@
 // Acquire wait_lock before any p->lock.
 #include "proc.h"
 #include "ai/service.h"
+#include "boot.h"
+#include "fdt.h"
 #include "console.h"
 #include "fs/fs.h"
 #include "kalloc.h"
@@ -123,7 +125,9 @@ void first_process_start() {
   }
   // The AI service loads its models in its own kernel threads; the shell
   // comes up meanwhile. (Weak reference: the kernel links without kernel/ai/.)
-  if (ai::start) ai::start(ai::kDefaultWorkers);
+  // Worker count: build-time default, overridden by `ai.workers=N` on the
+  // kernel command line (QEMU -append).
+  if (ai::start) ai::start(static_cast<int>(bootarg_int(g_boot, "ai.workers", KAI_AI_WORKERS)));
   char arg0[] = "/bin/init";
   char* argv[] = {arg0, nullptr};
   auto result = exec("/bin/init", argv);

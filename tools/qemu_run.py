@@ -99,7 +99,8 @@ class _Console:
             pass
 
 
-def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G", snapshot=False):
+def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G", snapshot=False,
+                 append=""):
     cmd = ["qemu-system-riscv64", "-machine", "virt", "-bios", "default", "-kernel", kernel,
            "-m", str(memory), "-smp", str(smp), "-nographic",
            "-global", "virtio-mmio.force-legacy=false"]
@@ -108,6 +109,8 @@ def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
                 "-device", "virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0"]
     if snapshot:
         cmd.append("-snapshot")
+    if append:
+        cmd += ["-append", append]   # kernel command line, e.g. "ai.workers=2"
     return cmd
 
 
@@ -137,8 +140,8 @@ class Session:
     """
 
     def __init__(self, image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
-                 snapshot=True, boot_timeout=60.0):
-        self.proc = subprocess.Popen(qemu_command(image, kernel, smp, memory, snapshot),
+                 snapshot=True, boot_timeout=60.0, append=""):
+        self.proc = subprocess.Popen(qemu_command(image, kernel, smp, memory, snapshot, append),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, bufsize=0)
         self.console = _Console(self.proc)
@@ -193,10 +196,10 @@ class Session:
 
 
 def run(commands, image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
-        timeout=60.0, boot_timeout=60.0, snapshot=False, halt=True):
+        timeout=60.0, boot_timeout=60.0, snapshot=False, halt=True, append=""):
     """Boot, run each command, halt. Returns a RunResult (transcript and status)."""
     result = RunResult()
-    session = Session(image, kernel, smp, memory, snapshot, boot_timeout)
+    session = Session(image, kernel, smp, memory, snapshot, boot_timeout, append)
     try:
         if not session.booted:
             result.error = "boot failed: no shell prompt"
@@ -238,6 +241,7 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per command")
     ap.add_argument("--boot-timeout", type=float, default=60.0)
     ap.add_argument("--snapshot", action="store_true", help="do not write to the image")
+    ap.add_argument("--append", default="", help='kernel command line, e.g. "ai.workers=2"')
     ap.add_argument("-c", "--command", action="append", default=[], dest="commands")
     args = ap.parse_args(argv)
     for path in (args.kernel, args.image):
@@ -246,7 +250,7 @@ def main(argv=None):
             return 2
     res = run(args.commands, image=args.image, kernel=args.kernel, smp=args.smp,
               memory=args.memory, timeout=args.timeout, boot_timeout=args.boot_timeout,
-              snapshot=args.snapshot)
+              snapshot=args.snapshot, append=args.append)
     sys.stdout.write(res.transcript)
     if not res.transcript.endswith("\n"):
         sys.stdout.write("\n")

@@ -5,10 +5,13 @@
 #include <stdint.h>
 #include "../syscall.h"
 
+#ifndef KAI_AI_WORKERS
+#define KAI_AI_WORKERS 1   // build-time default: make AI_WORKERS=N
+#endif
+
 namespace ai {
 
 constexpr int kQueueCapacity = 32;     // request slots (queued + running + uncollected)
-constexpr int kDefaultWorkers = 1;
 constexpr int kMaxWorkers = 4;
 constexpr uint32_t kMaxOutput = 4096;  // generated tokens per request
 
