@@ -219,6 +219,7 @@ class Mat:
         self.rows, self.cols, self.fmt = rows, cols, fmt
         self.scale, self.q, self.w = scale, q, w
         self._dense = None
+        self.cache = True
 
     @classmethod
     def from_buffer(cls, buf, off, rows, cols, fmt):
@@ -245,7 +246,7 @@ class Mat:
     def mv(self, x):
         if self._dense is not None:
             return self._dense @ x
-        if self.rows * self.cols <= self.CACHE_LIMIT:
+        if self.cache and self.rows * self.cols <= self.CACHE_LIMIT:
             self._dense = self.dense()
             return self._dense @ x
         out = np.empty(self.rows, dtype=np.float64)

@@ -27,7 +27,7 @@ MAX_PROMPT = 255
 HDMP_MAGIC = 0x504D4448
 
 
-class RequestError(Exception):
+class RequestError(ValueError):
     pass
 
 
@@ -74,6 +74,11 @@ class Reference:
                 d[k] = v if isinstance(v, B.Mat) else np.asarray(v, dtype=np.float64)
             self.layers.append(d)
         self.final_norm = self.f64(bundle.final_norm)
+        # big models: dequantise per product instead of holding float64 copies
+        mats = [v for lw in bundle.layers for v in lw.values() if isinstance(v, B.Mat)]
+        if sum(m.rows * m.cols for m in mats) > 200_000_000:
+            for m in mats:
+                m.cache = False
         self.theta = float(np.float32(self.cfg.rope_theta))
         self.eps = float(np.float32(self.cfg.rms_eps))
         self.reset()
