@@ -1,0 +1,112 @@
+"""Integration tests of user space: the shell's grammar and the utilities,
+run on a booted kai through tools/qemu_run.py."""
+import os
+import re
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import qemu_run  # noqa: E402
+
+IMAGE = os.path.join(ROOT, "build", "fs.img")
+KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
+PROGRAMS = ["sh", "echo", "cat", "ls", "mkdir", "rm", "ln", "wc", "grep", "kill", "sleep",
+            "time", "crash"]
+
+
+def need_system():
+    if not os.path.exists(KERNEL) or not os.path.exists(IMAGE):
+        pytest.skip("build/fs.img or the kernel is missing: run `make`")
+    for name in PROGRAMS:
+        if not os.path.exists(os.path.join(ROOT, "build", "user", "bin", name)):
+            pytest.skip(f"/bin/{name} is not built")
+
+
+def outputs(commands, **kwargs):
+    """Boots once, runs the commands; returns {command: its output}."""
+    need_system()
+    kwargs.setdefault("snapshot", True)
+    kwargs.setdefault("timeout", 60)
+    res = qemu_run.run(commands, image=IMAGE, kernel=KERNEL, **kwargs)
+    assert res.ok, f"{res.error}\n{res.transcript[-3000:]}"
+    text = res.transcript.replace("\r", "")
+    out = {}
+    pos = 0
+    for c in commands:
+        start = text.index(c + "\n", pos) + len(c) + 1
+        end = text.find(qemu_run.PROMPT, start)
+        out[c] = text[start:end if end >= 0 else None]
+        pos = start
+    return out
+
+
+def test_shell_grammar():
+    cmds = [
+        "echo a b c | wc",
+        "echo one > /t1; echo two >> /t1; cat < /t1",
+        "cat /t1 | grep tw | wc",
+        "echo 'single  quoted' \"double \\\" quoted\" back\\ slash # a comment",
+        "mkdir /td; cd /td; echo x > f; cd /; ls /td",
+        "sh -c 'echo inner; exit 3'; echo after",
+        "echo echo from script > /s.sh; echo cat /t1 >> /s.sh; sh /s.sh",
+        "sh < /s.sh",
+        "nosuchprogram x",
+        "echo | | echo",
+        "cat > ",
+        "echo 'open",
+        "sleep 0.2 & echo background",
+        "/bin/echo absolute path",
+    ]
+    out = outputs(cmds)
+    assert re.search(r"^1 3 6$", out[cmds[0]], re.M), out[cmds[0]]
+    assert out[cmds[1]] == "one\ntwo\n"
+    assert re.search(r"^1 1 4$", out[cmds[2]], re.M), out[cmds[2]]
+    assert out[cmds[3]] == 'single  quoted double " quoted back slash\n'
+    assert re.search(r"^file\s+\d+\s+2 f$", out[cmds[4]], re.M), out[cmds[4]]
+    assert out[cmds[5]] == "inner\nafter\n"
+    assert out[cmds[6]] == "from script\none\ntwo\n"
+    assert out[cmds[7]] == "from script\none\ntwo\n"
+    assert "exec nosuchprogram failed" in out[cmds[8]]
+    for bad in cmds[9:12]:
+        assert out[bad].startswith("sh: "), out[bad]
+    assert re.search(r"^\[\d+\]$", out[cmds[12]], re.M) and "background" in out[cmds[12]]
+    assert out[cmds[13]] == "absolute path\n"
+
+
+def test_utilities():
+    cmds = [
+        "echo hello > /u1",
+        "ln /u1 /u2",
+        "ls /u2",
+        "rm /u1",
+        "cat /u2",
+        "cat /u1",
+        "wc /u2 /u2",
+        "grep ell /u2",
+        "grep zzz /u2; echo status-checked",
+        "mkdir /ud /ud",
+        "ls /ud",
+        "rm /ud /ud",
+        "kill 99999",
+        "time sleep -t 5",
+        "crash write",
+        "echo survived",
+    ]
+    out = outputs(cmds)
+    assert re.search(r"^file\s+\d+\s+6 /u2$", out["ls /u2"], re.M), out["ls /u2"]
+    assert out["cat /u2"] == "hello\n"
+    assert "No such file or directory" in out["cat /u1"]
+    assert out["wc /u2 /u2"] == "1 1 6 /u2\n1 1 6 /u2\n2 2 12 total\n"
+    assert out["grep ell /u2"] == "hello\n"
+    assert out["grep zzz /u2; echo status-checked"] == "status-checked\n"
+    assert "File exists" in out["mkdir /ud /ud"]
+    lines = out["ls /ud"].splitlines()
+    assert [ln.split()[-1] for ln in lines] == [".", ".."], lines
+    assert "No such file or directory" in out["rm /ud /ud"]
+    assert "No such process" in out["kill 99999"]
+    m = re.search(r"real (\d+)\.\d+ ms", out["time sleep -t 5"])
+    assert m and 40 <= int(m.group(1)) < 2000, out["time sleep -t 5"]
+    assert "killed: store page fault" in out["crash write"]
+    assert out["echo survived"] == "survived\n"
