@@ -506,9 +506,12 @@ ST_DTYPES = {"F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": ("<u2", 2), "F64": ("
 def to_bf16_bits(a):
     """float32 -> bf16 bit patterns (uint16), round to nearest even."""
     a = np.ascontiguousarray(a, dtype=np.float32)
-    b = a.view(np.uint32).astype(np.uint64)
-    b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
-    return b.astype(np.uint16)
+    b = a.view(np.uint32)
+    r = (b >> 16) & 1          # finite values cannot overflow 32 bits here
+    r += 0x7FFF
+    r += b
+    r >>= 16
+    return r.astype(np.uint16)
 
 
 def round_bf16(a):
