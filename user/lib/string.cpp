@@ -58,15 +58,24 @@ void* memcpy(void* __restrict dst, const void* __restrict src, size_t n) {
       // read are always mapped.
       unsigned shift = (reinterpret_cast<uintptr_t>(s) & (W - 1)) * 8;
       const word* sw = reinterpret_cast<const word*>(reinterpret_cast<uintptr_t>(s) & ~(W - 1));
+      const unsigned back = 64 - shift;
       word cur = *sw++;
       size_t words = n / W;
-      for (size_t k = 0; k < words; ++k) {
-        word next = *sw++;
-        *dw++ = (cur >> shift) | (next << (64 - shift));
-        cur = next;
-      }
       s += words * W;
       n -= words * W;
+      for (; words >= 4; words -= 4, sw += 4, dw += 4) {
+        word w1 = sw[0], w2 = sw[1], w3 = sw[2], w4 = sw[3];
+        dw[0] = (cur >> shift) | (w1 << back);
+        dw[1] = (w1 >> shift) | (w2 << back);
+        dw[2] = (w2 >> shift) | (w3 << back);
+        dw[3] = (w3 >> shift) | (w4 << back);
+        cur = w4;
+      }
+      for (; words; --words) {
+        word next = *sw++;
+        *dw++ = (cur >> shift) | (next << back);
+        cur = next;
+      }
     }
     d = reinterpret_cast<u8*>(dw);
   }
