@@ -55,6 +55,7 @@ bool present = false;
 bool read_only = false;
 uint64_t capacity = 0;
 int max_segments = 1;
+bool kick_pending = false;   // requests queued without a notification
 
 inline volatile uint32_t& reg(uint32_t off) {
   return *reinterpret_cast<volatile uint32_t*>(VIRTIO0_MMIO + off);
@@ -147,7 +148,15 @@ uint64_t virtio_blk_capacity() { return capacity; }
 bool virtio_blk_read_only() { return read_only; }
 int virtio_blk_max_segments() { return max_segments; }
 
-ErrorOr<void> virtio_blk_submit(BlkRequest* r) {
+void virtio_blk_kick() {
+  SpinlockGuard guard(vlock);
+  if (kick_pending) {
+    kick_pending = false;
+    reg(QueueNotify) = 0;
+  }
+}
+
+ErrorOr<void> virtio_blk_submit(BlkRequest* r, bool notify) {
   if (!present) return Errno::NoDevice;
   if (r->nseg < 1 || r->nseg > max_segments) return Errno::Invalid;
   uint64_t bytes = 0;
@@ -157,7 +166,13 @@ ErrorOr<void> virtio_blk_submit(BlkRequest* r) {
   if (r->write && read_only) return Errno::Perm;
 
   SpinlockGuard guard(vlock);
-  while (nfree < r->nseg + 2) sleep(&nfree, vlock);
+  while (nfree < r->nseg + 2) {
+    if (kick_pending) {   // we are about to wait for our own unannounced requests
+      kick_pending = false;
+      reg(QueueNotify) = 0;
+    }
+    sleep(&nfree, vlock);
+  }
   r->done = false;
   uint16_t head = alloc_desc();
   headers[head] = {r->write ? BLK_T_OUT : BLK_T_IN, 0, r->sector};
@@ -180,12 +195,21 @@ ErrorOr<void> virtio_blk_submit(BlkRequest* r) {
   __sync_synchronize();          // ring entry before the index
   avail.idx = avail.idx + 1;
   __sync_synchronize();          // index before the notification
-  reg(QueueNotify) = 0;
+  if (notify) {
+    kick_pending = false;
+    reg(QueueNotify) = 0;
+  } else {
+    kick_pending = true;
+  }
   return {};
 }
 
 ErrorOr<void> virtio_blk_wait(BlkRequest* r) {
   SpinlockGuard guard(vlock);
+  if (kick_pending) {
+    kick_pending = false;
+    reg(QueueNotify) = 0;
+  }
   while (!r->done) sleep(r, vlock);
   if (r->status != 0) {
     kprintf("virtio_blk: %s of sector %lu failed (status %d)\n", r->write ? "write" : "read",

@@ -34,7 +34,10 @@ uint64_t virtio_blk_capacity();        // in 512-byte sectors
 bool virtio_blk_read_only();
 int virtio_blk_max_segments();         // most segments one request may carry
 // Queues a request; sleeps while the ring has too few free descriptors.
-ErrorOr<void> virtio_blk_submit(BlkRequest* r);
+// With notify == false the device is not told yet (one virtio_blk_kick()
+// after a batch saves a costly trap into the emulator per request).
+ErrorOr<void> virtio_blk_submit(BlkRequest* r, bool notify = true);
+void virtio_blk_kick();
 // Sleeps until r completes; Errno::IO if the device reported a failure.
 ErrorOr<void> virtio_blk_wait(BlkRequest* r);
 // submit + wait.

@@ -230,7 +230,7 @@ ErrorOr<void> blocks_io(uint32_t blockno, uint32_t count, const BlkSegment* segs
     r.write = write;
     r.segs = c->segs;
     r.nseg = n;
-    if (auto s = virtio_blk_submit(&r); s.is_error()) { result = s; break; }
+    if (auto s = virtio_blk_submit(&r, false); s.is_error()) { result = s; break; }
     inflight++;
     sector += bytes / 512;
     done += bytes;

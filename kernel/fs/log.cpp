@@ -68,7 +68,7 @@ ErrorOr<void> write_blocks(bool to_log) {
       reqs[i].write = true;
       reqs[i].segs = &segs[i];
       reqs[i].nseg = 1;
-      if (auto s = virtio_blk_submit(&reqs[i]); s.is_error()) { result = s; break; }
+      if (auto s = virtio_blk_submit(&reqs[i], false); s.is_error()) { result = s; break; }
       submitted++;
     }
     for (uint32_t i = 0; i < submitted; i++)
