@@ -227,6 +227,8 @@ static void test_batch() {
   check(ok, "batch of 8 submits then 8 waits: all match");
 }
 
+// Status of child pid; other children reaped meanwhile are ignored, so call
+// it only when pid is the one child alive.
 static int child_status(int pid) {
   int status = -1;
   while (true) {
@@ -257,15 +259,23 @@ static void test_concurrent_clients() {
     pids[c] = fork();
     if (pids[c] == 0) {
       uint32_t out[4096];
-      for (int i = 0; i < kEach; i++)
-        if (ai_call(model, prompt, kPromptLen, predict, out, predict, nullptr) != long(predict) ||
-            !same_tokens(out, expected, predict))
+      for (int i = 0; i < kEach; i++) {
+        long n = ai_call(model, prompt, kPromptLen, predict, out, predict, nullptr);
+        if (n != long(predict) || !same_tokens(out, expected, predict)) {
+          printf("  client %d request %d: got %ld tokens (%s)\n", c, i, n, n < 0 ? strerror(n) : "mismatch");
           exit(1);
+        }
+      }
       exit(0);
     }
   }
+  // Reap both, in whatever order they finish.
   bool ok = true;
-  for (int c = 0; c < kClients; c++) ok &= child_status(pids[c]) == 0;
+  for (int c = 0; c < kClients; c++) {
+    int status = -1;
+    int pid = wait(&status);
+    ok &= (pid == pids[0] || pid == pids[1]) && status == 0;
+  }
   check(ok, "two concurrent clients get correct results");
 }
 
@@ -286,7 +296,10 @@ static void test_exit_cleanup() {
   pipe(fds);
   pid = fork();
   if (pid == 0) {
-    int64_t id = submit(longest);
+    // Eight long requests ahead of the one it waits for: the wait lasts
+    // seconds, so the kill surely lands while the child sleeps in ai_wait.
+    int64_t id = 0;
+    for (int i = 0; i < 8; i++) id = submit(longest);
     write(fds[1], "s", 1);
     uint32_t out[4096];
     ai_wait(id, out, 4096, nullptr);

@@ -1,0 +1,118 @@
+"""Integration tests of the kernel-resident AI service (kernel/ai/): boot an
+image whose /AI holds the tiny synthetic models (and stories260K when
+../shared/models has it), then run the in-guest semantics suite `aitest`
+with 1 and 2 workers on 1 and 4 harts, and compare the warm path's tokens
+with the reference's (EXP.BIN, written by tools/llm_reference.py)."""
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import qemu_run  # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
+BIN = os.path.join(ROOT, "build", "user", "bin")
+MODELS = os.path.join(ROOT, "build", "models")
+WORK = os.path.join(ROOT, "build", "test-ai")
+
+# Guest name -> bundle directory under build/models (made by `make test-models`).
+BUNDLES = {"LLAMA": "tiny-llama", "QWEN": "tiny-qwen", "STORIES": "stories260K"}
+
+
+def read_tokens(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    (count,) = struct.unpack_from("<I", data)
+    return list(struct.unpack_from(f"<{count}I", data, 4))
+
+
+def available_bundles():
+    return {name: os.path.join(MODELS, d) for name, d in BUNDLES.items()
+            if os.path.exists(os.path.join(MODELS, d, "CFG.BIN"))}
+
+
+@pytest.fixture(scope="module")
+def image():
+    if not os.path.exists(KERNEL) or not os.path.exists(os.path.join(BIN, "aitest")):
+        pytest.skip("kernel or /bin/aitest not built: run `make`")
+    bundles = available_bundles()
+    if "LLAMA" not in bundles or "QWEN" not in bundles:
+        pytest.skip("tiny test models missing: run `make test-models`")
+    os.makedirs(WORK, exist_ok=True)
+    # A deliberately corrupt bundle: the kernel must report it and keep going.
+    broken = os.path.join(WORK, "BROKEN")
+    shutil.rmtree(broken, ignore_errors=True)
+    shutil.copytree(bundles["LLAMA"], broken)
+    with open(os.path.join(broken, "CFG.BIN"), "r+b") as f:
+        f.seek(4 * 6)                       # v1: n_kv_heads
+        f.write(struct.pack("<I", 0))
+    img = os.path.join(WORK, "ai.img")
+    progs = [os.path.join(BIN, p) for p in sorted(os.listdir(BIN))
+             if os.path.isfile(os.path.join(BIN, p)) and "." not in p]
+    cmd = [PYTHON, os.path.join(ROOT, "tools", "mkfsimg.py"), "--out", img] + progs
+    for name, path in bundles.items():
+        cmd += ["--add-dir", f"AI/{name}={path}"]
+    cmd += ["--add-dir", f"AI/BROKEN={broken}"]
+    subprocess.check_call(cmd, stdout=subprocess.DEVNULL)
+    return img, bundles
+
+
+def boot(img, commands, smp=2, workers=1, timeout=600):
+    return qemu_run.run(commands, image=img, kernel=KERNEL, smp=smp, memory="1G",
+                        timeout=timeout, snapshot=True, append=f"ai.workers={workers}")
+
+
+def section(transcript, command):
+    start = transcript.rindex(command + "\n") + len(command) + 1
+    end = transcript.find(qemu_run.PROMPT, start)
+    return transcript[start:end if end >= 0 else None]
+
+
+@pytest.mark.parametrize("smp,workers", [(1, 1), (4, 1), (1, 2), (4, 2)])
+def test_aitest_all_models(image, smp, workers):
+    img, bundles = image
+    commands = [f"aitest {name}" for name in sorted(bundles)] + ["aistat"]
+    res = boot(img, commands, smp=smp, workers=workers)
+    assert res.ok, res.error + "\n" + res.transcript
+    for name in sorted(bundles):
+        out = section(res.transcript, f"aitest {name}")
+        assert "FAIL" not in out, out
+        summary = [l for l in out.splitlines() if l.endswith(" failed")]
+        assert summary and summary[-1].endswith(" 0 failed"), out
+        assert int(summary[-1].split()[0]) >= 40, out
+    stat = section(res.transcript, "aistat")
+    assert f"workers={workers}" in stat
+    assert "in_flight=0" in stat, stat
+
+
+def test_warm_tokens_equal_reference(image):
+    img, bundles = image
+    commands, expected = [], {}
+    for name, path in sorted(bundles.items()):
+        prompt = read_tokens(os.path.join(path, "PMT.BIN"))
+        want = read_tokens(os.path.join(path, "EXP.BIN"))
+        cmd = f"ai --model {name} --predict {len(want)} " + " ".join(map(str, prompt))
+        commands.append(cmd)
+        expected[cmd] = want
+    res = boot(img, commands)
+    assert res.ok, res.error + "\n" + res.transcript
+    for cmd, want in expected.items():
+        got = [int(t) for t in section(res.transcript, cmd).splitlines()[0].split()]
+        assert got == want, f"{cmd}: warm path {got}, reference {want}"
+
+
+def test_corrupt_bundle_is_reported_and_skipped(image):
+    img, _ = image
+    res = boot(img, ["aistat", "ai --model BROKEN 1 2 3", "echo still here"])
+    assert res.ok, res.error + "\n" + res.transcript
+    assert "ai: model BROKEN failed: CFG.BIN: n_kv_heads" in res.transcript, res.transcript
+    assert "BROKEN" in section(res.transcript, "aistat") and "failed" in section(res.transcript, "aistat")
+    assert "No such device" in section(res.transcript, "ai --model BROKEN 1 2 3") or \
+        "ENODEV" in section(res.transcript, "ai --model BROKEN 1 2 3")
+    assert "still here" in section(res.transcript, "echo still here")
