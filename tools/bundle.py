@@ -253,7 +253,10 @@ class Mat:
         step = max(1, self.CACHE_LIMIT // self.cols)
         for r0 in range(0, self.rows, step):
             r1 = min(self.rows, r0 + step)
-            out[r0:r1] = self.dense(r0, r1) @ x
+            if self.fmt == FMT_F32:
+                out[r0:r1] = self.w[r0:r1].astype(np.float64) @ x
+            else:   # y[r] = scale[r] * sum_c q[r][c] x[c], as the course defines it
+                out[r0:r1] = (self.q[r0:r1].astype(np.float64) @ x) * self.scale[r0:r1]
         return out
 
     def row(self, r):

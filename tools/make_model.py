@@ -69,7 +69,7 @@ PRESETS = {
 }
 # sample prompt and how many reference tokens EXP.BIN gets by default
 SAMPLE = {"tiny-llama": ([1, 17, 42, 99, 7, 250], 24), "tiny-qwen": ([1, 17, 42, 99, 7, 250], 24),
-          "smol135m": ([504, 3575, 282, 4649, 314], 4), "qwen08b": ([760, 6511, 314, 9338, 369], 0)}
+          "smol135m": ([504, 3575, 282, 4649, 314], 4), "qwen08b": ([760, 6511, 314, 9338, 369], 4)}
 
 EMB_CHUNK = X.EMB_CHUNK
 # With a tied classifier, a random model whose embedding is as large as the layer
@@ -226,8 +226,8 @@ def main(argv=None):
         info = json.load(f)
     info["expected_note"] = (f"greedy continuation by tools/llm_reference.py (float64) of the sample "
                              f"prompt, {len(exp)} tokens" +
-                             ("" if predict == default_predict and predict >= 16 else
-                              "; kept short / skipped for this big preset to keep generation fast "
+                             ("" if predict >= 16 else
+                              "; kept short (0 = skipped) to keep generation fast "
                               "(run tools/llm_reference.py for more)"))
     with open(info_path, "w") as f:
         f.write(B.dumps_info(info) + "\n")
