@@ -10,8 +10,8 @@ Library:
     ids = model.generate([1, 2, 3], 8)            # greedy, resets state first
     model.hidden                                  # [positions][n_layers+1][dim]
 CLI:
-    llm_reference.py --asset-dir DIR --predict N [--dump FILE] tok...
-prints the generated ids on one line.  Greedy ties go to the lowest id.
+    llm_reference.py --asset-dir DIR --predict N [--dump FILE] [--compare DUMP] tok...
+prints the generated ids on one line; --check runs PMT.BIN against EXP.BIN.  Greedy ties go to the lowest id.
 """
 import argparse
 import os
@@ -258,6 +258,10 @@ def main(argv=None):
     ap.add_argument("--dump", help="write hidden states (HDMP) here")
     ap.add_argument("--check", action="store_true",
                     help="run the bundle's PMT.BIN and compare with EXP.BIN")
+    ap.add_argument("--compare", metavar="DUMP",
+                    help="compare an HDMP dump (e.g. from the C++ runner) with this run's hidden "
+                         "states; prints the worst difference per layer, exit 1 above --tol")
+    ap.add_argument("--tol", type=float, default=1e-3, help="max abs difference for --compare")
     ap.add_argument("tokens", nargs="*", type=int)
     a = ap.parse_args(argv)
     try:
@@ -280,7 +284,28 @@ def main(argv=None):
     print(" ".join(map(str, out)))
     if a.dump:
         model.write_dump(a.dump)
+    if a.compare:
+        return compare_dump(model.hidden_states(), read_dump(a.compare), a.tol)
     return 0
+
+
+def compare_dump(want, got, tol):
+    """Report max |got - want| per layer (relative to the layer's max |want|)."""
+    if got.shape != want.shape:
+        print(f"compare: dump shape {got.shape}, reference {want.shape}", file=sys.stderr)
+        return 1
+    worst = 0.0
+    for layer in range(want.shape[1]):
+        d = np.abs(got[:, layer].astype(np.float64) - want[:, layer])
+        scale = float(np.abs(want[:, layer]).max()) or 1.0
+        pos = int(np.argmax(d.max(axis=1)))
+        name = "final_norm" if layer == want.shape[1] - 1 else f"layer {layer}"
+        print(f"{name:>12}: max abs diff {d.max():.3e} (at position {pos}), "
+              f"max |x| {scale:.3g}", file=sys.stderr)
+        worst = max(worst, float(d.max()))
+    print(f"compare: worst {worst:.3e}, tolerance {tol:g}: {'ok' if worst <= tol else 'FAIL'}",
+          file=sys.stderr)
+    return 0 if worst <= tol else 1
 
 
 if __name__ == "__main__":

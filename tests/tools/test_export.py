@@ -252,3 +252,32 @@ def test_babyllama_exports(tmp_path):
     assert info["config"]["vocab_size"] == 105
     text = info["decoded_expected"]
     assert text and sum(ch.isalpha() or ch in " .,'\n" for ch in text) > 0.9 * len(text), text
+
+
+def test_hf_sample_prompt_uses_the_checkpoint_tokenizer(tmp_path):
+    """With a tokenizer.json beside the weights, PMT.BIN is the encoded --prompt and
+    INFO.TXT carries the decoded texts."""
+    import tokenizer as T
+    hf = str(tmp_path / "hf")
+    assert M.main(["--preset", "tiny-llama", "--out", str(tmp_path / "orig"), "--hf-out", hf,
+                   "--predict", "0"]) == 0
+    alphabet = sorted(set(T.bytes_to_unicode().values()))
+    vocab = {ch: i for i, ch in enumerate(alphabet)}
+    merges = [("Ġ", "u"), ("Ġu", "p"), ("o", "n"), ("Ġ", "a")]
+    for a, b in merges:
+        vocab[a + b] = len(vocab)
+    tj = {"model": {"type": "BPE", "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]},
+          "added_tokens": [], "normalizer": None,
+          "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}}
+    with open(os.path.join(hf, "tokenizer.json"), "w") as f:
+        json.dump(tj, f)
+    out = str(tmp_path / "ex")
+    assert X.main(["--from", "hf", hf, "--out", out, "--prompt", "Once upon a time",
+                   "--predict", "5"]) == 0
+    tok = T.load(os.path.join(hf, "tokenizer.json"))
+    pmt, exp = B.Bundle(out).sample()
+    assert pmt == tok.encode("Once upon a time") and vocab["Ġup"] in pmt and len(exp) == 5
+    info = json.load(open(os.path.join(out, "INFO.TXT")))
+    assert info["prompt"] == "Once upon a time"
+    assert info["decoded_expected"] == tok.decode(exp)
+    assert open(os.path.join(out, "PROMPT.TXT")).read() == "Once upon a time\n"

@@ -228,3 +228,22 @@ def test_missing_lty_is_an_error(tiny, tmp_path):
     os.remove(os.path.join(d, "LTY.BIN"))
     with pytest.raises(B.BundleError, match="LTY.BIN"):
         R.Reference.load(d)
+
+
+def test_cli_compare_dump(tiny, tmp_path):
+    d = tiny["tiny-llama", "f32"]
+    dump = str(tmp_path / "h.bin")
+    tool = os.path.join(TOOLS, "llm_reference.py")
+    args = [PY, tool, "--asset-dir", d, "--predict", "3", "1", "2"]
+    assert subprocess.run(args + ["--dump", dump], capture_output=True).returncode == 0
+    r = subprocess.run(args + ["--compare", dump], capture_output=True, text=True)
+    assert r.returncode == 0 and "worst 0.000e+00" in r.stderr
+    # perturb one value of layer 1 at position 2: reported and failing
+    h = R.read_dump(dump).copy()
+    h[2, 1, 5] += 0.5
+    with open(dump, "wb") as f:
+        f.write(struct.pack("<4I", 0x504D4448, h.shape[0], h.shape[1] - 1, h.shape[2]))
+        f.write(h.astype("<f4").tobytes())
+    r = subprocess.run(args + ["--compare", dump], capture_output=True, text=True)
+    assert r.returncode == 1 and "FAIL" in r.stderr
+    assert "layer 1: max abs diff 5.000e-01 (at position 2)" in r.stderr
