@@ -1,0 +1,153 @@
+"""Integration tests of the file system: boot kai on purpose-built images and
+check big-file reads, Unix semantics, crash consistency, read bandwidth and
+the refusal of corrupt images."""
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+import qemu_run  # noqa: E402
+from test_mkfsimg import deterministic_file  # noqa: E402
+
+KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
+BIN = os.path.join(ROOT, "build", "user", "bin")
+MKFS = os.path.join(ROOT, "tools", "mkfsimg.py")
+RESULTS = os.path.join(ROOT, "build", "test-results")
+PY = "/usr/bin/python3"
+NEEDED = ["init", "sh", "ls", "cksum", "readbench", "fswrite_loop", "fstest", "df"]
+
+
+def programs():
+    if not os.path.exists(KERNEL):
+        pytest.skip("the kernel is not built (run make)")
+    missing = [p for p in NEEDED if not os.path.exists(os.path.join(BIN, p))]
+    if missing:
+        pytest.skip(f"user programs not built: {', '.join(missing)}")
+    return [os.path.join(BIN, f) for f in sorted(os.listdir(BIN))
+            if "." not in f and os.path.isfile(os.path.join(BIN, f))]
+
+
+def mkfs(out, *args):
+    r = subprocess.run([PY, MKFS, "--out", str(out), *map(str, args)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def check_image(img):
+    r = subprocess.run([PY, MKFS, "--quiet", "--check", str(img)], capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+def output_of(transcript, command):
+    start = transcript.rindex(command + "\n") + len(command) + 1
+    end = transcript.find(qemu_run.PROMPT, start)
+    return transcript[start:end if end >= 0 else None]
+
+
+@pytest.fixture(scope="module")
+def small_image(tmp_path_factory):
+    img = tmp_path_factory.mktemp("fs") / "small.img"
+    mkfs(img, *programs())
+    res = qemu_run.run([], image=str(img), kernel=KERNEL, snapshot=True, boot_timeout=90)
+    if not res.booted:
+        pytest.skip("the kernel does not boot to a shell yet: " + (res.error or "") +
+                    "\n" + res.transcript[-1500:])
+    return img
+
+
+@pytest.fixture(scope="module")
+def big_image(tmp_path_factory, small_image):
+    d = tmp_path_factory.mktemp("big")
+    data = d / "data"
+    data.mkdir()
+    deterministic_file(data / "big300", 300 * (1 << 20) + 12345)
+    deterministic_file(data / "f128", 128 * (1 << 20))
+    img = mkfs(d / "big.img", "--add-dir", f"D={data}", *programs())
+    return img, data
+
+
+def test_unix_semantics_and_full_disk(small_image, tmp_path):
+    img = shutil.copy(small_image, tmp_path / "sem.img")
+    res = qemu_run.run(["fstest -nospace"], image=str(img), kernel=KERNEL, timeout=600)
+    assert res.ok, f"{res.error}\n{res.transcript[-3000:]}"
+    out = output_of(res.transcript, "fstest -nospace")
+    assert "fstest: " in out and " 0 failed" in out, out
+    rc, report = check_image(img)
+    assert rc == 0, report
+
+
+def test_read_300mib_file_checksum(big_image):
+    img, data = big_image
+    host = subprocess.run(["cksum", "big300"], cwd=data, capture_output=True, text=True, check=True)
+    want_crc, want_size = host.stdout.split()[:2]
+    res = qemu_run.run(["cksum /D/big300"], image=str(img), kernel=KERNEL, snapshot=True, timeout=600)
+    assert res.ok, f"{res.error}\n{res.transcript[-2000:]}"
+    out = output_of(res.transcript, "cksum /D/big300").split()
+    assert out[:2] == [want_crc, want_size], out
+
+
+def test_readbench_128mib(big_image):
+    img, _ = big_image
+    cmds = ["readbench /D/f128", "readbench /D/f128 64K"]
+    # Not a snapshot: reads then go to the raw image, as with `make qemu`.
+    res = qemu_run.run(cmds, image=str(img), kernel=KERNEL, timeout=600)
+    assert res.ok, f"{res.error}\n{res.transcript[-2000:]}"
+    rates = {}
+    lines = []
+    for cmd in cmds:
+        out = output_of(res.transcript, cmd)
+        lines.append(out.strip())
+        m = re.search(r"134217728 bytes in \d+ ms with a (\d+)-byte buffer: ([\d.]+) MiB/s", out)
+        assert m, out
+        ratio = re.search(r"ratio: ([\d.]+)", out)
+        memcpy = re.search(r"memcpy of 64 MiB: ([\d.]+) MiB/s", out)
+        assert ratio and memcpy, out
+        rates[int(m.group(1))] = float(m.group(2))
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, "readbench.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    assert rates[1 << 20] > 0
+    # big requests are what the large-read path is for
+    assert rates[1 << 20] > rates[64 << 10], rates
+
+
+def test_crash_while_writing_leaves_consistent_image(small_image, tmp_path):
+    img = shutil.copy(small_image, tmp_path / "crash.img")
+    # The loop never ends: run() times out and kills QEMU mid-write.
+    res = qemu_run.run(["fswrite_loop"], image=str(img), kernel=KERNEL, timeout=15, halt=False)
+    assert res.booted, res.transcript[-2000:]
+    assert res.timed_out_command == "fswrite_loop", res.transcript[-2000:]
+    assert not res.panicked, res.transcript[-2000:]
+    assert "fswrite_loop: round" in res.transcript, "the loop made no progress before the kill"
+    rc, report = check_image(img)
+    assert rc == 0, report
+    res = qemu_run.run(["fswrite_loop -v", "ls /w"], image=str(img), kernel=KERNEL, timeout=120)
+    assert res.ok, f"{res.error}\n{res.transcript[-2000:]}"
+    out = output_of(res.transcript, "fswrite_loop -v")
+    assert re.search(r"verified [1-9]\d* files, 0 damaged: ok", out), out
+    rc, report = check_image(img)
+    assert rc == 0, report
+
+
+@pytest.mark.parametrize("offset,value,message", [
+    (4096, b"JUNK", "bad magic"),
+    (4096 + 4, struct.pack("<I", 7), "bad version"),
+    (4096 + 12, struct.pack("<I", 1 << 22), "the disk has only"),
+    (4096 + 32, struct.pack("<I", 9999), "inconsistent layout"),
+])
+def test_corrupt_image_is_refused_without_panic(small_image, tmp_path, offset, value, message):
+    img = shutil.copy(small_image, tmp_path / "bad.img")
+    with open(img, "r+b") as f:
+        f.seek(offset)
+        f.write(value)
+    res = qemu_run.run([], image=str(img), kernel=KERNEL, snapshot=True, boot_timeout=25)
+    assert not res.panicked, res.transcript[-2000:]
+    assert "fs: cannot mount: " in res.transcript and message in res.transcript, res.transcript[-2000:]
