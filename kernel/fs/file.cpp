@@ -52,6 +52,7 @@ void fileclose(File* f) {
   if (copy.kind == File::Kind::Pipe) {
     pipeclose(copy.pipe, copy.writable);
   } else if (copy.kind == File::Kind::Inode || copy.kind == File::Kind::Device) {
+    readahead_free(copy.ra);
     begin_op();
     iput(copy.ip);
     end_op();
@@ -77,7 +78,7 @@ ErrorOr<uint64_t> fileread(File* f, uint64_t user_addr, uint64_t n) {
       return devsw[f->major].read(true, user_addr, n);
     case File::Kind::Inode: {
       ilock(f->ip);
-      auto r = readi(f->ip, true, user_addr, f->off, n);
+      auto r = readi_stream(f->ip, &f->ra, true, user_addr, f->off, n);
       if (!r.is_error()) f->off += r.value();
       iunlock(f->ip);
       return r;

@@ -7,6 +7,7 @@
 namespace fs {
 
 struct Pipe;
+struct ReadAhead;
 
 struct File {
   enum class Kind : uint8_t { None, Pipe, Inode, Device };
@@ -19,6 +20,7 @@ struct File {
   Inode* ip = nullptr;
   uint64_t off = 0;       // Kind::Inode (guarded by ip's lock)
   uint16_t major = 0;     // Kind::Device
+  ReadAhead* ra = nullptr;  // Kind::Inode: sequential read-ahead (guarded by ip's lock)
 };
 
 File* filealloc();

@@ -2,6 +2,7 @@
 // directories and path lookup. Locking follows xv6: the itable spinlock
 // guards ref counts, an inode's sleep lock guards its contents, and every
 // modification happens inside a log transaction.
+#include <new>
 #include "inode.h"
 #include "bio.h"
 #include "log.h"
@@ -514,6 +515,7 @@ void iunlockput(Inode* ip) {
 }
 
 void itrunc(Inode* ip) {
+  ip->gen++;
   for (uint32_t i = 0; i < NDIRECT; i++) {
     if (ip->addrs[i]) bfree(ip->dev, ip->addrs[i]);
     ip->addrs[i] = 0;
@@ -545,7 +547,116 @@ uint16_t inode_type(Inode* ip) { return ip->type; }
 uint64_t inode_size(Inode* ip) { return ip->size; }
 
 // ---------------------------------------------------------------- data
-ErrorOr<uint64_t> readi(Inode* ip, bool user_dst, uint64_t dst, uint64_t off, uint64_t n) {
+// ---------------------------------------------------------------- read-ahead
+// Two kernel buffers per open file, each filled by one device request for a
+// run of consecutive uncached disk blocks. While the reader copies one, the
+// other is in flight. A buffer is valid only if the inode's gen did not move
+// since it was issued (any write or truncation bumps gen), so it never returns
+// data older than the file. The caller holds the inode lock throughout.
+struct ReadAhead {
+  static constexpr uint32_t BUF_BLOCKS = 512;   // 2 MiB per buffer
+  struct Slot {
+    uint8_t* mem = nullptr;
+    uint64_t fbn = 0;        // first file block held
+    uint32_t count = 0;      // blocks held (0 = empty)
+    uint64_t gen = 0;
+    bool inflight = false;
+    BlkSegment seg{};
+    BlkRequest req;
+  };
+  Slot slot[2];
+  uint64_t next_fbn = 0;     // where the next read-ahead starts
+};
+
+namespace {
+constexpr uint32_t RA_TRIGGER_BLOCKS = 16;   // a direct read this big starts read-ahead
+
+void ra_settle(ReadAhead::Slot& s) {
+  if (s.inflight) {
+    auto r = virtio_blk_wait(&s.req);
+    s.inflight = false;
+    if (r.is_error()) s.count = 0;
+  }
+}
+
+void ra_drop_all(ReadAhead* ra) {
+  for (auto& s : ra->slot) {
+    ra_settle(s);
+    s.count = 0;
+  }
+}
+
+// Starts reading the run at ra->next_fbn into slot s (already settled).
+void ra_issue(Inode* ip, ReadAhead* ra, ReadAhead::Slot& s) {
+  s.count = 0;
+  uint64_t start = ra->next_fbn;
+  if (start * BSIZE >= ip->size) return;
+  uint64_t left = (ip->size - start * BSIZE + BSIZE - 1) / BSIZE;
+  uint32_t maxb = left < ReadAhead::BUF_BLOCKS ? static_cast<uint32_t>(left) : ReadAhead::BUF_BLOCKS;
+  uint32_t first = 0, count = 0;
+  {
+    MapCursor cur(ip);
+    auto f = cur.lookup(start);
+    if (f.is_error() || f.value() == 0 || bcached(ip->dev, f.value())) return;
+    first = f.value();
+    count = 1;
+    while (count < maxb) {
+      auto a = cur.lookup(start + count);
+      if (a.is_error() || a.value() != first + count || bcached(ip->dev, a.value())) break;
+      count++;
+    }
+  }
+  if (!s.mem) {
+    s.mem = static_cast<uint8_t*>(kalloc_contiguous(uint64_t(ReadAhead::BUF_BLOCKS) * BSIZE));
+    if (!s.mem) return;
+  }
+  s.seg = {reinterpret_cast<uint64_t>(s.mem), count * BSIZE};
+  s.req = BlkRequest{};
+  s.req.sector = uint64_t(first) * SECTORS_PER_BLOCK;
+  s.req.segs = &s.seg;
+  s.req.nseg = 1;
+  if (virtio_blk_submit(&s.req).is_error()) return;
+  s.inflight = true;
+  s.fbn = start;
+  s.count = count;
+  s.gen = ip->gen;
+  ra->next_fbn = start + count;
+}
+
+// Copies from a read-ahead buffer holding file offset off, if there is one.
+// Returns bytes copied (0: not held).
+ErrorOr<uint64_t> ra_serve(Inode* ip, ReadAhead* ra, bool user_dst, uint64_t dst, uint64_t off,
+                           uint64_t n) {
+  uint64_t bn = off / BSIZE;
+  for (auto& s : ra->slot) {
+    if (s.count == 0 || bn < s.fbn || bn >= s.fbn + s.count) continue;
+    ra_settle(s);
+    if (s.count == 0 || s.gen != ip->gen) {
+      ra_drop_all(ra);   // stale: the file changed since it was read ahead
+      return uint64_t(0);
+    }
+    uint64_t end = (s.fbn + s.count) * BSIZE;
+    uint64_t m = end - off < n ? end - off : n;
+    TRY(either_copyout(user_dst, dst, s.mem + (off - s.fbn * BSIZE), m));
+    if (off + m == end) ra_issue(ip, ra, s);   // used up: refill it further on
+    return m;
+  }
+  return uint64_t(0);
+}
+}  // namespace
+
+void readahead_free(ReadAhead* ra) {
+  if (!ra) return;
+  for (auto& s : ra->slot) {
+    ra_settle(s);
+    if (s.mem) kfree_contiguous(s.mem, uint64_t(ReadAhead::BUF_BLOCKS) * BSIZE);
+  }
+  ra->~ReadAhead();
+  kfree(ra);
+}
+
+ErrorOr<uint64_t> readi_stream(Inode* ip, ReadAhead** rap, bool user_dst, uint64_t dst, uint64_t off,
+                               uint64_t n) {
   if (off >= ip->size || n == 0) return uint64_t(0);
   if (n > ip->size - off) n = ip->size - off;
   uint64_t tot = 0;
@@ -554,6 +665,19 @@ ErrorOr<uint64_t> readi(Inode* ip, bool user_dst, uint64_t dst, uint64_t off, ui
   while (tot < n) {
     uint64_t bn = off / BSIZE;
     uint64_t in_block = off % BSIZE;
+    if (rap && *rap) {
+      auto got = ra_serve(ip, *rap, user_dst, dst, off, n - tot);
+      if (got.is_error()) {
+        err = got.error();
+        break;
+      }
+      if (got.value() > 0) {
+        tot += got.value();
+        off += got.value();
+        dst += got.value();
+        continue;
+      }
+    }
     if (in_block == 0 && n - tot >= BSIZE) {
       auto got = read_direct(ip, user_dst, dst, bn, (n - tot) / BSIZE, segs);
       if (got.is_error()) {
@@ -564,6 +688,19 @@ ErrorOr<uint64_t> readi(Inode* ip, bool user_dst, uint64_t dst, uint64_t off, ui
         tot += got.value();
         off += got.value();
         dst += got.value();
+        // A big sequential read: read the next runs ahead.
+        if (rap && got.value() >= RA_TRIGGER_BLOCKS * BSIZE) {
+          if (!*rap) {
+            void* page = kalloc();
+            if (page) *rap = new (page) ReadAhead();
+            static_assert(sizeof(ReadAhead) <= PAGE_SIZE);
+          }
+          if (*rap) {
+            ra_drop_all(*rap);
+            (*rap)->next_fbn = off / BSIZE;
+            for (auto& s : (*rap)->slot) ra_issue(ip, *rap, s);
+          }
+        }
         continue;
       }
     }
@@ -601,8 +738,13 @@ ErrorOr<uint64_t> readi(Inode* ip, bool user_dst, uint64_t dst, uint64_t off, ui
   return tot;
 }
 
+ErrorOr<uint64_t> readi(Inode* ip, bool user_dst, uint64_t dst, uint64_t off, uint64_t n) {
+  return readi_stream(ip, nullptr, user_dst, dst, off, n);
+}
+
 ErrorOr<uint64_t> writei(Inode* ip, bool user_src, uint64_t src, uint64_t off, uint64_t n) {
   if (off + n < off || off + n > MAXFILE_BYTES) return Errno::FileTooBig;
+  ip->gen++;   // read-ahead issued before this write is stale
   uint64_t tot = 0;
   ErrorOr<void> err;
   while (tot < n) {

@@ -23,7 +23,19 @@ struct Inode {
   uint32_t addrs[NDIRECT] = {};
   uint32_t indirect = 0;
   uint32_t dindirect = 0;
+  uint64_t gen = 0;             // bumped by every write/truncate: read-ahead validity
 };
+
+// Read-ahead state of one open file (see readi_stream).
+struct ReadAhead;
+
+// readi for an open file: a sequential reader gets the next runs of the file
+// read ahead into kernel buffers while it copies the current one, so the
+// device latency overlaps the copying. *ra is created on demand.
+ErrorOr<uint64_t> readi_stream(Inode* ip, ReadAhead** ra, bool user_dst, uint64_t dst, uint64_t off,
+                               uint64_t n);
+// Waits for read-ahead in flight and frees it (at close).
+void readahead_free(ReadAhead* ra);
 
 const SuperBlock& superblock();
 
