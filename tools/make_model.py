@@ -12,10 +12,11 @@ All weights are rounded to bf16-representable values, so the optional Hugging
 Face checkpoint (--hf-out) holds exactly the same model even in bf16, and
 `export_model.py --from hf` of it reproduces the bundle bit for bit.
 
-Weights: matrices N(0, 1/sqrt(fan_in)); embedding N(0, 0.1); RMSNorm weights
-1 + N(0, 0.05) (the final norm times 10) (Qwen's zero-centred ones stored as that minus one in HF);
-Gated DeltaNet: conv1d N(0, 1/sqrt(kernel)), A_log = log U(0.5, 4),
-dt_bias N(0, 0.5), gated-norm weight 1 + N(0, 0.05).
+Weights: matrices N(0, 1/sqrt(fan_in)) (Llama's o_proj times 0.3); embedding
+N(0, 0.1); RMSNorm weights 1 + N(0, 0.05), the final norm times 10 (Qwen's
+zero-centred ones stored as that minus one in HF); Gated DeltaNet: conv1d
+N(0, 1/sqrt(kernel)), A_log = log U(0.5, 4), dt_bias N(0, 0.5), gated-norm weight
+1 + N(0, 0.05).  See EMB_STD below for why.
 """
 import argparse
 import json
@@ -78,6 +79,9 @@ EMB_CHUNK = X.EMB_CHUNK
 # spread of a few units, so greedy choices are not near-ties.
 EMB_STD = 0.1
 FINAL_GAIN = 10.0
+# Llama's attention output, as large as the tiny embedding's 50x, would wash out which
+# token is current: the model then repeats one token. A smaller o_proj keeps it.
+LLAMA_ATTN_OUT = 0.3
 
 
 def make_config(preset, dtype):
@@ -140,7 +144,10 @@ class Synth:
             else:
                 raise AssertionError(name)
         for ti, (name, r, cols) in enumerate(B.layer_mats(c, kind)):
-            out[name] = self._normal((4, i, ti), (r, cols), 1.0 / np.sqrt(cols))
+            std = 1.0 / np.sqrt(cols)
+            if name == "o_proj" and kind == "llama":
+                std *= LLAMA_ATTN_OUT
+            out[name] = self._normal((4, i, ti), (r, cols), std)
         return out
 
 
