@@ -444,7 +444,7 @@ bool t_kill() {
   EXPECT(kill(pid) == 0, "kill of a sleeping child failed");
   s = reap(pid);
   EXPECT(s != 0 && s > -1000, "killed sleeper exited with %d", s);
-  EXPECT(clock_ns() - t0 < 3000000000ULL, "killing a sleeper took more than 3 s");
+  EXPECT(clock_ns() - t0 < 5000000000ULL, "killing a sleeper took more than 5 s");
 
   int p[2];
   EXPECT(pipe(p) == 0, "pipe");
@@ -1199,7 +1199,7 @@ bool t_sleep() {
   uint64_t dt = clock_ns() - t0;
   long du = uptime() - u0;
   EXPECT(dt >= 180000000ULL, "sleep(20) lasted only %lu ms", (unsigned long)(dt / 1000000));
-  EXPECT(dt < 2000000000ULL, "sleep(20) lasted %lu ms", (unsigned long)(dt / 1000000));
+  EXPECT(dt < 5000000000ULL, "sleep(20) lasted %lu ms", (unsigned long)(dt / 1000000));
   EXPECT(du >= 18 && du <= 200, "uptime advanced %ld ticks during sleep(20)", du);
   EXPECT(sleep(0) == 0, "sleep(0)");
   return true;
@@ -1215,7 +1215,7 @@ bool t_sleep_many() {
   }
   for (int i = 0; i < 8; ++i) EXPECT(reap(pids[i]) == 0, "sleeper failed");
   uint64_t dt = clock_ns() - t0;
-  EXPECT(dt < 2000000000ULL, "8 parallel sleep(30) took %lu ms", (unsigned long)(dt / 1000000));
+  EXPECT(dt < 5000000000ULL, "8 parallel sleep(30) took %lu ms", (unsigned long)(dt / 1000000));
   return true;
 }
 
