@@ -130,6 +130,7 @@ class HFTokenizer:
         for r, mg in enumerate(m["merges"]):
             a, b = mg.split(" ", 1) if isinstance(mg, str) else mg
             self.ranks[(a, b)] = r
+        self.ignore_merges = bool(m.get("ignore_merges"))
         self.added = {t["content"]: t["id"] for t in j.get("added_tokens", [])}
         for c, i in self.added.items():
             self.vocab.setdefault(c, i)
@@ -222,6 +223,8 @@ class HFTokenizer:
     def _bpe(self, word):
         if word in self.cache:
             return self.cache[word]
+        if self.ignore_merges and word in self.vocab:
+            return [self.vocab[word]]
         parts = list(word)
         while len(parts) > 1:
             best, bi = None, -1
