@@ -23,6 +23,10 @@ struct Cpu {
   bool intena = false;          // were interrupts on before push_interrupts_off()?
   uint64_t hartid = 0;          // SBI/PLIC hart id
   bool started = false;
+  // Names of the spinlocks this hart holds (innermost last), for panic messages.
+  static constexpr int MAX_HELD = 8;
+  const char* held[MAX_HELD] = {};
+  int nheld = 0;
 };
 
 extern Cpu cpus[NCPU];

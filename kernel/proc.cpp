@@ -402,7 +402,11 @@ void scheduler() {
 void sched() {
   Process* p = current_process();
   if (!p->lock.holding()) panic("sched: p->lock not held");
-  if (this_cpu()->noff != 1) panic("sched: holding %d locks", this_cpu()->noff);
+  if (this_cpu()->noff != 1) {
+    char held[128];
+    panic("sched: pid %d (%s) holds %d locks (%s)", p->pid, p->name, this_cpu()->noff,
+          held_locks_description(held, sizeof held));
+  }
   if (p->state == ProcState::Running) panic("sched: process still running");
   if (riscv::intr_get()) panic("sched: interrupts on");
   if (*reinterpret_cast<uint64_t*>(p->kstack) != STACK_CANARY)

@@ -11,10 +11,21 @@ void Spinlock::acquire() {
   while (__atomic_exchange_n(&locked_, 1u, __ATOMIC_ACQUIRE) != 0) {
   }
   cpu_ = this_cpu();
+  if (cpu_->nheld < Cpu::MAX_HELD) cpu_->held[cpu_->nheld] = name_;
+  cpu_->nheld++;
 }
 
 void Spinlock::release() {
   if (!holding()) panic("release: %s not held by this hart", name_);
+  Cpu* c = cpu_;
+  // Locks are usually released innermost first; find ours from the top.
+  for (int i = (c->nheld < Cpu::MAX_HELD ? c->nheld : Cpu::MAX_HELD) - 1; i >= 0; i--) {
+    if (c->held[i] == name_) {
+      for (int j = i; j + 1 < c->nheld && j + 1 < Cpu::MAX_HELD; j++) c->held[j] = c->held[j + 1];
+      break;
+    }
+  }
+  c->nheld--;
   cpu_ = nullptr;
   __atomic_store_n(&locked_, 0u, __ATOMIC_RELEASE);
   pop_interrupts_off();
@@ -37,4 +48,15 @@ void pop_interrupts_off() {
   if (c->noff < 1) panic("pop_interrupts_off: unbalanced");
   c->noff--;
   if (c->noff == 0 && c->intena) riscv::intr_on();
+}
+
+const char* held_locks_description(char* buf, unsigned long size) {
+  Cpu* c = this_cpu();
+  unsigned long n = 0;
+  buf[0] = 0;
+  for (int i = 0; i < c->nheld && i < Cpu::MAX_HELD; i++) {
+    n += ksnprintf(buf + n, n < size ? size - n : 0, "%s%s", i ? ", " : "", c->held[i]);
+    if (n >= size) break;
+  }
+  return buf;
 }

@@ -36,3 +36,6 @@ class SpinlockGuard {
 // Interrupt-disable nesting used by Spinlock (matched pairs).
 void push_interrupts_off();
 void pop_interrupts_off();
+
+// "a, b, c": the spinlocks this hart holds, for diagnostics.
+const char* held_locks_description(char* buf, unsigned long size);
