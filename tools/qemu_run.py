@@ -105,10 +105,12 @@ def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
            "-m", str(memory), "-smp", str(smp), "-nographic",
            "-global", "virtio-mmio.force-legacy=false"]
     if image:
-        cmd += ["-drive", f"file={image},if=none,format=raw,id=x0",
-                "-device", "virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0"]
-    if snapshot:
-        cmd.append("-snapshot")
+        drive = f"file={image},if=none,format=raw,id=x0"
+        if snapshot:
+            # Writes go to a temporary overlay, so the image is only read: skip
+            # QEMU's image lock so that several sessions (or tests) can share it.
+            drive += ",snapshot=on,file.locking=off"
+        cmd += ["-drive", drive, "-device", "virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0"]
     if append:
         cmd += ["-append", append]   # kernel command line, e.g. "ai.workers=2"
     return cmd
