@@ -46,7 +46,7 @@ struct Chunk {
 };
 
 struct Heap {
-  Chunk* bins[NBINS];           // circular-free: null-terminated lists
+  Chunk* bins[NBINS];           // null-terminated doubly linked lists
   uint64_t nonempty[NBINS / 64];
   char* top_end;                // end of the segment that can grow in place
   size_t heap_bytes, used_bytes, free_bytes, free_blocks;
