@@ -58,6 +58,9 @@ def test_shell_grammar():
         "echo 'open",
         "sleep 0.2 & echo background",
         "/bin/echo absolute path",
+        "nosuch && echo no || echo yes",
+        "echo 1 && grep x /none && echo 2 || echo 3; echo 4",
+        "echo x &&",
     ]
     out = outputs(cmds)
     assert re.search(r"^1 3 6$", out[cmds[0]], re.M), out[cmds[0]]
@@ -73,6 +76,11 @@ def test_shell_grammar():
         assert out[bad].startswith("sh: "), out[bad]
     assert re.search(r"^\[\d+\]$", out[cmds[12]], re.M) and "background" in out[cmds[12]]
     assert out[cmds[13]] == "absolute path\n"
+    assert out[cmds[14]].endswith("yes\n") and "no\n" not in out[cmds[14]]
+    # (a background job from above may report "[pid] done" in between)
+    lines = [ln for ln in out[cmds[15]].splitlines() if not ln.startswith("[")]
+    assert lines[0] == "1" and lines[-2:] == ["3", "4"] and "2" not in lines, lines
+    assert out[cmds[16]].startswith("sh: "), out[cmds[16]]
 
 
 def test_utilities():

@@ -6,7 +6,8 @@
 //   sh -c 'LINE'    run one command line, then exit
 //
 // Grammar of a line (see docs/userspace.md):
-//   line     := pipeline { (';' | '&') pipeline } [';' | '&'] ['#' comment]
+//   line     := andor { (';' | '&') andor } [';' | '&'] ['#' comment]
+//   andor    := pipeline { ('&&' | '||') pipeline }
 //   pipeline := command { '|' command }
 //   command  := word { word | '<' word | '>' word | '>>' word }
 // A word may be quoted with '...' (literal) or "..." (\" and \\ escaped);
@@ -17,7 +18,9 @@
 // job with setfg(), so ^C kills it (the kernel kills the whole process tree
 // of that pid) and not the shell. A pipeline of several commands runs under
 // one helper process that forks the stages and waits for them, so one pid
-// stands for the whole job. '&' runs a job in the background; its exit is
+// stands for the whole job. `a && b` runs b only if a succeeded (status 0),
+// `a || b` only if it failed. '&' runs an and-or list in the background (a
+// list of several pipelines under a forked copy of the shell); its exit is
 // reported ("[pid] done") when the shell next waits for something.
 #include "kai.h"
 
@@ -28,7 +31,8 @@ constexpr int MAX_ARGS = 32;
 constexpr int MAX_STAGES = 8;
 constexpr int MAX_JOBS = 16;   // pipelines per line
 
-enum class Tok { Word, Pipe, Semi, Amp, In, Out, Append, End, Error };
+enum class Tok { Word, Pipe, Semi, Amp, AndAnd, OrOr, In, Out, Append, End, Error };
+enum class Next { Seq, And, Or };   // how a job connects to the one after it
 
 struct Command {
   const char* argv[MAX_ARGS + 1];
@@ -41,7 +45,8 @@ struct Command {
 struct Job {
   Command stages[MAX_STAGES];
   int n;
-  bool background;
+  bool background;   // set on the last job of a background and-or list
+  Next next;
 };
 
 struct Line {
@@ -70,9 +75,13 @@ struct Lexer {
     if (is_special(c)) {
       ++p;
       switch (c) {
-        case '|': return Tok::Pipe;
+        case '|':
+          if (*p == '|') { ++p; return Tok::OrOr; }
+          return Tok::Pipe;
         case ';': return Tok::Semi;
-        case '&': return Tok::Amp;
+        case '&':
+          if (*p == '&') { ++p; return Tok::AndAnd; }
+          return Tok::Amp;
         case '<': return Tok::In;
         default:
           if (*p == '>') { ++p; return Tok::Append; }
@@ -119,6 +128,7 @@ const char* parse(const char* text, Line& line) {
     Job& job = line.jobs[line.n];
     job.n = 0;
     job.background = false;
+    job.next = Next::Seq;
     for (;;) {   // one pipeline
       if (job.n == MAX_STAGES) return "pipeline too long";
       Command& cmd = job.stages[job.n];
@@ -146,8 +156,15 @@ const char* parse(const char* text, Line& line) {
     }
     ++line.n;
     if (t == Tok::Amp) job.background = true;
-    if (t == Tok::Semi || t == Tok::Amp) t = lx.next(&word);
-    else if (t != Tok::End) return "syntax error";
+    if (t == Tok::AndAnd || t == Tok::OrOr) {
+      job.next = t == Tok::AndAnd ? Next::And : Next::Or;
+      t = lx.next(&word);
+      if (t != Tok::Word) return t == Tok::Error ? lx.error : "missing command after && or ||";
+    } else if (t == Tok::Semi || t == Tok::Amp) {
+      t = lx.next(&word);
+    } else if (t != Tok::End) {
+      return "syntax error";
+    }
   }
   return nullptr;
 }
@@ -240,8 +257,10 @@ bool builtin(const Command& cmd) {
   return false;
 }
 
-void run_job(const Job& job) {
-  if (job.n == 1 && !job.background && builtin(job.stages[0])) return;
+bool in_subshell = false;   // a forked copy running a background list: no setfg
+
+void run_job(const Job& job, bool background) {
+  if (job.n == 1 && !background && builtin(job.stages[0])) return;
   int pid = fork();
   if (pid < 0) {
     fprintf(2, "sh: fork failed: %s\n", strerror(pid));
@@ -252,13 +271,25 @@ void run_job(const Job& job) {
     if (job.n == 1) run_command(job.stages[0]);
     run_pipeline(job);
   }
-  if (job.background) {
+  if (background) {
     printf("[%d]\n", pid);
     return;
   }
-  setfg(pid);
+  if (!in_subshell) setfg(pid);
   last_status = wait_for(pid);
-  setfg(0);
+  if (!in_subshell) setfg(0);
+}
+
+// Runs jobs[first..last], one and-or list, in the foreground.
+void run_list(const Job* jobs, int first, int last) {
+  for (int k = first; k <= last; ++k) {
+    if (k > first) {
+      Next op = jobs[k - 1].next;
+      if (op == Next::And && last_status != 0) continue;
+      if (op == Next::Or && last_status == 0) continue;
+    }
+    run_job(jobs[k], false);
+  }
 }
 
 void run_line(const char* text) {
@@ -268,7 +299,25 @@ void run_line(const char* text) {
     last_status = 2;
     return;
   }
-  for (int i = 0; i < line.n; ++i) run_job(line.jobs[i]);
+  for (int i = 0; i < line.n;) {
+    int j = i;   // the and-or list is jobs[i..j]
+    while (j + 1 < line.n && line.jobs[j].next != Next::Seq) ++j;
+    if (!line.jobs[j].background) {
+      run_list(line.jobs, i, j);
+    } else if (i == j) {
+      run_job(line.jobs[i], true);
+    } else {
+      int pid = fork();
+      if (pid == 0) {
+        in_subshell = true;
+        run_list(line.jobs, i, j);
+        exit(last_status);
+      }
+      if (pid < 0) fprintf(2, "sh: fork failed: %s\n", strerror(pid));
+      else printf("[%d]\n", pid);
+    }
+    i = j + 1;
+  }
 }
 
 bool interactive(int fd) {
