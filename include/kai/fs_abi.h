@@ -47,5 +47,9 @@ struct kai_statfs {
   uint64_t free_inodes;
 };
 
+// Pipe writes of at most this many bytes are atomic: they never interleave
+// with other writers' data.
+#define KAI_PIPE_BUF 512
+
 // Device major numbers for mknod().
 #define KAI_DEV_CONSOLE 1

@@ -63,7 +63,10 @@ ErrorOr<uint64_t> pipewrite(Pipe* pi, uint64_t addr, uint64_t n) {
     if (!pi->readopen) return done ? ErrorOr<uint64_t>(done) : ErrorOr<uint64_t>(Errno::BrokenPipe);
     if (current_killed()) return done ? ErrorOr<uint64_t>(done) : ErrorOr<uint64_t>(Errno::Interrupted);
     uint64_t used = pi->nwrite - pi->nread;
-    if (used == Pipe::SIZE) {
+    // A write of at most KAI_PIPE_BUF bytes is atomic (as POSIX promises):
+    // wait for room for all of it, so writers sharing a pipe never interleave.
+    bool wait_for_whole = done == 0 && n <= KAI_PIPE_BUF && Pipe::SIZE - used < n;
+    if (used == Pipe::SIZE || wait_for_whole) {
       wakeup(&pi->nread);
       sleep(&pi->nwrite, pi->lock);
       continue;

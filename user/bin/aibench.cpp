@@ -34,6 +34,35 @@ struct Record {
   uint64_t t_submit, t_start, t_first, t_finish;
 };
 
+// One observation of the service by the sampler process.
+struct Sample {
+  uint64_t t;
+  uint32_t queued, running;
+};
+
+// What the reaper, the sampler and the clients send the parent.
+struct Message {
+  enum class Kind : uint32_t { Record = 1, Sample = 2, ClientsGone = 3 } kind;
+  int32_t dead;   // ClientsGone: clients that did not exit with status 0
+  union {
+    Record record;
+    Sample sample;
+  };
+};
+static_assert(sizeof(Message) <= KAI_PIPE_BUF, "messages must be written atomically");
+
+// Reads one whole message; false at end of file.
+bool read_message(int fd, Message* m) {
+  auto* p = reinterpret_cast<char*>(m);
+  size_t got = 0;
+  while (got < sizeof(*m)) {
+    long r = read(fd, p + got, sizeof(*m) - got);
+    if (r <= 0) return false;
+    got += static_cast<size_t>(r);
+  }
+  return true;
+}
+
 Options opt;
 uint32_t vocab;
 
@@ -105,7 +134,10 @@ void report(int fd, int client, int index, int64_t id) {
     rec.t_first = res.t_first_token_ns;
     rec.t_finish = res.t_finish_ns;
   }
-  write(fd, &rec, sizeof(rec));
+  Message m{};
+  m.kind = Message::Kind::Record;
+  m.record = rec;
+  write(fd, &m, sizeof(m));
 }
 
 void closed_loop_client(int fd, int client) {
@@ -202,68 +234,76 @@ int main(int argc, char** argv) {
   }
   vocab = mi.vocab_size;
 
+  // Process layout: the clients are children of a "reaper" child, which
+  // waits for all of them (so it notices any that die) and then says so; a
+  // "sampler" child observes the service every 10 ms. All of them write
+  // fixed-size messages into one pipe (writes of <= KAI_PIPE_BUF bytes are
+  // atomic), and this process just reads it.
   int fds[2];
   if (pipe(fds) < 0) return 1;
   uint64_t t0 = clock_ns();
-  int started = 0;
-  for (int c = 0; c < opt.clients; c++) {
-    int pid = fork();
-    if (pid < 0) {
-      fprintf(2, "aibench: fork: %s\n", strerror(pid));
-      break;
+  int reaper = fork();
+  if (reaper == 0) {
+    int started = 0;
+    for (int c = 0; c < opt.clients; c++) {
+      int pid = fork();
+      if (pid < 0) {
+        fprintf(2, "aibench: fork: %s\n", strerror(pid));
+        break;
+      }
+      if (pid == 0) {
+        if (opt.rate > 0) open_loop_client(fds[1], c, t0);
+        else closed_loop_client(fds[1], c);
+        exit(0);
+      }
+      started++;
     }
-    if (pid == 0) {
-      close(fds[0]);
-      if (opt.rate > 0) open_loop_client(fds[1], c, t0);
-      else closed_loop_client(fds[1], c);
-      exit(0);
+    Message m{};
+    m.kind = Message::Kind::ClientsGone;
+    m.dead = opt.clients - started;
+    for (int i = 0; i < started; i++) {
+      int status = 0;
+      if (wait(&status) < 0) break;
+      if (status != 0) m.dead++;
     }
-    started++;
+    write(fds[1], &m, sizeof(m));
+    exit(0);
   }
-  close(fds[1]);
-
-  // Read records; between reads nothing else happens, so sample the system
-  // from a helper child that reports samples through a second pipe.
-  int sfd[2];
-  pipe(sfd);
   int sampler = fork();
   if (sampler == 0) {
-    close(sfd[0]);
     close(fds[0]);
     static kai_ai_info info;
     for (;;) {
       if (ai_info(&info) < 0) exit(1);
-      uint32_t sample[2] = {info.queued, info.running};
-      if (write(sfd[1], sample, sizeof(sample)) != sizeof(sample)) exit(0);
+      Message m{};
+      m.kind = Message::Kind::Sample;
+      m.sample = {clock_ns(), info.queued, info.running};
+      if (write(fds[1], &m, sizeof(m)) != sizeof(m)) exit(0);
       sleep(1);
     }
   }
-  close(sfd[1]);
+  close(fds[1]);
 
   int total = opt.clients * opt.requests;
   Record* recs = static_cast<Record*>(malloc(sizeof(Record) * (total + 1)));
-  int n = 0;
-  while (n < total && read(fds[0], &recs[n], sizeof(Record)) == sizeof(Record)) n++;
+  static Sample samples[100000];
+  int n = 0, n_samples = 0, dead = 0;
+  uint64_t t_end = 0;
+  Message m;
+  while (read_message(fds[0], &m)) {
+    if (m.kind == Message::Kind::Record && n < total) {
+      recs[n++] = m.record;
+    } else if (m.kind == Message::Kind::Sample && n_samples < 100000) {
+      samples[n_samples++] = m.sample;
+    } else if (m.kind == Message::Kind::ClientsGone) {
+      dead = m.dead;
+      t_end = clock_ns();
+      kill(sampler);   // its end of the pipe closes: the loop ends at EOF
+    }
+  }
   close(fds[0]);
-  uint64_t t_end = clock_ns();
-  kill(sampler);
-
-  // Samples taken while the clients ran.
-  uint64_t samples = 0, sum_queued = 0, sum_in_system = 0;
-  uint32_t sample[2];
-  while (read(sfd[0], sample, sizeof(sample)) == sizeof(sample)) {
-    samples++;
-    sum_queued += sample[0];
-    sum_in_system += sample[0] + sample[1];
-  }
-  close(sfd[0]);
-  int dead = 0;
-  for (int i = 0; i < started + 1; i++) {
-    int status = 0;
-    int pid = wait(&status);
-    if (pid < 0) break;
-    if (pid != sampler && status != 0) dead++;
-  }
+  if (t_end == 0) t_end = clock_ns();
+  while (wait(nullptr) >= 0) {}
 
   uint64_t* e2e = static_cast<uint64_t*>(malloc(8 * (n + 1)));
   uint64_t* qw = static_cast<uint64_t*>(malloc(8 * (n + 1)));
@@ -306,10 +346,24 @@ int main(int argc, char** argv) {
     print_stat("queue wait", qw, done);
     print_stat("TTFT", ttft, done);
     print_stat("TPOT", tpot, ntpot);
-    double mean_queued = samples ? double(sum_queued) / samples : 0;
-    double mean_in_system = samples ? double(sum_in_system) / samples : 0;
-    printf("mean queue length %.3f, mean in system %.3f (%lu samples)\n", mean_queued, mean_in_system,
-           (unsigned long)samples);
+    // Each sample holds until the next one; only the time between the first
+    // submit and the last finish counts (the window throughput is measured
+    // over). Weighting by time matters: the sampler competes with the
+    // workers for the harts, so samples are sparser when the system is busy.
+    double area_queued = 0, area_in_system = 0, covered = 0;
+    for (int i = 0; i + 1 < n_samples; i++) {
+      uint64_t a = samples[i].t > first_submit ? samples[i].t : first_submit;
+      uint64_t b = samples[i + 1].t < last_finish ? samples[i + 1].t : last_finish;
+      if (b <= a) continue;
+      double dt = double(b - a);
+      area_queued += dt * samples[i].queued;
+      area_in_system += dt * (samples[i].queued + samples[i].running);
+      covered += dt;
+    }
+    double mean_queued = covered > 0 ? area_queued / covered : 0;
+    double mean_in_system = covered > 0 ? area_in_system / covered : 0;
+    printf("mean queue length %.3f, mean in system %.3f (%d samples over %.1f%% of the run)\n", mean_queued,
+           mean_in_system, n_samples, 100.0 * covered / double(last_finish - first_submit));
     printf("little: L_measured=%.3f lambda=%.4f W=%.4f lambdaW=%.3f\n", mean_in_system, throughput,
            mean_latency_s, throughput * mean_latency_s);
   }
