@@ -35,7 +35,10 @@ extern int ncpu;                // harts in use
 // Call with interrupts off (otherwise the process could move harts).
 inline int cpu_index() { return static_cast<int>(riscv::read_tp()); }
 inline Cpu* this_cpu() { return &cpus[cpu_index()]; }
-inline uint64_t this_cpu_hartid() { return cpus[cpu_index() < NCPU ? cpu_index() : 0].hartid; }
+inline uint64_t this_cpu_hartid() {
+  uint64_t i = riscv::read_tp();
+  return cpus[i < NCPU ? i : 0].hartid;
+}
 
 static_assert(__builtin_offsetof(Context, f) == 112, "swtch.S offsets");
 static_assert(__builtin_offsetof(Context, fcsr) == 368, "swtch.S offsets");

@@ -45,22 +45,27 @@ extern "C" void kmain(uint64_t hartid, uint64_t fdt) {
   kprintf("kai: memory: %lu free pages (%lu MiB)\n", kalloc_free_pages(),
           kalloc_free_pages() * PAGE_SIZE >> 20);
 
-  // Start the other harts; cpu indices follow the device tree's order.
+  // Start the other harts one at a time; cpu indices follow the device tree's
+  // order. Each new hart records its own hart id and then reports in.
   int next = 1;
   for (int i = 0; i < g_boot.nharts && next < NCPU; i++) {
     uint64_t id = g_boot.hart_ids[i];
     if (id == hartid) continue;
-    cpus[next].hartid = id;
     long err = sbi::hart_start(id, reinterpret_cast<uint64_t>(_secondary_start), next);
     if (err != 0) {
       kprintf("kai: hart %lu did not start (SBI error %ld)\n", id, err);
       continue;
     }
+    uint64_t deadline = riscv::read_time() + g_boot.timebase_hz;   // 1 s
+    while (__atomic_load_n(&harts_up, __ATOMIC_ACQUIRE) < next && riscv::read_time() < deadline) {
+    }
+    if (__atomic_load_n(&harts_up, __ATOMIC_ACQUIRE) < next) {
+      kprintf("kai: hart %lu was started but did not report in; not using it\n", id);
+      break;   // its cpu index stays reserved: never hand it to another hart
+    }
     next++;
   }
   ncpu = next;
-  while (__atomic_load_n(&harts_up, __ATOMIC_ACQUIRE) < ncpu - 1) {
-  }
   cpus[0].started = true;
   kprintf("kai: %d cpu%s running\n", ncpu, ncpu == 1 ? "" : "s");
   selftest_start();
@@ -68,6 +73,10 @@ extern "C" void kmain(uint64_t hartid, uint64_t fdt) {
 }
 
 extern "C" void kmain_secondary(uint64_t hartid, uint64_t cpu) {
+  if (cpu >= NCPU) {   // cannot happen unless SBI passed a wrong opaque value
+    for (;;) asm volatile("wfi");
+  }
+  cpus[cpu].hartid = hartid;
   kvm_inithart();
   trap_inithart();
   plic_inithart();

@@ -21,15 +21,15 @@ void fp_worker(void* arg) {
   auto seed = reinterpret_cast<uint64_t>(arg);
   double sum = 0;
   volatile double step = static_cast<double>(seed);
-  for (int i = 1; i <= 200000; i++) sum += step;
+  for (int i = 1; i <= 1000000; i++) sum += step;
   {
     SpinlockGuard guard(ticks_lock);   // sleep one tick: another thread runs meanwhile
     uint64_t t0 = ticks;
     while (ticks == t0) sleep(&ticks, ticks_lock);
   }
-  for (int i = 1; i <= 200000; i++) sum += step;
+  for (int i = 1; i <= 1000000; i++) sum += step;
   SpinlockGuard guard(st_lock);
-  if (sum != 400000.0 * static_cast<double>(seed)) failures++;
+  if (sum != 2000000.0 * static_cast<double>(seed)) failures++;
   push_interrupts_off();
   harts_seen |= 1ull << cpu_index();
   pop_interrupts_off();
