@@ -69,6 +69,13 @@ URT_OBJS   := $(patsubst %,$(B)/user-lib/%.o,$(LIB_SRCS))
 UPROG_SRCS := $(wildcard user/bin/*.cpp)
 UPROGS     := $(patsubst user/bin/%.cpp,$(B)/user/bin/%,$(UPROG_SRCS))
 
+# The LLM runner (cold path): user/llmrun/llmrun.cpp, the same source as the
+# host runner, with the guest platform layer platform_kai.cpp. One binary
+# under three names; llmrun_smol / llmrun_qwen default to /AI/SMOL, /AI/QWEN.
+LLMRUN_OBJS  := $(B)/user/llmrun/llmrun.cpp.o $(B)/user/llmrun/platform_kai.cpp.o
+LLMRUN_PROGS := $(B)/user/bin/llmrun $(B)/user/bin/llmrun_smol $(B)/user/bin/llmrun_qwen
+UPROGS       += $(LLMRUN_PROGS)
+
 user: $(UPROGS)
 
 $(B)/user/%.cpp.o: user/%.cpp
@@ -86,6 +93,8 @@ $(B)/user/libkai.a: $(ULIB_OBJS) $(URT_OBJS)
 
 $(B)/user/bin/%: $(B)/user/bin/%.cpp.o $(B)/user/libkai.a user/user.ld
 	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $< $(B)/user/libkai.a -lgcc
+$(LLMRUN_PROGS): $(LLMRUN_OBJS) $(B)/user/libkai.a user/user.ld
+	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $(LLMRUN_OBJS) $(B)/user/libkai.a -lgcc
 
 # ---------------------------------------------------------------- file-system image
 FSIMG      := $(B)/fs.img
