@@ -102,8 +102,17 @@ FSIMG      := $(B)/fs.img
 MODELS     ?=
 FSIMG_ARGS ?=
 
+# The image is rebuilt when MODELS or FSIMG_ARGS change (the stamp holds them;
+# it is rewritten only when they differ) or any file of a bundle changes.
+FSIMG_STAMP := $(B)/fs.img.args
+MODEL_FILES := $(foreach m,$(MODELS),$(wildcard $(lastword $(subst =, ,$(m)))/*))
+
 fsimg: $(FSIMG)
-$(FSIMG): $(UPROGS) tools/mkfsimg.py
+.PHONY: FORCE
+$(FSIMG_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(MODELS) | $(FSIMG_ARGS)' | cmp -s - $@ || echo '$(MODELS) | $(FSIMG_ARGS)' > $@
+$(FSIMG): $(UPROGS) tools/mkfsimg.py $(FSIMG_STAMP) $(MODEL_FILES)
 	$(PYTHON) tools/mkfsimg.py --out $@ $(UPROGS) $(foreach m,$(MODELS),--add-dir AI/$(shell echo $(firstword $(subst =, ,$(m))) | tr a-z A-Z)=$(lastword $(subst =, ,$(m)))) $(FSIMG_ARGS)
 
 # ---------------------------------------------------------------- QEMU
