@@ -425,6 +425,14 @@ void yield() {
 
 void sleep(const void* chan, Spinlock& lk) {
   Process* p = current_process();
+  if (!p) panic("sleep: no process (called from the scheduler or boot?)");
+  // Sleeping with any spinlock other than lk held would deadlock sooner or
+  // later (and sched() would panic only when it happens): catch it every time.
+  if (this_cpu()->noff != 1 || !lk.holding()) {
+    char held[128];
+    panic("sleep: pid %d (%s) must hold exactly lk (%s); holds %d (%s)", p->pid, p->name,
+          lk.name(), this_cpu()->noff, held_locks_description(held, sizeof held));
+  }
   // Holding p->lock means no wakeup() can be missed between releasing lk and sleeping.
   p->lock.acquire();
   lk.release();
