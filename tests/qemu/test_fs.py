@@ -94,12 +94,17 @@ def test_read_300mib_file_checksum(big_image):
 
 
 def test_readbench_128mib(big_image):
+    """Sequential read bandwidth against the guest's memcpy bandwidth.
+
+    The target is at least half of memcpy with a 1 MiB buffer. QEMU's timing
+    on a shared machine is noisy, so readbench takes the best of 3 passes of
+    each measurement."""
     img, _ = big_image
     cmds = ["readbench /D/f128", "readbench /D/f128 64K"]
     # Not a snapshot: reads then go to the raw image, as with `make qemu`.
     res = qemu_run.run(cmds, image=str(img), kernel=KERNEL, timeout=600)
     assert res.ok, f"{res.error}\n{res.transcript[-2000:]}"
-    rates = {}
+    ratios = {}
     lines = []
     for cmd in cmds:
         out = output_of(res.transcript, cmd)
@@ -108,15 +113,14 @@ def test_readbench_128mib(big_image):
         assert m, out
         ratio = re.search(r"ratio: ([\d.]+)", out)
         memcpy = re.search(r"memcpy of 64 MiB: ([\d.]+) MiB/s", out)
-        assert ratio and memcpy, out
-        rates[int(m.group(1))] = float(m.group(2))
+        assert ratio and memcpy and float(m.group(2)) > 0, out
+        size = int(m.group(1))
+        ratios[size] = max(ratios.get(size, 0.0), float(ratio.group(1)))
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "readbench.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
-    assert rates[1 << 20] > 0
-    # big requests are what the large-read path is for
-    assert rates[1 << 20] > rates[64 << 10], rates
+    assert ratios[1 << 20] >= 0.5, f"1 MiB reads reach only {ratios[1 << 20]:.2f} of memcpy\n" + "\n".join(lines)
 
 
 def test_crash_while_writing_leaves_consistent_image(small_image, tmp_path):
