@@ -11,7 +11,7 @@
 
 namespace {
 
-constexpr int CTRL_C = 'C' - '@', CTRL_D = 'D' - '@', CTRL_U = 'U' - '@';
+constexpr int CTRL_C = 'C' - '@', CTRL_D = 'D' - '@', CTRL_P = 'P' - '@', CTRL_U = 'U' - '@';
 constexpr int BACKSPACE = 0x08, DEL = 0x7f;
 constexpr uint64_t INPUT_SIZE = 256;
 
@@ -92,6 +92,7 @@ int console_foreground() {
 
 void console_input(int c) {
   int kill_pid = 0;
+  bool dump = false;
   {
     SpinlockGuard guard(cons_lock);
     switch (c) {
@@ -107,6 +108,9 @@ void console_input(int c) {
           in_e--;
           echo(BACKSPACE);
         }
+        break;
+      case CTRL_P:
+        dump = true;   // after releasing cons_lock: procdump prints a lot
         break;
       case CTRL_C:
         uart_putc_sync('^');
@@ -128,4 +132,5 @@ void console_input(int c) {
     }
   }
   if (kill_pid > 0) kill_tree(kill_pid);
+  if (dump) procdump();
 }

@@ -5,6 +5,7 @@
 #include "spinlock.h"
 #include "riscv.h"
 #include "cpu.h"
+#include "sbi.h"
 
 volatile bool g_panicked = false;
 
@@ -146,6 +147,9 @@ void panic(const char* fmt, ...) {
     va_end(ap);
     kprintf("\n  scause 0x%lx sepc 0x%lx stval 0x%lx\n", riscv::read_scause(), riscv::read_sepc(),
             riscv::read_stval());
+    // Interrupt the other harts: their trap handlers see g_panicked and stop.
+    for (int i = 0; i < ncpu; i++)
+      if (i != cpu_index() && cpus[i].started) sbi::send_ipi(1, cpus[i].hartid);
   }
   for (;;) asm volatile("wfi");
 }

@@ -452,3 +452,14 @@ void wakeup(const void* chan) {
     if (p.state == ProcState::Sleeping && p.chan == chan) p.state = ProcState::Runnable;
   }
 }
+
+void procdump() {
+  static const char* const names[] = {"unused", "used", "sleep", "runble", "run", "zombie"};
+  kprintf("\n");
+  for (auto& p : procs) {
+    if (p.state == ProcState::Unused) continue;
+    kprintf("%3d %-6s %s%s sz %lu\n", p.pid, names[static_cast<int>(p.state)], p.name,
+            p.is_kthread ? " [kthread]" : "", p.sz);
+  }
+  kprintf("free memory: %lu of %lu pages\n", kalloc_free_pages(), kalloc_total_pages());
+}

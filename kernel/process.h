@@ -38,6 +38,8 @@ ErrorOr<void> kill(int pid);
 void kill_tree(int pid);             // pid and all its descendants (console ^C)
 ErrorOr<uint64_t> grow_process(int64_t n);   // sbrk: returns the old break
 void set_killed(Process* p);
+// Console ^P: one line per process plus free memory (no locks: a debugging aid).
+void procdump();
 
 PageTable proc_pagetable(Process* p);
 void proc_free_pagetable(PageTable pt, uint64_t sz);

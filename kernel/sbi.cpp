@@ -6,6 +6,7 @@ namespace {
 constexpr uint64_t EXT_TIME = 0x54494D45;   // "TIME"
 constexpr uint64_t EXT_HSM = 0x48534D;      // "HSM"
 constexpr uint64_t EXT_SRST = 0x53525354;   // "SRST"
+constexpr uint64_t EXT_IPI = 0x735049;      // "sPI"
 constexpr uint64_t LEGACY_SET_TIMER = 0;
 constexpr uint64_t LEGACY_PUTCHAR = 1;
 constexpr uint64_t LEGACY_SHUTDOWN = 8;
@@ -34,6 +35,8 @@ void shutdown() {
   call(LEGACY_SHUTDOWN, 0);
   for (;;) asm volatile("wfi");
 }
+
+void send_ipi(uint64_t mask, uint64_t base) { call(EXT_IPI, 0, mask, base); }
 
 void console_putchar_legacy(int c) { call(LEGACY_PUTCHAR, 0, static_cast<uint64_t>(c)); }
 
