@@ -16,6 +16,7 @@
 #include "printf.h"
 #include "process.h"
 #include "sbi.h"
+#include "selftest.h"
 #include "string.h"
 #include "trap.h"
 #include "uvm.h"
@@ -114,6 +115,7 @@ void kthread_start() {
 void first_process_start() {
   Process* p = current_process();
   p->lock.release();
+  selftest_wait();   // its one line comes before anything user programs print
   // The file system sleeps on disk I/O, so it is mounted here, in process context.
   if (fs::init(ROOTDEV).is_error()) {
     kprintf("kai: cannot mount the root file system; no /bin/init to run.\n"

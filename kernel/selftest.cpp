@@ -14,6 +14,7 @@ namespace {
 constexpr int WORKERS = 4;
 Spinlock st_lock{"selftest"};
 int finished = 0, failures = 0;
+bool reported = false;
 uint64_t harts_seen = 0;
 
 // Enough FP work to be preempted several times; the result is exact in double.
@@ -57,11 +58,21 @@ void supervisor(void*) {
   else
     kprintf("kai: selftest FAILED (%d FP mismatches, contiguous alloc %s)\n", failures,
             contiguous_ok ? "ok" : "failed");
+  reported = true;
+  wakeup(&reported);
 }
 
 }  // namespace
 
 void selftest_start() {
-  if (kthread_create("selftest", supervisor, nullptr).is_error())
+  if (kthread_create("selftest", supervisor, nullptr).is_error()) {
     kprintf("kai: selftest: cannot create a kernel thread\n");
+    SpinlockGuard guard(st_lock);
+    reported = true;
+  }
+}
+
+void selftest_wait() {
+  SpinlockGuard guard(st_lock);
+  while (!reported) sleep(&reported, st_lock);
 }
