@@ -66,7 +66,8 @@ def image():
 
 def boot(img, commands, smp=2, workers=1, timeout=600):
     return qemu_run.run(commands, image=img, kernel=KERNEL, smp=smp, memory="1G",
-                        timeout=timeout, snapshot=True, append=f"ai.workers={workers}")
+                        timeout=timeout, boot_timeout=180, snapshot=True,
+                        append=f"ai.workers={workers}")
 
 
 def section(transcript, command):
