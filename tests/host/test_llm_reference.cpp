@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "llm_test_util.h"
+#include "test_skip.h"
 
 using namespace testutil;
 
@@ -139,22 +140,14 @@ std::vector<std::vector<uint32_t>> prompts_for(const Files& files, const llm::Co
   return ps;
 }
 
-bool have_reference() {
-  if (!file_exists(kReference)) {
-    WARN("SKIPPED: " << kReference << " not found (run from the repository root)");
-    return false;
-  }
-  return true;
-}
+bool have_reference() { return file_exists(kReference); }
+#define NO_REFERENCE_MSG kReference << " not found (run from the repository root)"
 
 void compare_model(const std::string& name) {
   std::string dir = models_dir() + "/" + name;
   Files files;
-  if (!read_bundle_dir(dir, &files)) {
-    WARN("SKIPPED: no test model " << dir << " (run `make test-models` or set KAI_TEST_MODELS)");
-    return;
-  }
-  if (!have_reference()) return;
+  if (!read_bundle_dir(dir, &files)) KAI_SKIP("no test model " << dir << " (run `make test-models` or set KAI_TEST_MODELS)");
+  if (!have_reference()) KAI_SKIP(NO_REFERENCE_MSG);
   Runtime rt(files);
   INFO(rt.error);
   REQUIRE(rt.ok);
@@ -192,12 +185,13 @@ TEST_CASE("runtime matches the reference: stories260K-q8", "[reference]") { comp
 
 // int8 activations are an approximation: quantify it against the reference.
 TEST_CASE("int8 activations stay close to the reference", "[reference][int8]") {
-  if (!have_reference()) return;
+  if (!have_reference()) KAI_SKIP(NO_REFERENCE_MSG);
+  std::string missing;
   for (const char* name : {"tiny-llama", "tiny-qwen", "stories260K-q8"}) {
     std::string dir = models_dir() + "/" + name;
     Files files;
     if (!read_bundle_dir(dir, &files)) {
-      WARN("SKIPPED: no test model " << dir);
+      missing += " " + dir;
       continue;
     }
     for (uint32_t group : {32u, 0u}) {
@@ -241,16 +235,15 @@ TEST_CASE("int8 activations stay close to the reference", "[reference][int8]") {
       else CHECK(first_ok * 2 >= n);
     }
   }
+  if (!missing.empty()) KAI_SKIP("no test model(s)" << missing << " (run `make test-models`)");
 }
 
 TEST_CASE("stories260K from BOS tells the TinyStories story", "[reference][stories]") {
   std::string dir = models_dir() + "/stories260K";
   std::string tok = shared_models_dir() + "/stories260K/tok512.bin";
   Files files;
-  if (!read_bundle_dir(dir, &files) || !file_exists(tok) || !file_exists("tools/tokenizer.py")) {
-    WARN("SKIPPED: needs " << dir << ", " << tok << " and tools/tokenizer.py");
-    return;
-  }
+  if (!read_bundle_dir(dir, &files) || !file_exists(tok) || !file_exists("tools/tokenizer.py"))
+    KAI_SKIP("needs " << dir << ", " << tok << " (KAI_SHARED_MODELS) and tools/tokenizer.py");
   const std::string expected =
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. "
       "One day, she saw a big, red ball.";
