@@ -226,10 +226,10 @@ setup:
 	@bash tools/setup.sh
 
 # ---------------------------------------------------------------- tests
-test: all $(B)/host/unit_tests
+test: all $(B)/host/unit_tests test-models
 	$(PYTHON) tests/run_all.py
 
-test-host: $(B)/host/unit_tests
+test-host: $(B)/host/unit_tests test-models
 	$(PYTHON) tests/run_all.py host
 test-tools:
 	$(PYTHON) tests/run_all.py tools
