@@ -221,12 +221,22 @@ qemu-llm: kernel fsimg-llm
 qemu-run:
 	$(QEMU) $(QEMU_OPTS)
 
+# The main demo: boots the SMOL image whose /etc/rc runs the cold path and the
+# warm path on the default model, then leaves you at the shell.
+DEMO_IMG := $(B)/fs-demo.img
+$(DEMO_IMG): $(UPROGS) tools/mkfsimg.py $(ASSETS)/SMOL/CFG.BIN user/etc/rc
+	$(PYTHON) tools/mkfsimg.py --out $@ $(UPROGS) --add-dir AI/SMOL=$(ASSETS)/SMOL --add-dir etc=user/etc $(FSIMG_ARGS)
+demo: setup
+	$(MAKE) --no-print-directory kernel user $(DEMO_IMG)
+	$(MAKE) --no-print-directory qemu-run QEMU_IMG=$(DEMO_IMG) RAM=$(SMOL_RAM)
+
 # Installs missing Debian packages (a quick check when all are present).
 setup:
 	@bash tools/setup.sh
 
 # ---------------------------------------------------------------- tests
-test: all $(B)/host/unit_tests test-models
+test: setup
+	$(MAKE) --no-print-directory all $(B)/host/unit_tests test-models
 	$(PYTHON) tests/run_all.py
 
 test-host: $(B)/host/unit_tests test-models

@@ -1,6 +1,7 @@
 // init: the first user program. Makes sure fds 0, 1, 2 are the console,
-// then keeps a shell running: when /bin/sh exits, it starts a new one. Being
-// the parent of orphans, it also reaps every process that exits.
+// runs the boot script /etc/rc once if the image has one (the demo image
+// does), then keeps a shell running: when /bin/sh exits, it starts a new
+// one. Being the parent of orphans, it also reaps every process that exits.
 #include "kai.h"
 
 static void open_console() {
@@ -14,8 +15,29 @@ static void open_console() {
   while (fd < 2) fd = dup(0);
 }
 
+// Runs `sh /etc/rc` to completion, if the file exists.
+static void run_boot_script() {
+  struct kai_stat st;
+  if (stat("/etc/rc", &st) < 0) return;
+  int pid = fork();
+  if (pid == 0) {
+    const char* argv[] = {"sh", "/etc/rc", nullptr};
+    exec("/bin/sh", argv);
+    exit(1);
+  }
+  if (pid < 0) return;
+  setfg(pid);   // ^C stops the script, not init
+  int status = 0;
+  while (true) {
+    int w = wait(&status);
+    if (w == pid || w < 0) break;
+  }
+  setfg(0);
+}
+
 int main() {
   open_console();
+  run_boot_script();
   for (;;) {
     printf("init: starting sh\n");
     int pid = fork();
