@@ -320,7 +320,10 @@ def build(args):
                         chunk = src.read(min(left, 4 << 20))
                         if not chunk:
                             raise FsError(f"{n.host} shrank while being copied")
-                        img.write(chunk)
+                        if chunk.count(0) == len(chunk):
+                            img.seek(len(chunk), os.SEEK_CUR)   # the fresh image reads as zeros: stay sparse
+                        else:
+                            img.write(chunk)
                         left -= len(chunk)
 
         write_block(SUPER_BLOCK, geo.pack())

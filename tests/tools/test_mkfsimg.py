@@ -144,6 +144,29 @@ def test_big_sparse_image_over_4gib(tmp_path, tree):
     assert r.returncode == 0, r.stdout
 
 
+def test_1gib_sparse_file(tmp_path):
+    host = tmp_path / "h"
+    host.mkdir()
+    size = (1 << 30) + 3 * 4096 + 17
+    with open(host / "huge", "wb") as f:
+        f.write(b"head" * 1000)
+        f.seek(size - 4)
+        f.write(b"tail")
+    img = tmp_path / "fs.img"
+    r = run("--out", img, "--add-dir", f"D={host}")
+    assert r.returncode == 0, r.stderr
+    assert os.stat(img).st_blocks * 512 < 64 << 20      # zero chunks are not written
+    r = run("--quiet", "--check", img)
+    assert r.returncode == 0, r.stdout
+    chk = open_checker(img)
+    ino = lookup(chk, "/D/huge")
+    ip = chk.inode(ino)
+    assert ip["size"] == size and ip["dind"] != 0       # reaches the double-indirect map
+    blocks = chk.file_blocks(ino, ip, bytearray(chk.geo.nblocks))
+    assert chk.block(blocks[-1])[13:17] == b"tail"       # the last block holds 17 bytes
+    assert chk.block(blocks[0])[:8] == b"headhead"
+
+
 def test_max_file_size_reaches_4gib():
     assert m.MAXFILE_BLOCKS * m.BSIZE >= 4 << 30
 
