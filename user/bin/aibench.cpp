@@ -2,6 +2,7 @@
 //
 //   aibench [--model NAME] [--clients C] [--requests R] [--prompt P]
 //           [--predict N] [--think MS | --rate RPS] [--seed S] [--int8] [--csv]
+//           [--progress] [--die-after N [--die-clients K]]
 //
 // Forks C client processes. Closed loop (default): each client sends R
 // requests one after another, sleeping --think ms between them. Open loop
@@ -12,6 +13,13 @@
 // 10 ms (the measured number in the system, for the Little's law check) and
 // prints a summary, plus one CSV line per request with --csv. A client that
 // dies mid-run loses only its unfinished requests; the run still reports.
+//
+// The client pids are printed at the start ("aibench: client pids ..."), so a
+// client can be killed from the shell while a background run goes on. For
+// tests, --die-after N makes the first K clients (--die-clients, default 1)
+// submit request N and exit at once without waiting for it (the kernel must
+// discard the orphaned request). --progress prints "aibench: progress k/N"
+// on standard error as records arrive (the host driver shows it).
 #include "kai.h"
 #include "kai_ai.h"
 
@@ -24,7 +32,8 @@ struct Options {
   double rate = 0;   // requests per second over all clients; 0 = closed loop
   uint64_t seed = 1;
   uint32_t flags = 0;
-  bool csv = false;
+  bool csv = false, progress = false;
+  int die_after = -1, die_clients = 1;
 };
 
 // One finished (or failed) request, as a client reports it.
@@ -68,7 +77,8 @@ uint32_t vocab;
 
 void usage() {
   fprintf(2, "usage: aibench [--model NAME] [--clients C] [--requests R] [--prompt P] [--predict N]\n"
-             "               [--think MS | --rate RPS] [--seed S] [--int8] [--csv]\n");
+             "               [--think MS | --rate RPS] [--seed S] [--int8] [--csv] [--progress]\n"
+             "               [--die-after N [--die-clients K]]\n");
   exit(2);
 }
 
@@ -140,9 +150,14 @@ void report(int fd, int client, int index, int64_t id) {
   write(fd, &m, sizeof(m));
 }
 
+// --die-after: this client leaves abruptly once request i is submitted.
+bool dies_at(int client, int i) { return opt.die_after >= 0 && client < opt.die_clients && i == opt.die_after; }
+
 void closed_loop_client(int fd, int client) {
   for (int i = 0; i < opt.requests; i++) {
-    report(fd, client, i, submit(client, i));
+    int64_t id = submit(client, i);
+    if (dies_at(client, i)) exit(3);
+    report(fd, client, i, id);
     if (opt.think_ms > 0) sleep((opt.think_ms + 9) / 10);
   }
 }
@@ -153,7 +168,7 @@ void open_loop_client(int fd, int client, uint64_t t0) {
   uint64_t st = kai_rng_seed(opt.seed * 31 + uint64_t(client) + 1);
   double per_client_rate = opt.rate / opt.clients;
   static int64_t ids[1024];
-  int n = opt.requests > 1024 ? 1024 : opt.requests;
+  int n = opt.requests;   // <= 1024, checked in parse_args
   int collected = 0;
   double t = 0;
   for (int i = 0; i < n; i++) {
@@ -168,6 +183,7 @@ void open_loop_client(int fd, int client, uint64_t t0) {
     t += -ln / per_client_rate;
     sleep_until_ns(t0 + static_cast<uint64_t>(t * 1e9));
     ids[i] = submit(client, i);
+    if (dies_at(client, i)) exit(3);
     // Collect results that are already done, without blocking.
     while (collected < i) {
       kai_ai_status s{};
@@ -206,6 +222,7 @@ void parse_args(int argc, char** argv) {
     const char* a = argv[i];
     bool has = i + 1 < argc;
     if (strcmp(a, "--csv") == 0) opt.csv = true;
+    else if (strcmp(a, "--progress") == 0) opt.progress = true;
     else if (strcmp(a, "--int8") == 0) opt.flags |= KAI_AI_INT8;
     else if (!has) usage();
     else if (strcmp(a, "--model") == 0) strncpy(opt.model, argv[++i], sizeof(opt.model) - 1);
@@ -216,9 +233,11 @@ void parse_args(int argc, char** argv) {
     else if (strcmp(a, "--think") == 0) opt.think_ms = atoi(argv[++i]);
     else if (strcmp(a, "--rate") == 0) opt.rate = parse_double(argv[++i]);
     else if (strcmp(a, "--seed") == 0) opt.seed = strtoul(argv[++i], nullptr, 10);
+    else if (strcmp(a, "--die-after") == 0) opt.die_after = atoi(argv[++i]);
+    else if (strcmp(a, "--die-clients") == 0) opt.die_clients = atoi(argv[++i]);
     else usage();
   }
-  if (opt.clients < 1 || opt.clients > 64 || opt.requests < 1 || opt.prompt < 1 ||
+  if (opt.clients < 1 || opt.clients > 64 || opt.requests < 1 || opt.requests > 1024 || opt.prompt < 1 ||
       opt.prompt > KAI_AI_MAX_PROMPT || opt.predict < 1) usage();
 }
 
@@ -245,6 +264,7 @@ int main(int argc, char** argv) {
   int reaper = fork();
   if (reaper == 0) {
     int started = 0;
+    static int pids[64];
     for (int c = 0; c < opt.clients; c++) {
       int pid = fork();
       if (pid < 0) {
@@ -256,8 +276,12 @@ int main(int argc, char** argv) {
         else closed_loop_client(fds[1], c);
         exit(0);
       }
-      started++;
+      pids[started++] = pid;
     }
+    static char line[64 * 12 + 32];
+    int len = snprintf(line, sizeof(line), "aibench: client pids");
+    for (int i = 0; i < started; i++) len += snprintf(line + len, sizeof(line) - len, " %d", pids[i]);
+    printf("%s\n", line);   // one write, so it does not interleave with other output
     Message m{};
     m.kind = Message::Kind::ClientsGone;
     m.dead = opt.clients - started;
@@ -293,6 +317,7 @@ int main(int argc, char** argv) {
   while (read_message(fds[0], &m)) {
     if (m.kind == Message::Kind::Record && n < total) {
       recs[n++] = m.record;
+      if (opt.progress) fprintf(2, "aibench: progress %d/%d\n", n, total);
     } else if (m.kind == Message::Kind::Sample && n_samples < 100000) {
       samples[n_samples++] = m.sample;
     } else if (m.kind == Message::Kind::ClientsGone) {
@@ -309,7 +334,7 @@ int main(int argc, char** argv) {
   uint64_t* qw = static_cast<uint64_t*>(malloc(8 * (n + 1)));
   uint64_t* ttft = static_cast<uint64_t*>(malloc(8 * (n + 1)));
   uint64_t* tpot = static_cast<uint64_t*>(malloc(8 * (n + 1)));
-  int done = 0, ntpot = 0;
+  int done = 0, ntpot = 0, not_done = 0;
   uint64_t tokens = 0, first_submit = ~0ull, last_finish = 0, sum_e2e = 0;
   if (opt.csv)
     printf("csv,client,index,state,error,prompt,generated,queue_depth,worker,t_submit_ns,t_start_ns,t_first_ns,t_finish_ns\n");
@@ -319,7 +344,10 @@ int main(int argc, char** argv) {
       printf("csv,%d,%d,%s,%d,%u,%u,%u,%u,%lu,%lu,%lu,%lu\n", x.client, x.index, ai_state_name(x.state), x.error,
              x.n_prompt, x.n_generated, x.queue_depth, x.worker, (unsigned long)x.t_submit,
              (unsigned long)x.t_start, (unsigned long)x.t_first, (unsigned long)x.t_finish);
-    if (x.state != KAI_AI_DONE) continue;
+    if (x.state != KAI_AI_DONE) {
+      not_done++;
+      continue;
+    }
     e2e[done] = x.t_finish - x.t_submit;
     qw[done] = x.t_start - x.t_submit;
     ttft[done] = x.t_first - x.t_submit;
@@ -336,8 +364,8 @@ int main(int argc, char** argv) {
   if (opt.rate > 0) printf(" at %.2f req/s", opt.rate);
   else if (opt.think_ms) printf(", think %d ms", opt.think_ms);
   printf("%s\n", opt.flags & KAI_AI_INT8 ? ", int8 activations" : "");
-  printf("requests: %d done, %d not done, %d clients died; wall %.3f s\n", done, total - done, dead,
-         double(t_end - t0) / 1e9);
+  printf("requests: %d done, %d failed or cancelled, %d never reported, %d clients died; wall %.3f s\n", done,
+         not_done, total - n, dead, double(t_end - t0) / 1e9);
   if (done > 0 && span_s > 0) {
     double throughput = done / span_s;
     double mean_latency_s = double(sum_e2e) / done / 1e9;
@@ -351,10 +379,12 @@ int main(int argc, char** argv) {
     // over). Weighting by time matters: the sampler competes with the
     // workers for the harts, so samples are sparser when the system is busy.
     double area_queued = 0, area_in_system = 0, covered = 0;
+    uint64_t max_gap = 0;
     for (int i = 0; i + 1 < n_samples; i++) {
       uint64_t a = samples[i].t > first_submit ? samples[i].t : first_submit;
       uint64_t b = samples[i + 1].t < last_finish ? samples[i + 1].t : last_finish;
       if (b <= a) continue;
+      if (samples[i + 1].t - samples[i].t > max_gap) max_gap = samples[i + 1].t - samples[i].t;
       double dt = double(b - a);
       area_queued += dt * samples[i].queued;
       area_in_system += dt * (samples[i].queued + samples[i].running);
@@ -362,8 +392,18 @@ int main(int argc, char** argv) {
     }
     double mean_queued = covered > 0 ? area_queued / covered : 0;
     double mean_in_system = covered > 0 ? area_in_system / covered : 0;
-    printf("mean queue length %.3f, mean in system %.3f (%d samples over %.1f%% of the run)\n", mean_queued,
-           mean_in_system, n_samples, 100.0 * covered / double(last_finish - first_submit));
+    printf("mean queue length %.3f, mean in system %.3f (%d samples over %.1f%% of the run, largest gap %lu ms)\n",
+           mean_queued, mean_in_system, n_samples, 100.0 * covered / double(last_finish - first_submit),
+           (unsigned long)(max_gap / 1000000));
+    // With --csv, the samples where the number in the system changed (and
+    // the last one): enough to draw it over time.
+    if (opt.csv) {
+      printf("sample,t_ns,queued,running\n");
+      for (int i = 0; i < n_samples; i++)
+        if (i == 0 || i + 1 == n_samples || samples[i].queued != samples[i - 1].queued ||
+            samples[i].running != samples[i - 1].running)
+          printf("sample,%lu,%u,%u\n", (unsigned long)samples[i].t, samples[i].queued, samples[i].running);
+    }
     printf("little: L_measured=%.3f lambda=%.4f W=%.4f lambdaW=%.3f\n", mean_in_system, throughput,
            mean_latency_s, throughput * mean_latency_s);
   }

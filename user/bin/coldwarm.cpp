@@ -7,6 +7,15 @@
 // ai_wait to the kernel service, whose copy of the model is resident. The two
 // alternate K times each (so drift on a noisy host hits both alike), must
 // produce identical tokens, and are summarised as median [min..max].
+//
+// TTFT is measured as the launching process sees it: from fork (cold) or
+// ai_submit (warm) to the first generated token. llmrun prints its tokens
+// only at the end, so the cold first-token time is "tokens received" minus the
+// decode time llmrun reports; the process exit after that is not counted.
+// Prefill is the first forward pass(es) alone; TTFT - prefill is what starting
+// costs (cold: fork, exec, reading the model, setup; warm: the system calls).
+//
+// --csv adds lines  coldwarm,RUN,PATH,E2E_US,LOAD_US,TTFT_US,TPOT_US,PREFILL_US
 #include "kai.h"
 #include "kai_ai.h"
 
@@ -17,6 +26,7 @@ constexpr int kMaxGen = 1024;
 
 struct Sample {
   uint64_t e2e_us, load_us, ttft_us, tpot_us;   // ttft_us: from the client's start
+  uint64_t prefill_us, startup_us;              // startup = ttft - prefill
 };
 
 char model[KAI_AI_MODEL_NAME_MAX] = "";
@@ -81,7 +91,11 @@ bool run_cold(Sample* s, uint32_t* ids, int* n_ids) {
   }
   close(fds[1]);
   long len = 0, got;
-  while (len < long(sizeof(buf)) - 1 && (got = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0) len += got;
+  uint64_t t_output = 0;   // when the tokens (llmrun's first output) arrived
+  while (len < long(sizeof(buf)) - 1 && (got = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0) {
+    if (len == 0) t_output = clock_ns();
+    len += got;
+  }
   buf[len] = 0;
   close(fds[0]);
   int status = -1;
@@ -102,9 +116,13 @@ bool run_cold(Sample* s, uint32_t* ids, int* n_ids) {
   s->e2e_us = (t1 - t0) / 1000;
   s->load_us = field(timing, "load_us=");
   s->tpot_us = field(timing, "tpot_us=");
-  // First token as the launching process sees it: everything but the decode.
+  // First token as the launching process sees it: everything before the
+  // output but the decode.
   uint64_t decode_us = field(timing, "total_us=") - field(timing, "ttft_us=");
-  s->ttft_us = s->e2e_us > decode_us ? s->e2e_us - decode_us : 0;
+  uint64_t output_us = (t_output ? t_output - t0 : t1 - t0) / 1000;
+  s->ttft_us = output_us > decode_us ? output_us - decode_us : 0;
+  s->prefill_us = field(timing, "ttft_us=");
+  s->startup_us = s->ttft_us > s->prefill_us ? s->ttft_us - s->prefill_us : 0;
   return true;
 }
 
@@ -130,6 +148,8 @@ bool run_warm(Sample* s, uint32_t* ids, int* n_ids) {
   s->load_us = 0;   // the model is already in kernel memory
   s->ttft_us = (res.t_first_token_ns > t0 ? res.t_first_token_ns - t0 : 0) / 1000;
   s->tpot_us = l.tpot_us;
+  s->prefill_us = (res.t_first_token_ns - res.t_start_ns) / 1000;
+  s->startup_us = s->ttft_us > s->prefill_us ? s->ttft_us - s->prefill_us : 0;
   return true;
 }
 
@@ -195,10 +215,12 @@ int main(int argc, char** argv) {
     for (int i = 0; same && i < nc; i++) same = cold_ids[i] == warm_ids[i];
     identical &= same;
     if (csv) {
-      printf("coldwarm,%d,cold,%lu,%lu,%lu,%lu\n", k, (unsigned long)cold[k].e2e_us, (unsigned long)cold[k].load_us,
-             (unsigned long)cold[k].ttft_us, (unsigned long)cold[k].tpot_us);
-      printf("coldwarm,%d,warm,%lu,%lu,%lu,%lu\n", k, (unsigned long)warm[k].e2e_us, (unsigned long)warm[k].load_us,
-             (unsigned long)warm[k].ttft_us, (unsigned long)warm[k].tpot_us);
+      for (int w = 0; w < 2; w++) {
+        const Sample& x = w ? warm[k] : cold[k];
+        printf("coldwarm,%d,%s,%lu,%lu,%lu,%lu,%lu\n", k, w ? "warm" : "cold", (unsigned long)x.e2e_us,
+               (unsigned long)x.load_us, (unsigned long)x.ttft_us, (unsigned long)x.tpot_us,
+               (unsigned long)x.prefill_us);
+      }
     }
     if (k == 0) {
       printf("tokens:");
@@ -212,6 +234,8 @@ int main(int argc, char** argv) {
   row("end-to-end", cold, warm, runs, &Sample::e2e_us);
   row("loading", cold, warm, runs, &Sample::load_us);
   row("TTFT", cold, warm, runs, &Sample::ttft_us);
+  row("  prefill", cold, warm, runs, &Sample::prefill_us);
+  row("  start-up", cold, warm, runs, &Sample::startup_us);
   row("TPOT", cold, warm, runs, &Sample::tpot_us);
   printf("tokens identical: %s\n", identical ? "yes" : "NO");
   return identical ? 0 : 1;
