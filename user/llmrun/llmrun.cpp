@@ -90,19 +90,27 @@ class DirBundle : public llm::BundleSource {
       char b[160];
       TextBuf(b, sizeof b).str("not enough memory: ").str(name).str(" needs ").u64(uint64_t(n)).str(" bytes");
       errln(b);
+      io_error_ = true;
       return false;
     }
-    if (!platform::read_file(path, buf, uint64_t(n))) return false;
+    if (!platform::read_file(path, buf, uint64_t(n))) {
+      io_error_ = true;
+      return false;
+    }
     bytes_read_ += uint64_t(n);
     outb->data = static_cast<const uint8_t*>(buf);
     outb->size = size_t(n);
     return true;
   }
   uint64_t bytes_read() const { return bytes_read_; }
+  // A file exists but could not be held in memory or read (already
+  // reported): the runtime's "missing" would be misleading.
+  bool io_error() const { return io_error_; }
 
  private:
   const char* dir_;
   uint64_t bytes_read_ = 0;
+  bool io_error_ = false;
 };
 
 // A prompt file is either PMT.BIN style (u32 count, then u32 ids) or text
@@ -278,6 +286,11 @@ int llmrun_main(int argc, char** argv) {
   uint64_t t0 = platform::clock_ns();
   auto loaded = r.model.load(bundle);
   if (loaded.is_error()) {
+    if (bundle.io_error()) {
+      err("cannot load bundle ");
+      errln(dir);
+      return 1;
+    }
     err(loaded.error().message);
     err(" (bundle ");
     err(dir);
