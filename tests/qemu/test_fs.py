@@ -21,6 +21,7 @@ BIN = os.path.join(ROOT, "build", "user", "bin")
 MKFS = os.path.join(ROOT, "tools", "mkfsimg.py")
 RESULTS = os.path.join(ROOT, "build", "test-results")
 PY = "/usr/bin/python3"
+HUGE = (1 << 30) + 12345
 NEEDED = ["init", "sh", "ls", "cksum", "readbench", "fswrite_loop", "fstest", "df"]
 
 
@@ -69,6 +70,10 @@ def big_image(tmp_path_factory, small_image):
     data.mkdir()
     deterministic_file(data / "big300", 300 * (1 << 20) + 12345)
     deterministic_file(data / "f128", 128 * (1 << 20))
+    with open(data / "huge", "wb") as f:      # 1 GiB, sparse on the host and in the image
+        f.write(b"head" * 100000)
+        f.seek(HUGE - 4)
+        f.write(b"tail")
     img = mkfs(d / "big.img", "--add-dir", f"D={data}", *programs())
     return img, data
 
@@ -91,6 +96,17 @@ def test_read_300mib_file_checksum(big_image):
     assert res.ok, f"{res.error}\n{res.transcript[-2000:]}"
     out = output_of(res.transcript, "cksum /D/big300").split()
     assert out[:2] == [want_crc, want_size], out
+
+
+def test_read_1gib_file(big_image):
+    img, data = big_image
+    host = subprocess.run(["cksum", "huge"], cwd=data, capture_output=True, text=True, check=True)
+    res = qemu_run.run(["stat /D/huge", "cksum /D/huge"], image=str(img), kernel=KERNEL,
+                       snapshot=True, timeout=900)
+    assert res.ok, f"{res.error}\n{res.transcript[-2000:]}"
+    assert f"size {HUGE}" in output_of(res.transcript, "stat /D/huge")
+    out = output_of(res.transcript, "cksum /D/huge").split()
+    assert out[:2] == host.stdout.split()[:2], out
 
 
 def test_readbench_128mib(big_image):
