@@ -152,8 +152,10 @@ ErrorOr<void, Error> parse_config(const uint8_t* cfg, size_t cfg_size, const uin
     uint32_t vals[] = {c.lin_k_heads, c.lin_v_heads, c.lin_k_dim, c.lin_v_dim, c.conv_kernel};
     for (int i = 0; i < 5; i++)
       if (vals[i]) return field_error(names[i], vals[i], "must be 0 for llama");
-  } else if (c.flags & ~(kFlagAttnGate | kFlagQkNorm)) {
-    return field_error("flags", c.flags, "has unknown bits");
+  } else if (c.flags != (kFlagAttnGate | kFlagQkNorm)) {
+    // The course layout (gate rows in q_proj, q_norm/k_norm in the blob) is
+    // the only one any exporter writes; other flag values are not defined.
+    return field_error("flags", c.flags, "unsupported (qwen needs 3: output gate and q/k norm)");
   }
 
   if (c.family == Family::Qwen) {

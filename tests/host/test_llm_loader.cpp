@@ -179,7 +179,10 @@ TEST_CASE("qwen bundles need a valid LTY.BIN", "[loader]") {
   CHECK(load_error(f) == "CFG.BIN: rope_rotary_dim=7 must be even");
   f = base;
   set_u32(f, "CFG.BIN", 3, 4);
-  CHECK(load_error(f) == "CFG.BIN: flags=4 has unknown bits");
+  CHECK(load_error(f) == "CFG.BIN: flags=4 unsupported (qwen needs 3: output gate and q/k norm)");
+  f = base;
+  set_u32(f, "CFG.BIN", 3, 1);
+  CHECK(load_error(f) == "CFG.BIN: flags=1 unsupported (qwen needs 3: output gate and q/k norm)");
   f = base;
   set_u32(f, "CFG.BIN", 2, 0);
   CHECK(load_error(f) == "CFG.BIN: model_kind=0 must be 1 (qwen) in version 2");
