@@ -45,13 +45,13 @@ extern "C" void kmain(uint64_t hartid, uint64_t fdt) {
   kprintf("kai: memory: %lu free pages (%lu MiB)\n", kalloc_free_pages(),
           kalloc_free_pages() * PAGE_SIZE >> 20);
 
-  // Start the other harts one at a time; cpu indices follow the device tree's
-  // order. Each new hart records its own hart id and then reports in.
+  // Start the other harts one at a time. Each new hart takes the next cpu
+  // index (entry.S), records its own hart id and then reports in.
   int next = 1;
   for (int i = 0; i < g_boot.nharts && next < NCPU; i++) {
     uint64_t id = g_boot.hart_ids[i];
     if (id == hartid) continue;
-    long err = sbi::hart_start(id, reinterpret_cast<uint64_t>(_secondary_start), next);
+    long err = sbi::hart_start(id, reinterpret_cast<uint64_t>(_secondary_start), 0);
     if (err != 0) {
       kprintf("kai: hart %lu did not start (SBI error %ld)\n", id, err);
       continue;
@@ -73,9 +73,6 @@ extern "C" void kmain(uint64_t hartid, uint64_t fdt) {
 }
 
 extern "C" void kmain_secondary(uint64_t hartid, uint64_t cpu) {
-  if (cpu >= NCPU) {   // cannot happen unless SBI passed a wrong opaque value
-    for (;;) asm volatile("wfi");
-  }
   cpus[cpu].hartid = hartid;
   kvm_inithart();
   trap_inithart();
