@@ -37,7 +37,7 @@ constexpr uint64_t USER_STACK_BOTTOM = USER_STACK_TOP - USER_STACK_SIZE;
 // The heap may not grow past this (keeps it well below the stack).
 constexpr uint64_t USER_HEAP_LIMIT = 0x2000000000ull;   // 128 GiB
 
-constexpr uint64_t KSTACK_SIZE = 32 * 1024;   // per process / kernel thread
+constexpr uint64_t KSTACK_SIZE = 64 * 1024;   // per process / kernel thread (the AI runtime runs on it)
 
 // Linker-script symbols.
 extern "C" char _kernel_start[], _etext[], _trampoline[], _kernel_end[];
