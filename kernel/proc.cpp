@@ -332,6 +332,8 @@ ErrorOr<void> kill(int pid) {
   for (auto& p : procs) {
     SpinlockGuard guard(p.lock);
     if (p.pid == pid && p.state != ProcState::Unused) {
+      // Kernel threads are part of the kernel, and killing init would halt it.
+      if (p.is_kthread || &p == init_process) return Errno::Perm;
       p.killed = true;
       if (p.state == ProcState::Sleeping) p.state = ProcState::Runnable;
       return {};
