@@ -62,6 +62,8 @@ ErrorOr<uint64_t> load_program(PageTable pt, fs::Inode* ip, uint64_t& entry, uin
     uint64_t end = ph.vaddr + ph.memsz;
     if (ph.memsz < ph.filesz || end < ph.vaddr || end > USER_HEAP_LIMIT || ph.vaddr < sz)
       return Errno::NoExec;
+    // Refuse up front rather than drain every free page and then give up.
+    if (ph.memsz / PAGE_SIZE + 64 > kalloc_free_pages()) return Errno::NoMem;
     sz = TRY(map_segment(pt, sz, ph.vaddr, end, pte_perm(ph.flags)));
     mapped = sz;
     TRY(load_segment(pt, ip, ph.vaddr, ph.off, ph.filesz));
