@@ -293,12 +293,16 @@ ErrorOr<void> copy_out_fast(bool user_dst, uint64_t dst, const uint8_t* src, uin
 // none of which is in the buffer cache (a cached block may be newer than the
 // disk: it could be logged but not yet installed). Returns bytes read; 0 means
 // "use the cache for this block".
-constexpr uint32_t RUN_MAX = 1024;   // 4 MiB per batch of requests
+constexpr uint32_t RUN_MAX = 1024;   // 4 MiB per batch of requests into user pages
+// Into kernel memory (one physically contiguous segment, e.g. a model being
+// loaded) a batch may be much bigger: 16 requests of 4 MiB in flight at once.
+constexpr uint32_t RUN_MAX_KERNEL = 16384;
 constexpr uint32_t SEG_PAGES = 5;    // room for RUN_MAX + 1 segments
 
 ErrorOr<uint64_t> read_direct(Inode* ip, bool user_dst, uint64_t dst, uint64_t bn,
                               uint64_t max_blocks, BlkSegment*& segs) {
-  if (max_blocks > RUN_MAX) max_blocks = RUN_MAX;
+  uint64_t cap = user_dst ? RUN_MAX : RUN_MAX_KERNEL;
+  if (max_blocks > cap) max_blocks = cap;
   uint32_t first, count = 0;
   {
     MapCursor cur(ip);

@@ -136,6 +136,29 @@ static void dirs() {
   close(fd);
 }
 
+static void pipes_and_dup() {
+  int fds[2];
+  check(pipe(fds) == 0, "pipe");
+  check(write(fds[1], "through", 7) == 7, "write into a pipe");
+  char buf[16] = {};
+  check(read(fds[0], buf, sizeof buf) == 7 && memcmp(buf, "through", 7) == 0, "read from a pipe");
+  int d = dup(fds[1]);
+  check(d >= 0, "dup", d);
+  close(fds[1]);
+  check(write(d, "x", 1) == 1 && read(fds[0], buf, 1) == 1 && buf[0] == 'x', "dup'ed write end still works");
+  close(d);
+  check(read(fds[0], buf, 1) == 0, "pipe reads end of file when all writers are closed");
+  check(lseek(fds[0], 0, SEEK_SET) == -KAI_ESPIPE, "lseek on a pipe is ESPIPE");
+  close(fds[0]);
+  check(pipe((int*)0x10) == -KAI_EFAULT, "pipe into a bad pointer is EFAULT");
+  int fd = open("/t/a", O_RDONLY);
+  int fd2 = dup(fd);
+  char c1, c2;
+  check(read(fd, &c1, 1) == 1 && read(fd2, &c2, 1) == 1 && c1 == 'h' && c2 == 'e', "dup shares the offset");
+  close(fd);
+  close(fd2);
+}
+
 static void bigfile() {
   kai_statfs before, after;
   statfs(&before);
@@ -196,6 +219,7 @@ static void nospace() {
 int main(int argc, char** argv) {
   basics();
   names();
+  pipes_and_dup();
   dirs();
   bigfile();
   if (argc > 1 && strcmp(argv[1], "-nospace") == 0) nospace();
