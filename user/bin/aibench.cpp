@@ -374,17 +374,22 @@ int main(int argc, char** argv) {
     print_stat("queue wait", qw, done);
     print_stat("TTFT", ttft, done);
     print_stat("TPOT", tpot, ntpot);
-    // Each sample holds until the next one; only the time between the first
-    // submit and the last finish counts (the window throughput is measured
-    // over). Weighting by time matters: the sampler competes with the
-    // workers for the harts, so samples are sparser when the system is busy.
+    // Each sample stands for the time from halfway after the previous one to
+    // halfway before the next (a change between two samples happened, on
+    // average, halfway); only the time between the first submit and the last
+    // finish counts (the window throughput is measured over). Weighting by
+    // time matters: the sampler competes with the workers for the harts, so
+    // samples are sparser when the system is busy.
     double area_queued = 0, area_in_system = 0, covered = 0;
     uint64_t max_gap = 0;
-    for (int i = 0; i + 1 < n_samples; i++) {
-      uint64_t a = samples[i].t > first_submit ? samples[i].t : first_submit;
-      uint64_t b = samples[i + 1].t < last_finish ? samples[i + 1].t : last_finish;
+    for (int i = 0; i < n_samples; i++) {
+      uint64_t lo = i > 0 ? samples[i - 1].t + (samples[i].t - samples[i - 1].t) / 2 : 0;
+      uint64_t hi = i + 1 < n_samples ? samples[i].t + (samples[i + 1].t - samples[i].t) / 2 : ~0ull;
+      uint64_t a = lo > first_submit ? lo : first_submit;
+      uint64_t b = hi < last_finish ? hi : last_finish;
+      if (i + 1 < n_samples && a < b && samples[i + 1].t - samples[i].t > max_gap)
+        max_gap = samples[i + 1].t - samples[i].t;
       if (b <= a) continue;
-      if (samples[i + 1].t - samples[i].t > max_gap) max_gap = samples[i + 1].t - samples[i].t;
       double dt = double(b - a);
       area_queued += dt * samples[i].queued;
       area_in_system += dt * (samples[i].queued + samples[i].running);
