@@ -13,7 +13,12 @@ NO_LIBCALL void* memset(void* dst, int c, size_t n) {
     uint64_t v = static_cast<unsigned char>(c);
     v |= v << 8; v |= v << 16; v |= v << 32;
     auto* w = reinterpret_cast<uint64_t*>(d);
-    for (size_t i = 0; i < n / 8; i++) w[i] = v;
+    size_t words = n / 8, i = 0;
+    for (; i + 8 <= words; i += 8) {   // unrolled: loop overhead dominates under QEMU
+      w[i] = v; w[i + 1] = v; w[i + 2] = v; w[i + 3] = v;
+      w[i + 4] = v; w[i + 5] = v; w[i + 6] = v; w[i + 7] = v;
+    }
+    for (; i < words; i++) w[i] = v;
     return dst;
   }
   for (size_t i = 0; i < n; i++) d[i] = static_cast<unsigned char>(c);
@@ -26,8 +31,14 @@ NO_LIBCALL void* memcpy(void* dst, const void* src, size_t n) {
   if (((reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(s)) & 7) == 0) {
     auto* dw = reinterpret_cast<uint64_t*>(d);
     auto* sw = reinterpret_cast<const uint64_t*>(s);
-    size_t words = n / 8;
-    for (size_t i = 0; i < words; i++) dw[i] = sw[i];
+    size_t words = n / 8, i = 0;
+    for (; i + 8 <= words; i += 8) {   // unrolled: loop overhead dominates under QEMU
+      uint64_t a = sw[i], b = sw[i + 1], c = sw[i + 2], e = sw[i + 3];
+      uint64_t f = sw[i + 4], g = sw[i + 5], h = sw[i + 6], k = sw[i + 7];
+      dw[i] = a; dw[i + 1] = b; dw[i + 2] = c; dw[i + 3] = e;
+      dw[i + 4] = f; dw[i + 5] = g; dw[i + 6] = h; dw[i + 7] = k;
+    }
+    for (; i < words; i++) dw[i] = sw[i];
     for (size_t i = words * 8; i < n; i++) d[i] = s[i];
     return dst;
   }
