@@ -621,6 +621,7 @@ struct ReadAhead {
   };
   Slot slot[NSLOTS];
   uint64_t next_fbn = 0;     // where the next read-ahead starts
+  uint64_t last_end = ~0ull; // where the previous read of this file ended
 };
 
 namespace {
@@ -717,11 +718,29 @@ ErrorOr<uint64_t> readi_stream(Inode* ip, ReadAhead** rap, bool user_dst, uint64
   uint64_t tot = 0;
   BlkSegment* segs = nullptr;
   ErrorOr<void> err;
+  if (rap && !*rap) {
+    void* page = kalloc();
+    if (page) *rap = new (page) ReadAhead();
+    static_assert(sizeof(ReadAhead) <= PAGE_SIZE);
+  }
+  ReadAhead* ra = rap ? *rap : nullptr;
+  // A read that continues the previous one, with plenty of file left: a
+  // sequential reader using small buffers. Read ahead for it too (unless the
+  // read-ahead already holds this offset).
+  if (ra && off == ra->last_end && ip->size - off >= RA_TRIGGER_BLOCKS * BSIZE) {
+    bool held = false;
+    for (auto& sl : ra->slot) held |= sl.count && off / BSIZE >= sl.fbn && off / BSIZE < sl.fbn + sl.count;
+    if (!held) {
+      ra_drop_all(ra);
+      ra->next_fbn = off / BSIZE;
+      for (auto& sl : ra->slot) ra_issue(ip, ra, sl);
+    }
+  }
   while (tot < n) {
     uint64_t bn = off / BSIZE;
     uint64_t in_block = off % BSIZE;
-    if (rap && *rap) {
-      auto got = ra_serve(ip, *rap, user_dst, dst, off, n - tot);
+    if (ra) {
+      auto got = ra_serve(ip, ra, user_dst, dst, off, n - tot);
       if (got.is_error()) {
         err = got.error();
         break;
@@ -743,18 +762,11 @@ ErrorOr<uint64_t> readi_stream(Inode* ip, ReadAhead** rap, bool user_dst, uint64
         tot += got.value();
         off += got.value();
         dst += got.value();
-        // A big sequential read: read the next runs ahead.
-        if (rap && got.value() >= RA_TRIGGER_BLOCKS * BSIZE) {
-          if (!*rap) {
-            void* page = kalloc();
-            if (page) *rap = new (page) ReadAhead();
-            static_assert(sizeof(ReadAhead) <= PAGE_SIZE);
-          }
-          if (*rap) {
-            ra_drop_all(*rap);
-            (*rap)->next_fbn = off / BSIZE;
-            for (auto& s : (*rap)->slot) ra_issue(ip, *rap, s);
-          }
+        // A big read: read the next runs ahead.
+        if (ra && got.value() >= RA_TRIGGER_BLOCKS * BSIZE) {
+          ra_drop_all(ra);
+          ra->next_fbn = off / BSIZE;
+          for (auto& sl : ra->slot) ra_issue(ip, ra, sl);
         }
         continue;
       }
@@ -789,6 +801,7 @@ ErrorOr<uint64_t> readi_stream(Inode* ip, ReadAhead** rap, bool user_dst, uint64
     dst += m;
   }
   if (segs) kfree_contiguous(segs, SEG_PAGES * PAGE_SIZE);
+  if (ra) ra->last_end = off;
   if (err.is_error() && tot == 0) return err.error();
   return tot;
 }
