@@ -191,6 +191,8 @@ class Session:
             return False
 
     def close(self):
+        if self.proc.poll() is None and any(m in self.transcript for m in PANIC_MARKERS):
+            time.sleep(1.0)   # let the rest of the panic report reach the console
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
