@@ -210,6 +210,9 @@ def run(commands, image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G"
         else:
             result.booted = True
             for command in commands:
+                if command.strip() == "halt":   # powers off: no prompt follows
+                    halt = True
+                    break
                 if not session.command(command, timeout):
                     result.timed_out_command = command
                     result.error = f"command timed out after {timeout}s: {command}"
