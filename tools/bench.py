@@ -260,21 +260,24 @@ def make_plots(out, sweep, qwaits, samples, cw):
     ax.grid(alpha=0.3)
     save(fig, "queue_wait_cdf.png")
 
-    if samples:
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for (w, c), pts in sorted(samples.items()):
-            if c != max(cc for (_, cc) in samples) or not pts:
-                continue
-            t0 = pts[0][0]
-            ax.step([(t - t0) / 1e9 for t, _, _ in pts], [q + r for _, q, r in pts], where="post",
-                    label=f"{w} worker(s), {c} clients: in system")
-            ax.step([(t - t0) / 1e9 for t, _, _ in pts], [r for _, _, r in pts], where="post", alpha=0.5,
-                    label=f"{w} worker(s): running")
-        ax.set_xlabel("time since the run started (s)")
-        ax.set_ylabel("requests")
-        ax.set_title("Requests in the service (sampled every 10 ms)")
-        ax.legend(fontsize=7)
-        ax.grid(alpha=0.3)
+    biggest = max((c for (_, c), pts in samples.items() if pts), default=None)
+    if biggest is not None:
+        ws = sorted(w for (w, c), pts in samples.items() if c == biggest and pts)
+        fig, axes = plt.subplots(1, len(ws), figsize=(5 * len(ws), 3.6), sharey=True, squeeze=False)
+        for ax, w in zip(axes[0], ws):
+            pts = samples[(w, biggest)]
+            t = [(x - pts[0][0]) / 1e9 for x, _, _ in pts]
+            run = [r for _, _, r in pts]
+            tot = [q + r for _, q, r in pts]
+            ax.fill_between(t, 0, run, step="post", color="tab:green", alpha=0.6, label="running")
+            ax.fill_between(t, run, tot, step="post", color="tab:orange", alpha=0.6, label="queued")
+            ax.set_title(f"{w} worker(s), {biggest} clients")
+            ax.set_xlabel("time since the run started (s)")
+            ax.yaxis.get_major_locator().set_params(integer=True)
+            ax.grid(alpha=0.3)
+        axes[0][0].set_ylabel("requests in the service")
+        axes[0][0].legend(loc="upper right", fontsize=8)
+        fig.suptitle("Requests in the service over time (sampled every 10 ms)", fontsize=10)
         save(fig, "in_system.png")
 
     if cw.get("cold") and cw.get("warm"):
@@ -342,9 +345,11 @@ def write_report(out, summary, plots):
               f"Closed loop: each client sends {a['requests']} requests one after another (no think time). "
               "Latencies in ms (p50 / p95); *L* is the time-average number of requests in the service "
               "(queued + running) sampled with `ai_info` every 10 ms; *λW* is throughput times mean "
-              "end-to-end latency.", "",
-              "| workers | clients | done | req/s | tok/s | end-to-end | queue wait | TTFT | TPOT | L | λW | error |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "end-to-end latency; *host load* is the host's 1-minute load average after the point "
+              "(QEMU's harts are host threads: a busy host slows the guest).", "",
+              "| workers | clients | done | req/s | tok/s | end-to-end | queue wait | TTFT | TPOT | L | λW | error "
+              "| host load |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for w, points in sorted(summary["sweep"].items(), key=lambda kv: int(kv[0])):
         for p in points:
             s, li = p["stats"], p["little"]
@@ -355,7 +360,7 @@ def write_report(out, summary, plots):
                 f"{ms(s['queue_us']['p50'])} / {ms(s['queue_us']['p95'])} | "
                 f"{ms(s['ttft_us']['p50'])} / {ms(s['ttft_us']['p95'])} | {ms(s['tpot_us']['p50'])} | "
                 f"{li.get('L_measured') or 0:.2f} | {li.get('lambda_W') or 0:.2f} | "
-                f"{'-' if err is None else f'{err:.1f}%'} |")
+                f"{'-' if err is None else f'{err:.1f}%'} | {p.get('host_load', '-')} |")
     ll = summary["littles_law"]
     lines += ["", f"**Little's law** (L = λW): worst disagreement {ll['worst_pct']:.1f}% — "
               f"{'within' if ll['ok'] else 'NOT within'} {LITTLE_TOLERANCE_PCT:.0f}%. "
@@ -406,8 +411,12 @@ def main(argv=None):
     ap.add_argument("--cold-runs", type=int, default=None, help="cold/warm runs of each path (0: skip)")
     ap.add_argument("--float", action="store_true", help="float activations (slow, exact)")
     ap.add_argument("--keep-image", action="store_true", help="keep bench.img in --out")
+    ap.add_argument("--replot", action="store_true",
+                    help="only redraw the plots and report.md from the data already in --out")
     raw_argv = sys.argv[1:] if argv is None else argv
     args = ap.parse_args(raw_argv)
+    if args.replot:
+        return replot(args.out)
     q = args.quick
     args.bundle = os.path.abspath(args.bundle or os.path.join(ROOT, "build", "models" if q else "assets",
                                                               "tiny-llama" if q else "SMOL"))
@@ -502,6 +511,25 @@ def main(argv=None):
     return 0 if not problems else 1
 
 
+def replot(out):
+    with open(os.path.join(out, "summary.json")) as f:
+        summary = json.load(f)
+    qwaits, samples = {}, {}
+    with open(os.path.join(out, "requests.csv")) as f:
+        for r in csv.DictReader(f):
+            if r["state"] == "done":
+                qwaits.setdefault((int(r["workers"]), int(r["clients"])), []).append(int(r["queue_us"]))
+    with open(os.path.join(out, "samples.csv")) as f:
+        for r in csv.DictReader(f):
+            samples.setdefault((int(r["workers"]), int(r["clients"])), []).append(
+                (int(r["t_ns"]), int(r["queued"]), int(r["running"])))
+    sweep = {int(w): pts for w, pts in summary["sweep"].items()}
+    plots = make_plots(out, sweep, qwaits, samples, summary["cold_warm"]["medians"])
+    write_report(out, summary, plots)
+    progress(f"redrew {len(plots)} plots and {os.path.join(out, 'report.md')}")
+    return 0
+
+
 def study(args, img, workers, clients):
     int8 = "" if args.float else " --int8"
     timeout = 3600
@@ -534,7 +562,8 @@ def study(args, img, workers, clients):
                     rows, smp, summary = parse_aibench(out)
                     rows = [derive({"workers": w, "clients": c, **r}) for r in rows]
                     stats = point_stats(rows)
-                    sweep[w].append({"clients": c, "stats": stats, "little": summary})
+                    sweep[w].append({"clients": c, "stats": stats, "little": summary,
+                                     "host_load": round(os.getloadavg()[0], 1)})
                     qwaits[(w, c)] = [int(r["queue_us"]) for r in rows if r["state"] == "done"]
                     samples[(w, c)] = smp
                     all_rows.extend(rows)
