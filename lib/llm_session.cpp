@@ -107,7 +107,7 @@ void Session::reset() {
 }
 
 ActVec Session::prepare(const float* x, uint32_t n) {
-  if (ops_->kind == MatvecKind::Int8) return quantize_act(x, n, group_, actq_, acts_);
+  if (ops_->kind == MatvecKind::Int8) return quantize_act(x, n, group_, actq_, reinterpret_cast<uint8_t*>(acts_));
   ActVec a;
   a.x = x;
   a.n = n;

@@ -36,20 +36,25 @@ float row_float(const Matrix& w, const ActVec& x, uint32_t r) {
   return w.scale(r) * row_dot_q8(w.q + size_t(r) * w.cols, x.x, w.cols);
 }
 
+// total * S / 2^kMaxShift * row scale
+inline float finish_int8(int64_t total, const ActVec& x, float row_scale) {
+  return float(total) * (x.scale * (1.0f / float(1u << kMaxShift))) * row_scale;
+}
+
 float row_int8(const Matrix& w, const ActVec& x, uint32_t r) {
   if (w.f || !x.q) return row_float(w, x, r);
   const int8_t* wr = w.q + size_t(r) * w.cols;
   uint32_t n = w.cols;
   uint32_t g = x.group ? x.group : n;
-  float acc = 0;
+  int64_t acc = 0;
   uint32_t gi = 0;
   for (uint32_t c0 = 0; c0 < n; c0 += g, gi++) {
     uint32_t c1 = c0 + g < n ? c0 + g : n;
     int32_t s = 0;
     for (uint32_t c = c0; c < c1; c++) s += int32_t(wr[c]) * int32_t(x.q[c]);
-    acc += float(s) * x.qs[gi];
+    acc += int64_t(s) << (kMaxShift - x.shift[gi]);
   }
-  return acc * w.scale(r);
+  return finish_int8(acc, x, w.scale(r));
 }
 
 // ---- int8 fast path ------------------------------------------------------
@@ -57,7 +62,7 @@ float row_int8(const Matrix& w, const ActVec& x, uint32_t r) {
 // loop reads 8 weights (and 8 activations) per 64-bit load and extracts the
 // signed bytes with two shifts; the 8 activations of a load are shared by 4
 // rows. Integer sums are exact, and the float part (group scale, row scale)
-// is applied in the same order as row_int8, so results are bit-identical.
+// is the same as row_int8's, so results are bit-identical.
 // Needs 8-byte aligned rows (cols % 8 == 0 and an aligned q), groups that
 // are multiples of 8 and an aligned activation buffer; otherwise row_int8.
 
@@ -77,7 +82,7 @@ void int8_rows4(const Matrix& w, const ActVec& x, uint32_t r, float out[4]) {
   const auto* w2 = w1 + n / 8;
   const auto* w3 = w2 + n / 8;
   const auto* xv = reinterpret_cast<const uint64_t*>(x.q);
-  float a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  int64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
   uint32_t gi = 0;
   for (uint32_t c0 = 0; c0 < n; c0 += g, gi++) {
     uint32_t k1 = (c0 + g < n ? c0 + g : n) / 8;
@@ -99,23 +104,23 @@ void int8_rows4(const Matrix& w, const ActVec& x, uint32_t r, float out[4]) {
       s3 += sbyte(v, 0) * x0 + sbyte(v, 1) * x1 + sbyte(v, 2) * x2 + sbyte(v, 3) * x3 +
             sbyte(v, 4) * x4 + sbyte(v, 5) * x5 + sbyte(v, 6) * x6 + sbyte(v, 7) * x7;
     }
-    float qs = x.qs[gi];
-    a0 += float(s0) * qs;
-    a1 += float(s1) * qs;
-    a2 += float(s2) * qs;
-    a3 += float(s3) * qs;
+    uint32_t sh = kMaxShift - x.shift[gi];
+    a0 += int64_t(s0) << sh;
+    a1 += int64_t(s1) << sh;
+    a2 += int64_t(s2) << sh;
+    a3 += int64_t(s3) << sh;
   }
-  out[0] = a0 * w.scale(r);
-  out[1] = a1 * w.scale(r + 1);
-  out[2] = a2 * w.scale(r + 2);
-  out[3] = a3 * w.scale(r + 3);
+  out[0] = finish_int8(a0, x, w.scale(r));
+  out[1] = finish_int8(a1, x, w.scale(r + 1));
+  out[2] = finish_int8(a2, x, w.scale(r + 2));
+  out[3] = finish_int8(a3, x, w.scale(r + 3));
 }
 
 float int8_row1(const Matrix& w, const ActVec& x, uint32_t r) {
   uint32_t n = w.cols, g = x.group ? x.group : n;
   const auto* w0 = reinterpret_cast<const uint64_t*>(w.q + size_t(r) * n);
   const auto* xv = reinterpret_cast<const uint64_t*>(x.q);
-  float a0 = 0;
+  int64_t a0 = 0;
   uint32_t gi = 0;
   for (uint32_t c0 = 0; c0 < n; c0 += g, gi++) {
     uint32_t k1 = (c0 + g < n ? c0 + g : n) / 8;
@@ -124,9 +129,9 @@ float int8_row1(const Matrix& w, const ActVec& x, uint32_t r) {
       uint64_t xx = xv[k], v = w0[k];
       for (int i = 0; i < 8; i++) s0 += sbyte(v, i) * sbyte(xx, i);
     }
-    a0 += float(s0) * x.qs[gi];
+    a0 += int64_t(s0) << (kMaxShift - x.shift[gi]);
   }
-  return a0 * w.scale(r);
+  return finish_int8(a0, x, w.scale(r));
 }
 
 void matvec_int8(const Matrix& w, const ActVec& x, float* y, uint32_t r0, uint32_t r1) {
@@ -193,33 +198,46 @@ const MatvecOps& matvec_ops(MatvecKind kind) {
   return kind == MatvecKind::Int8 ? kMatvecInt8 : kMatvecFloat;
 }
 
-ActVec quantize_act(const float* x, uint32_t n, uint32_t group, int8_t* q, float* qs) {
+ActVec quantize_act(const float* x, uint32_t n, uint32_t group, int8_t* q, uint8_t* shift) {
   ActVec a;
   a.x = x;
   a.n = n;
   a.q = q;
-  a.qs = qs;
+  a.shift = shift;
   a.group = group;
+  float amax = 0;
+  for (uint32_t c = 0; c < n; c++) {
+    float v = x[c] < 0 ? -x[c] : x[c];
+    if (v > amax) amax = v;  // NaN never wins a comparison
+  }
+  a.scale = amax / 127.0f;
+  float inv = amax > 0 && is_finite(amax) ? 127.0f / amax : 0.0f;
   uint32_t g = group ? group : n;
   uint32_t gi = 0;
   for (uint32_t c0 = 0; c0 < n; c0 += g, gi++) {
     uint32_t c1 = c0 + g < n ? c0 + g : n;
-    float amax = 0;
+    float gmax = 0;
     for (uint32_t c = c0; c < c1; c++) {
       float v = x[c] < 0 ? -x[c] : x[c];
-      if (v > amax) amax = v;
+      if (v > gmax) gmax = v;
     }
-    float s = amax / 127.0f;
-    float inv = amax > 0 ? 127.0f / amax : 0.0f;
+    // The largest k with gmax * 2^k <= amax: small blocks keep their precision.
+    uint32_t k = 0;
+    float scaled = gmax * 2.0f;
+    while (k < kMaxShift && scaled <= amax) {
+      k++;
+      scaled *= 2.0f;
+    }
+    shift[gi] = uint8_t(k);
+    float m = inv * float(1u << k);
     for (uint32_t c = c0; c < c1; c++) {
-      float v = x[c] * inv;
+      float v = x[c] * m;
       // Written so that NaN/inf never reach the float->int conversion.
       int32_t iv = -127;
       if (v >= 127.0f) iv = 127;
       else if (v > -127.0f) iv = int32_t(v >= 0 ? v + 0.5f : v - 0.5f);
       q[c] = int8_t(iv);
     }
-    qs[gi] = s;
   }
   return a;
 }

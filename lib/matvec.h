@@ -5,10 +5,14 @@
 // Two kernel sets exist:
 //   kMatvecFloat: exact course semantics, y[r] = scale[r] * sum_c q[r][c]*x[c]
 //                 with float activations (or plain float weights for f32 bundles).
-//   kMatvecInt8:  x is first quantised to int8 per group of `group` values
-//                 (symmetric, scale = max|x|/127); each group's products are
-//                 summed in int32 and scaled once. ~10x faster under QEMU
-//                 (qemu-facts.md); f32 weights fall back to the float kernel.
+//   kMatvecInt8:  x is first quantised to int8 in blocks of `group` values
+//                 that share one vector scale S = max|x|/127 and have each a
+//                 power-of-two gain 2^k (k <= 15, the largest that keeps the
+//                 block within int8): x[c] ~ q[c] * S / 2^k. A row's block
+//                 sums (int32) are shifted into one int64 total, so the inner
+//                 loops never touch floats; one float multiply per row at the
+//                 end. ~10x faster under QEMU (qemu-facts.md) than floats;
+//                 f32 weights fall back to the float kernel.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -35,9 +39,10 @@ struct Matrix {
 struct ActVec {
   const float* x = nullptr;
   uint32_t n = 0;
-  const int8_t* q = nullptr;   // int8 kernels: quantised x
-  const float* qs = nullptr;   // one scale per group
-  uint32_t group = 0;          // values per group (the last one may be shorter)
+  const int8_t* q = nullptr;       // int8 kernels: quantised x
+  const uint8_t* shift = nullptr;  // per group: k, x ~ q * scale / 2^k
+  float scale = 0;                 // S = max|x| / 127
+  uint32_t group = 0;              // values per group (the last one may be shorter)
 };
 
 struct ArgMax {
@@ -60,9 +65,10 @@ extern const MatvecOps kMatvecFloat;
 extern const MatvecOps kMatvecInt8;
 const MatvecOps& matvec_ops(MatvecKind kind);
 
-// Quantise x[0..n) into q (int8[n]) and qs (float[ceil(n/group)]).
+// Quantise x[0..n) into q (int8[n]) and shift (uint8[ceil(n/group)]).
 // group == 0 means one group for the whole vector.
-ActVec quantize_act(const float* x, uint32_t n, uint32_t group, int8_t* q, float* qs);
+constexpr uint32_t kMaxShift = 15;
+ActVec quantize_act(const float* x, uint32_t n, uint32_t group, int8_t* q, uint8_t* shift);
 inline uint32_t act_groups(uint32_t n, uint32_t group) {
   return group == 0 ? 1 : (n + group - 1) / group;
 }

@@ -70,20 +70,20 @@ TEST_CASE("int8 fast path is bit-identical to the generic path", "[matvec]") {
           std::vector<float> x(cols), y(rows), yref(rows);
           for (auto& v : x) v = N(rng) * (rng() % 7 == 0 ? 20.0f : 1.0f);
           std::vector<int8_t> xq(cols + 8);
-          std::vector<float> xs(cols + 1);
+          std::vector<uint8_t> xs(cols + 1);
           auto a = llm::quantize_act(x.data(), cols, group, xq.data(), xs.data());
           llm::kMatvecInt8.matvec(q.m, a, y.data(), 0, rows);
           // generic reference: the same sums, one byte at a time
           uint32_t g = group ? group : cols;
           for (uint32_t r = 0; r < rows; r++) {
-            float acc = 0;
+            int64_t acc = 0;
             uint32_t gi = 0;
             for (uint32_t c0 = 0; c0 < cols; c0 += g, gi++) {
               int32_t s = 0;
               for (uint32_t c = c0; c < std::min(cols, c0 + g); c++) s += int32_t(q.m.q[size_t(r) * cols + c]) * xq[c];
-              acc += float(s) * xs[gi];
+              acc += int64_t(s) << (llm::kMaxShift - xs[gi]);
             }
-            yref[r] = acc * q.m.scale(r);
+            yref[r] = float(acc) * (a.scale * (1.0f / 32768.0f)) * q.m.scale(r);
           }
           INFO("rows " << rows << " cols " << cols << " group " << group << " offset " << offset);
           for (uint32_t r = 0; r < rows; r++) REQUIRE(y[r] == yref[r]);
@@ -113,7 +113,7 @@ TEST_CASE("argmax: the lowest index wins ties", "[matvec]") {
   CHECK(llm::kMatvecFloat.argmax(m, a, 0, 6).index == 0);
   CHECK(llm::kMatvecFloat.argmax(m, a, 2, 6).index == 2);
   std::vector<int8_t> xq(8);
-  std::vector<float> xs(8);
+  std::vector<uint8_t> xs(8);
   auto qa = llm::quantize_act(x.data(), 8, 8, xq.data(), xs.data());
   CHECK(llm::kMatvecInt8.argmax(m, qa, 0, 6).index == 0);
 }
@@ -129,7 +129,7 @@ TEST_CASE("int8 activation error on Gaussian data", "[matvec][int8]") {
   a.n = 576;
   llm::kMatvecFloat.matvec(q.m, a, yf.data(), 0, 256);
   std::vector<int8_t> xq(576);
-  std::vector<float> xs(576);
+  std::vector<uint8_t> xs(576);
   for (uint32_t group : {32u, 0u}) {
     auto qa = llm::quantize_act(x.data(), 576, group, xq.data(), xs.data());
     llm::kMatvecInt8.matvec(q.m, qa, yq.data(), 0, 256);
