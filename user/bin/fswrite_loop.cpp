@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
       fprintf(2, "fswrite_loop: rename %s: %s\n", dst, strerror(r));
       return 1;
     }
-    if (round % 20 == 0) printf("fswrite_loop: round %ld\n", round);
+    if (round % 10 == 0) printf("fswrite_loop: round %ld\n", round);
   }
   printf("fswrite_loop: done\n");
   return 0;
