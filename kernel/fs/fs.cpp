@@ -646,7 +646,12 @@ void ra_drop_all(ReadAhead* ra) {
 void ra_issue(Inode* ip, ReadAhead* ra, ReadAhead::Slot& s) {
   s.count = 0;
   uint64_t start = ra->next_fbn;
-  if (start * BSIZE >= ip->size) return;
+  if (start * BSIZE >= ip->size) {
+    // End of file: give the buffer back now rather than at close.
+    if (s.mem) kfree_contiguous(s.mem, uint64_t(ReadAhead::BUF_BLOCKS) * BSIZE);
+    s.mem = nullptr;
+    return;
+  }
   uint64_t left = (ip->size - start * BSIZE + BSIZE - 1) / BSIZE;
   uint32_t maxb = left < ReadAhead::BUF_BLOCKS ? static_cast<uint32_t>(left) : ReadAhead::BUF_BLOCKS;
   uint32_t first = 0, count = 0;
