@@ -19,6 +19,23 @@ double two_atanh(double s) {
   return 2.0 * s * p;
 }
 
+// exp for results that end up as float: the same reduction as exp_d with a
+// degree-8 Taylor polynomial (remainder < 6e-9 relative), about half the
+// work; silu/sigmoid run it hidden_dim times per layer.
+double exp_for_float(double x) {
+  if (x != x) return x;
+  if (x > 709.0) return __builtin_bit_cast(double, uint64_t(0x7ff0000000000000ull));
+  if (x < -745.0) return 0.0;
+  double kd = x * kInvLn2;
+  int k = int(kd >= 0 ? kd + 0.5 : kd - 0.5);
+  double r = x - k * kLn2;
+  double p = 1.0 + r * (1.0 + r * (1.0 / 2 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 +
+             r * (1.0 / 720 + r * (1.0 / 5040 + r * (1.0 / 40320))))))));
+  if (k > 1000) return p * pow2i(1000) * pow2i(k - 1000);
+  if (k < -1000) return p * pow2i(-1000) * pow2i(k + 1000);
+  return p * pow2i(k);
+}
+
 }  // namespace
 
 double exp_d(double x) {
@@ -61,7 +78,7 @@ double log_d(double x) {
   return e * kLn2 + two_atanh((m - 1.0) / (m + 1.0));
 }
 
-float exp_f(float x) { return float(exp_d(x)); }
+float exp_f(float x) { return float(exp_for_float(x)); }
 float log_f(float x) { return float(log_d(x)); }
 
 float log1p_f(float x) {
@@ -89,13 +106,13 @@ float sqrt_f(float x) {
 #endif
 }
 
-float sigmoid_f(float x) { return float(1.0 / (1.0 + exp_d(-double(x)))); }
-float silu_f(float x) { return float(double(x) / (1.0 + exp_d(-double(x)))); }
+float sigmoid_f(float x) { return float(1.0 / (1.0 + exp_for_float(-double(x)))); }
+float silu_f(float x) { return float(double(x) / (1.0 + exp_for_float(-double(x)))); }
 
 float softplus_f(float x) {
   // log(1 + e^x) = max(x, 0) + log1p(e^-|x|), without overflow.
   double ax = x < 0 ? -double(x) : double(x);
-  double t = exp_d(-ax);  // in (0, 1]
+  double t = exp_for_float(-ax);  // in (0, 1]
   double l = two_atanh(t / (2.0 + t));
   return float((x > 0 ? double(x) : 0.0) + l);
 }

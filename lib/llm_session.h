@@ -18,7 +18,7 @@ namespace llm {
 
 struct SessionOptions {
   MatvecKind matvec = MatvecKind::Float;
-  uint32_t int8_group = 32;  // int8 activations: values per scale group (0 = whole vector)
+  uint32_t int8_group = 32;  // int8 activations: values per power-of-two block gain (0 = one block)
 };
 
 // Called after each layer with the residual stream x (layer 0..n_layers-1)
