@@ -46,7 +46,7 @@ BIN = os.path.join(ROOT, "build", "user", "bin")
 LITTLE_TOLERANCE_PCT = 10.0
 REQUEST_FIELDS = ["workers", "clients", "client", "index", "state", "error", "prompt", "generated",
                   "queue_depth", "worker", "t_submit_ns", "t_start_ns", "t_first_ns", "t_finish_ns",
-                  "queue_us", "ttft_us", "prefill_us", "tpot_us", "e2e_us"]
+                  "queue_us", "ttft_us", "prefill_us", "tpot_us", "e2e_us", "service_us"]
 COLDWARM_FIELDS = ["run", "path", "e2e_us", "load_us", "ttft_us", "tpot_us", "prefill_us"]
 STUDY_START = time.monotonic()
 
@@ -166,6 +166,7 @@ def derive(row):
     row["prefill_us"] = (f - st) // 1000 if done else ""
     row["tpot_us"] = (e - f) // 1000 // (g - 1) if done and g > 1 else ""
     row["e2e_us"] = (e - s) // 1000 if done else ""
+    row["service_us"] = (e - st) // 1000 if done else ""
     return row
 
 
@@ -178,7 +179,7 @@ def point_stats(rows):
     stats = {"requests": len(rows), "done": len(done), "span_s": span_s,
              "throughput_rps": len(done) / span_s if span_s else 0,
              "tokens_per_s": tokens / span_s if span_s else 0}
-    for name in ("e2e_us", "queue_us", "ttft_us", "prefill_us", "tpot_us"):
+    for name in ("e2e_us", "queue_us", "ttft_us", "prefill_us", "tpot_us", "service_us"):
         vals = [int(r[name]) for r in done if r[name] != ""]
         stats[name] = {"p50": percentile(vals, 50), "p95": percentile(vals, 95),
                        "max": max(vals) if vals else 0, "mean": sum(vals) / len(vals) if vals else 0}
@@ -345,11 +346,12 @@ def write_report(out, summary, plots):
               f"Closed loop: each client sends {a['requests']} requests one after another (no think time). "
               "Latencies in ms (p50 / p95); *L* is the time-average number of requests in the service "
               "(queued + running) sampled with `ai_info` every 10 ms; *λW* is throughput times mean "
-              "end-to-end latency; *host load* is the host's 1-minute load average after the point "
+              "end-to-end latency; *service* is the mean time a worker spent on a request (start to finish: "
+              "it grows when the harts are shared or the host is busy, not with queueing); *host load* is the host's 1-minute load average after the point "
               "(QEMU's harts are host threads: a busy host slows the guest).", "",
-              "| workers | clients | done | req/s | tok/s | end-to-end | queue wait | TTFT | TPOT | L | λW | error "
-              "| host load |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| workers | clients | done | req/s | tok/s | end-to-end | queue wait | TTFT | TPOT | service | L | λW "
+              "| error | host load |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for w, points in sorted(summary["sweep"].items(), key=lambda kv: int(kv[0])):
         for p in points:
             s, li = p["stats"], p["little"]
@@ -359,6 +361,7 @@ def write_report(out, summary, plots):
                 f"{s['tokens_per_s']:.2f} | {ms(s['e2e_us']['p50'])} / {ms(s['e2e_us']['p95'])} | "
                 f"{ms(s['queue_us']['p50'])} / {ms(s['queue_us']['p95'])} | "
                 f"{ms(s['ttft_us']['p50'])} / {ms(s['ttft_us']['p95'])} | {ms(s['tpot_us']['p50'])} | "
+                f"{ms(s.get('service_us', {}).get('mean', 0))} | "
                 f"{li.get('L_measured') or 0:.2f} | {li.get('lambda_W') or 0:.2f} | "
                 f"{'-' if err is None else f'{err:.1f}%'} | {p.get('host_load', '-')} |")
     ll = summary["littles_law"]
