@@ -158,6 +158,16 @@ bool bcached(uint32_t dev, uint32_t blockno) {
   return b && (b->valid || b->refcnt > 0);
 }
 
+uint32_t bcached_first(uint32_t dev, uint32_t start, uint32_t count) {
+  SpinlockGuard guard(bcache.lock);
+  uint32_t best = count;
+  for (const Buf& b : bufs) {
+    if (b.dev != dev || !(b.valid || b.refcnt > 0) || b.blockno < start) continue;
+    if (b.blockno - start < best) best = b.blockno - start;
+  }
+  return best;
+}
+
 ErrorOr<void> blocks_io(uint32_t blockno, uint32_t count, const BlkSegment* segs, int nseg, bool write) {
   if (uint64_t(blockno) + count > block_limit) return Errno::IO;
   // Split the segment list into requests of at most max_segments segments

@@ -37,6 +37,10 @@ void bunpin(Buf* b);
 // Is the block in the cache (valid or being read)? The large-read path reads
 // uncached blocks straight from the disk and the rest through the cache.
 bool bcached(uint32_t dev, uint32_t blockno);
+// The smallest i < count such that block start + i is cached, else count.
+// One pass over the buffers under one lock: taking a spinlock per block costs
+// microseconds under QEMU (interrupt enable/disable are CSR writes).
+uint32_t bcached_first(uint32_t dev, uint32_t start, uint32_t count);
 // Upper limit of valid block numbers (set at mount; before that: the disk).
 void bset_limit(uint32_t nblocks);
 

@@ -307,14 +307,16 @@ ErrorOr<uint64_t> read_direct(Inode* ip, bool user_dst, uint64_t dst, uint64_t b
   {
     MapCursor cur(ip);
     first = TRY(cur.lookup(bn));
-    if (first == 0 || bcached(ip->dev, first)) return uint64_t(0);
+    if (first == 0) return uint64_t(0);
     count = 1;
     while (count < max_blocks) {
       uint32_t a = TRY(cur.lookup(bn + count));
-      if (a != first + count || bcached(ip->dev, a)) break;
+      if (a != first + count) break;
       count++;
     }
   }
+  count = bcached_first(ip->dev, first, count);
+  if (count == 0) return uint64_t(0);
   if (!segs) {
     segs = static_cast<BlkSegment*>(kalloc_contiguous(SEG_PAGES * PAGE_SIZE));
     if (!segs) return uint64_t(0);   // fall back to the cache path
@@ -658,15 +660,17 @@ void ra_issue(Inode* ip, ReadAhead* ra, ReadAhead::Slot& s) {
   {
     MapCursor cur(ip);
     auto f = cur.lookup(start);
-    if (f.is_error() || f.value() == 0 || bcached(ip->dev, f.value())) return;
+    if (f.is_error() || f.value() == 0) return;
     first = f.value();
     count = 1;
     while (count < maxb) {
       auto a = cur.lookup(start + count);
-      if (a.is_error() || a.value() != first + count || bcached(ip->dev, a.value())) break;
+      if (a.is_error() || a.value() != first + count) break;
       count++;
     }
   }
+  count = bcached_first(ip->dev, first, count);
+  if (count == 0) return;
   if (!s.mem) {
     s.mem = static_cast<uint8_t*>(kalloc_contiguous(uint64_t(ReadAhead::BUF_BLOCKS) * BSIZE));
     if (!s.mem) return;

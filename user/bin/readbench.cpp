@@ -32,11 +32,11 @@ static void copy_words(uint64_t* dst, const uint64_t* src, size_t words) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 2 || argc > 3) {
-    fprintf(2, "usage: readbench FILE [BUFSIZE]\n");
+  if (argc < 2 || argc > 4) {
+    fprintf(2, "usage: readbench FILE [BUFSIZE [PASSES]]\n");
     return 2;
   }
-  long bufsize = argc == 3 ? parse_size(argv[2]) : 1 << 20;
+  long bufsize = argc >= 3 ? parse_size(argv[2]) : 1 << 20;
   if (bufsize <= 0) {
     fprintf(2, "readbench: bad buffer size %s\n", argv[2]);
     return 2;
