@@ -112,12 +112,11 @@ def test_read_1gib_file(big_image):
 def test_readbench_128mib(big_image):
     """Sequential read bandwidth against the guest's memcpy bandwidth.
 
-    The design target is half of memcpy with a 1 MiB buffer. On the shared
-    build machines QEMU's device path tops out near 1.1-1.3 GB/s while the
-    guest's unrolled memcpy reaches up to 3.3 GB/s, so the measured ratio is
-    0.3-0.9 depending on load (docs/fs.md). The assertion is a floor that the
-    design without read-ahead (0.1-0.2) does not reach; the numbers are
-    recorded in build/test-results/readbench.txt."""
+    The design target is half of memcpy with a 1 MiB buffer, met when the
+    shared build machine is quiet (0.56-0.63, docs/fs.md); under load the
+    ratio drops. The assertion is a floor of 0.4 (the design without
+    read-ahead reached 0.1-0.2); the numbers are recorded in
+    build/test-results/readbench.txt."""
     img, _ = big_image
     cmds = ["readbench /D/f128", "readbench /D/f128 64K"]
     # Not a snapshot: reads then go to the raw image, as with `make qemu`.
@@ -139,7 +138,7 @@ def test_readbench_128mib(big_image):
     with open(os.path.join(RESULTS, "readbench.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
-    assert ratios[1 << 20] >= 0.25, f"1 MiB reads reach only {ratios[1 << 20]:.2f} of memcpy\n" + "\n".join(lines)
+    assert ratios[1 << 20] >= 0.4, f"1 MiB reads reach only {ratios[1 << 20]:.2f} of memcpy\n" + "\n".join(lines)
 
 
 def test_crash_while_writing_leaves_consistent_image(small_image, tmp_path):
