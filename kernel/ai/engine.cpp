@@ -24,8 +24,9 @@ constexpr uint64_t kFileAlign = 64;   // the runtime reads floats in place
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-// Size of dir/name, or an error (NoEnt if it does not exist).
-ErrorOr<uint64_t> file_size(const char* dir, const char* name) {
+// Looks up dir/name inside a file-system transaction and locks it; pair
+// with release(). Errors (NoEnt if it does not exist) leave nothing held.
+ErrorOr<fs::Inode*> lookup_locked(const char* dir, const char* name) {
   char path[96];
   ksnprintf(path, sizeof(path), "%s/%s", dir, name);
   fs::begin_op();
@@ -35,28 +36,29 @@ ErrorOr<uint64_t> file_size(const char* dir, const char* name) {
     return ip.error();
   }
   fs::ilock(ip.value());
-  uint64_t size = fs::inode_size(ip.value());
-  bool is_file = fs::inode_type(ip.value()) == KAI_T_FILE;
-  fs::iunlockput(ip.value());
+  return ip.value();
+}
+
+void release(fs::Inode* ip) {
+  fs::iunlockput(ip);
   fs::end_op();
+}
+
+// Size of the regular file dir/name.
+ErrorOr<uint64_t> file_size(const char* dir, const char* name) {
+  fs::Inode* ip = TRY(lookup_locked(dir, name));
+  uint64_t size = fs::inode_size(ip);
+  bool is_file = fs::inode_type(ip) == KAI_T_FILE;
+  release(ip);
   if (!is_file) return Errno::IsDir;
   return size;
 }
 
 // Reads exactly `size` bytes of dir/name into kernel memory at dst.
 ErrorOr<void> read_file(const char* dir, const char* name, void* dst, uint64_t size) {
-  char path[96];
-  ksnprintf(path, sizeof(path), "%s/%s", dir, name);
-  fs::begin_op();
-  auto ip = fs::namei(path);
-  if (ip.is_error()) {
-    fs::end_op();
-    return ip.error();
-  }
-  fs::ilock(ip.value());
-  auto got = fs::readi(ip.value(), false, reinterpret_cast<uint64_t>(dst), 0, size);
-  fs::iunlockput(ip.value());
-  fs::end_op();
+  fs::Inode* ip = TRY(lookup_locked(dir, name));
+  auto got = fs::readi(ip, false, reinterpret_cast<uint64_t>(dst), 0, size);
+  release(ip);
   if (got.is_error()) return got.error();
   if (got.value() != size) return Errno::IO;
   return {};
