@@ -539,6 +539,14 @@ void ilock(Inode* ip) {
   brelse(b);
   ip->valid = true;
   if (ip->type == 0) kprintf("fs: inode %u is free but in use (corrupt directory?)\n", ip->inum);
+  if (ip->type > KAI_T_DEVICE || ip->size > MAXFILE_BYTES) {
+    // Corrupt: refuse it like a free inode (a huge size would make
+    // directory scans run for ages).
+    kprintf("fs: inode %u is corrupt (type %u, size %lu)\n", ip->inum, ip->type,
+            static_cast<unsigned long>(ip->size));
+    ip->type = 0;
+    ip->size = 0;
+  }
 }
 
 void iunlock(Inode* ip) { ip->lock.release(); }

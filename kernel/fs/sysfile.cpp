@@ -267,9 +267,9 @@ SyscallResult sys_link() {
   Transaction tx;
   Inode* ip = TRY(namei(oldpath));
   ilock(ip);
-  if (ip->type == KAI_T_DIR) {
+  if (ip->type == KAI_T_DIR || ip->type == 0) {
     iunlockput(ip);
-    return Errno::Perm;
+    return ip->type == 0 ? Errno::IO : Errno::Perm;
   }
   if (ip->nlink == 0xffff) {
     iunlockput(ip);
