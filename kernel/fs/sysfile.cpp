@@ -268,8 +268,9 @@ SyscallResult sys_link() {
   Inode* ip = TRY(namei(oldpath));
   ilock(ip);
   if (ip->type == KAI_T_DIR || ip->type == 0) {
+    Errno e = ip->type == 0 ? Errno::IO : Errno::Perm;   // corrupt, or a directory
     iunlockput(ip);
-    return ip->type == 0 ? Errno::IO : Errno::Perm;
+    return e;
   }
   if (ip->nlink == 0xffff) {
     iunlockput(ip);
