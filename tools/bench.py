@@ -425,7 +425,7 @@ def main(argv=None):
                                                               "tiny-llama" if q else "SMOL"))
     args.name = (args.name or os.path.basename(os.path.normpath(args.bundle))).upper().replace("-", "")[:15]
     args.clients = args.clients or ("1,2,4" if q else "1,2,4,8")
-    args.requests = args.requests or (3 if q else 2)
+    args.requests = args.requests or 3
     args.prompt = args.prompt or (8 if q else 4)
     args.predict = args.predict or (16 if q else 8)
     args.cold_runs = 3 if args.cold_runs is None else args.cold_runs
