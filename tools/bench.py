@@ -238,6 +238,9 @@ def make_plots(out, sweep, qwaits, samples, cw):
         line, = ax.plot(cs, [p["stats"]["throughput_rps"] for p in points], "o-", label=f"{w} worker(s)")
         ax2.plot(cs, [p["stats"]["tokens_per_s"] for p in points], ":", color=line.get_color(), alpha=0.6)
     ax.set_xlabel("concurrent clients")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted({p["clients"] for pts in sweep.values() for p in pts}))
+    ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
     ax.set_ylabel("throughput (requests/s)")
     ax2.set_ylabel("generated tokens/s (dotted)")
     ax.set_ylim(bottom=0)
@@ -248,12 +251,15 @@ def make_plots(out, sweep, qwaits, samples, cw):
     save(fig, "throughput_vs_clients.png")
 
     fig, ax = plt.subplots(figsize=(6, 4))
+    all_clients = sorted({c for (_, c) in qwaits})
+    all_workers = sorted({w for (w, _) in qwaits})
     for (w, c), vals in sorted(qwaits.items()):
         if not vals:
             continue
         v = sorted(x / 1e3 for x in vals)
         ax.step([0] + v, [0] + [(i + 1) / len(v) for i in range(len(v))], where="post",
-                label=f"{w} worker(s), {c} clients", linestyle="-" if w == min(sweep) else "--")
+                label=f"{w} worker(s), {c} clients", color=f"C{all_clients.index(c)}",
+                linestyle=["-", "--", ":", "-."][all_workers.index(w) % 4])
     ax.set_xlabel("queue wait (ms)")
     ax.set_ylabel("fraction of requests")
     ax.set_title("Queue-wait CDF")
@@ -288,18 +294,21 @@ def make_plots(out, sweep, qwaits, samples, cw):
             m = cw[path]
             xs = [x + (i - 0.5) * 0.38 for x in range(len(labels))]
             color = "tab:red" if path == "cold" else "tab:blue"
-            start = m["startup_us"]["median"] / 1e3
-            pre = m["prefill_us"]["median"] / 1e3
+            ttft = m["ttft_us"]["median"] / 1e3
+            start = min(m["startup_us"]["median"] / 1e3, ttft)
+            pre = ttft - start
             e2e = m["e2e_us"]["median"] / 1e3
             ax.bar(xs[0], start, 0.36, color=color, alpha=0.45, hatch="//")
             ax.bar(xs[0], pre, 0.36, bottom=start, color=color,
-                   label=f"{path}: {'fork+exec+load' if path == 'cold' else 'submit'} (hatched) + prefill")
+                   label=f"{path}: {'fork+exec+load+setup' if path == 'cold' else 'system calls'} (hatched)"
+                         " + prefill")
             ax.bar(xs[1], e2e, 0.36, color=color)
             ax.text(xs[0], start + pre, f"{start + pre:.0f}", ha="center", va="bottom", fontsize=8)
             ax.text(xs[1], e2e, f"{e2e:.0f}", ha="center", va="bottom", fontsize=8)
         ax.set_xticks(range(len(labels)))
         ax.set_xticklabels(labels)
         ax.set_ylabel("median (ms)")
+        ax.set_ylim(top=ax.get_ylim()[1] * 1.15)
         ax.set_title("Cold (llmrun) vs warm (kernel service)")
         ax.legend(fontsize=8)
         save(fig, "cold_vs_warm.png")
