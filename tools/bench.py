@@ -79,7 +79,7 @@ def run_command(session, command, timeout, label, total=None):
         if now - t0 > timeout:
             raise RuntimeError(f"`{command}` did not finish in {timeout} s:\n{session.transcript[start:]}")
         done = re.findall(r"aibench: progress (\d+)/(\d+)", session.transcript[start:])
-        shown = f"{done[-1][0]}/{done[-1][1]} requests" if done else "0" + (f"/{total} requests" if total else "")
+        shown = f"{done[-1][0]}/{done[-1][1]} requests" if done else (f"0/{total} requests" if total else "running")
         if shown != last_shown or now - last_time >= 30:
             progress(f"{label}: {shown}, {now - t0:.0f} s")
             last_shown, last_time = shown, now
