@@ -197,9 +197,10 @@ smol-assets: $(ASSETS)/SMOL/CFG.BIN
 qwen-assets: $(ASSETS)/QWEN/CFG.BIN
 llm-assets: smol-assets qwen-assets
 
-$(ASSETS)/SMOL/CFG.BIN:
+# Rebuilt when the synthetic-model tools change (a course bundle is simply re-copied).
+$(ASSETS)/SMOL/CFG.BIN: tools/get_bundle.py tools/make_model.py tools/bundle.py
 	$(PYTHON) tools/get_bundle.py --name SMOL --archive $(SMOL_ARCHIVE) --premodel $(PREMODEL_ROOT)/SMOL --preset smol135m --out $(ASSETS)/SMOL
-$(ASSETS)/QWEN/CFG.BIN:
+$(ASSETS)/QWEN/CFG.BIN: tools/get_bundle.py tools/make_model.py tools/bundle.py
 	$(PYTHON) tools/get_bundle.py --name QWEN --archive $(QWEN_ARCHIVE) --premodel $(PREMODEL_ROOT)/QWEN --preset qwen08b --out $(ASSETS)/QWEN
 
 fsimg-smol: $(B)/fs-smol.img

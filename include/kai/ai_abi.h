@@ -10,7 +10,7 @@
 
 #define KAI_AI_MAX_PROMPT     255   // prompt tokens per request
 #define KAI_AI_MODEL_NAME_MAX 16    // bundle directory name under /AI, with NUL
-#define KAI_AI_MAX_MODELS     4
+#define KAI_AI_MAX_MODELS     8
 
 // ai_submit flags
 #define KAI_AI_NONBLOCK 0x1         // full queue: fail with -KAI_EAGAIN instead of sleeping

@@ -37,10 +37,14 @@ int list_bundle_dirs(char names[][KAI_AI_MODEL_NAME_MAX], int max) {
   fs::ilock(ip);
   int n = 0;
   kai_dirent de;
-  for (uint64_t off = 0; n < max; off += sizeof(de)) {
+  for (uint64_t off = 0;; off += sizeof(de)) {
     auto got = fs::readi(ip, false, reinterpret_cast<uint64_t>(&de), off, sizeof(de));
     if (got.is_error() || got.value() != sizeof(de)) break;
     if (de.inum == 0 || de.name[0] == '.') continue;
+    if (n == max) {
+      kprintf("ai: skipping /AI/%s: at most %d models are loaded\n", de.name, max);
+      continue;
+    }
     if (strlen(de.name) >= KAI_AI_MODEL_NAME_MAX) {
       kprintf("ai: skipping /AI/%s: name longer than %d characters\n", de.name, KAI_AI_MODEL_NAME_MAX - 1);
       continue;

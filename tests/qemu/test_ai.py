@@ -64,31 +64,55 @@ def image():
     return img, bundles
 
 
-def boot(img, commands, smp=2, workers=1, timeout=600):
-    return qemu_run.run(commands, image=img, kernel=KERNEL, smp=smp, memory="1G",
-                        timeout=timeout, boot_timeout=180, snapshot=True,
-                        append=f"ai.workers={workers}")
+class Result:
+    def __init__(self, ok, error, transcript, outputs):
+        self.ok, self.error, self.transcript, self.outputs = ok, error, transcript, outputs
 
 
-def section(transcript, command):
-    start = transcript.rindex(command + "\n") + len(command) + 1
-    end = transcript.find(qemu_run.PROMPT, start)
-    return transcript[start:end if end >= 0 else None]
+def boot(img, commands, models, smp=2, workers=1, timeout=600):
+    """Boots, waits until every model in `models` has logged its load (so
+    kernel log lines cannot interleave with the commands' output), runs the
+    commands and returns each command's output."""
+    outputs = {}
+    with qemu_run.Session(img, KERNEL, smp=smp, memory="1G", snapshot=True, boot_timeout=180,
+                          append=f"ai.workers={workers}") as s:
+        if not s.booted:
+            return Result(False, "boot failed", s.transcript, outputs)
+        for name in models:
+            if not s.wait_text(f"ai: model {name} ", timeout=180):
+                return Result(False, f"model {name} never logged its load", s.transcript, outputs)
+        for cmd in commands:
+            start = s.mark()
+            if not s.command(cmd, timeout=timeout):
+                return Result(False, f"`{cmd}` timed out", s.transcript, outputs)
+            text = s.transcript[start:]
+            echo = text.find(cmd + "\n")                       # skip the echoed command line
+            text = text[echo + len(cmd) + 1:] if echo >= 0 else text
+            if text.endswith(qemu_run.PROMPT):
+                text = text[:-len(qemu_run.PROMPT)]
+            outputs[cmd] = text
+        panicked = any(m in s.transcript for m in qemu_run.PANIC_MARKERS)
+        s.halt()
+        return Result(not panicked, "kernel panic" if panicked else "", s.transcript, outputs)
+
+
+def models_of(bundles):
+    return sorted(bundles) + ["BROKEN"]
 
 
 @pytest.mark.parametrize("smp,workers", [(1, 1), (4, 1), (1, 2), (4, 2)])
 def test_aitest_all_models(image, smp, workers):
     img, bundles = image
     commands = [f"aitest {name}" for name in sorted(bundles)] + ["aistat"]
-    res = boot(img, commands, smp=smp, workers=workers)
+    res = boot(img, commands, models_of(bundles), smp=smp, workers=workers)
     assert res.ok, res.error + "\n" + res.transcript
     for name in sorted(bundles):
-        out = section(res.transcript, f"aitest {name}")
+        out = res.outputs[f"aitest {name}"]
         assert "FAIL" not in out, out
         summary = [l for l in out.splitlines() if l.endswith(" failed")]
         assert summary and summary[-1].endswith(" 0 failed"), out
         assert int(summary[-1].split()[0]) >= 40, out
-    stat = section(res.transcript, "aistat")
+    stat = res.outputs["aistat"]
     assert f"workers={workers}" in stat
     assert "in_flight=0" in stat, stat
 
@@ -102,22 +126,22 @@ def test_warm_tokens_equal_reference(image):
         cmd = f"ai --model {name} --predict {len(want)} " + " ".join(map(str, prompt))
         commands.append(cmd)
         expected[cmd] = want
-    res = boot(img, commands)
+    res = boot(img, commands, models_of(bundles))
     assert res.ok, res.error + "\n" + res.transcript
     for cmd, want in expected.items():
-        # Kernel log lines (models finishing their load) may interleave.
-        ids_lines = [l for l in section(res.transcript, cmd).splitlines() if re.fullmatch(r"[\d ]+", l.strip())]
-        assert ids_lines, section(res.transcript, cmd)
+        ids_lines = [l for l in res.outputs[cmd].splitlines() if re.fullmatch(r"[\d ]+", l.strip())]
+        assert ids_lines, res.outputs[cmd]
         got = [int(t) for t in ids_lines[0].split()]
         assert got == want, f"{cmd}: warm path {got}, reference {want}"
 
 
 def test_corrupt_bundle_is_reported_and_skipped(image):
-    img, _ = image
-    res = boot(img, ["aistat", "ai --model BROKEN 1 2 3", "echo still here"])
+    img, bundles = image
+    res = boot(img, ["aistat", "ai --model BROKEN 1 2 3", "echo still here"], models_of(bundles))
     assert res.ok, res.error + "\n" + res.transcript
     assert "ai: model BROKEN failed: CFG.BIN: n_kv_heads" in res.transcript, res.transcript
-    assert "BROKEN" in section(res.transcript, "aistat") and "failed" in section(res.transcript, "aistat")
-    assert "No such device" in section(res.transcript, "ai --model BROKEN 1 2 3") or \
-        "ENODEV" in section(res.transcript, "ai --model BROKEN 1 2 3")
-    assert "still here" in section(res.transcript, "echo still here")
+    stat = res.outputs["aistat"]
+    assert re.search(r"BROKEN\s.*\sfailed\s", stat), stat
+    out = res.outputs["ai --model BROKEN 1 2 3"]
+    assert "No such device" in out or "ENODEV" in out, out
+    assert "still here" in res.outputs["echo still here"]
