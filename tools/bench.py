@@ -356,11 +356,13 @@ def write_report(out, summary, plots):
               "Latencies in ms (p50 / p95); *L* is the time-average number of requests in the service "
               "(queued + running) sampled with `ai_info` every 10 ms; *λW* is throughput times mean "
               "end-to-end latency; *service* is the mean time a worker spent on a request (start to finish: "
-              "it grows when the harts are shared or the host is busy, not with queueing); *host load* is the host's 1-minute load average after the point "
+              "it grows when the harts are shared or the host is busy, not with queueing); *busy* is "
+              "throughput times mean service time, the mean number of busy workers (the utilisation law); "
+              "*host load* is the host's 1-minute load average after the point "
               "(QEMU's harts are host threads: a busy host slows the guest).", "",
-              "| workers | clients | done | req/s | tok/s | end-to-end | queue wait | TTFT | TPOT | service | L | λW "
-              "| error | host load |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| workers | clients | done | req/s | tok/s | end-to-end | queue wait | TTFT | TPOT | service | busy "
+              "| L | λW | error | host load |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for w, points in sorted(summary["sweep"].items(), key=lambda kv: int(kv[0])):
         for p in points:
             s, li = p["stats"], p["little"]
@@ -371,6 +373,7 @@ def write_report(out, summary, plots):
                 f"{ms(s['queue_us']['p50'])} / {ms(s['queue_us']['p95'])} | "
                 f"{ms(s['ttft_us']['p50'])} / {ms(s['ttft_us']['p95'])} | {ms(s['tpot_us']['p50'])} | "
                 f"{ms(s.get('service_us', {}).get('mean', 0))} | "
+                f"{s['throughput_rps'] * s.get('service_us', {}).get('mean', 0) / 1e6:.2f} | "
                 f"{li.get('L_measured') or 0:.2f} | {li.get('lambda_W') or 0:.2f} | "
                 f"{'-' if err is None else f'{err:.1f}%'} | {p.get('host_load', '-')} |")
     ll = summary["littles_law"]
