@@ -238,7 +238,7 @@ setup:
 # ---------------------------------------------------------------- benchmarks
 # The standard study (docs/experiments.md): cold vs warm start and a 1..8
 # client sweep with 1 and 2 AI workers on the SmolLM2-135M-shape model, about
-# 10-20 minutes. Not part of `make test` (tests/qemu/test_bench.py runs a small
+# 7-15 minutes here. Not part of `make test` (tests/qemu/test_bench.py runs a small
 # version on the tiny model). BENCH_ARGS adds options, e.g. BENCH_ARGS=--quick.
 BENCH_OUT  ?= results/bench
 BENCH_ARGS ?=
