@@ -342,7 +342,8 @@ def write_report(out, summary, plots):
                          ("load_us", "  of which reading the model"), ("prefill_us", "  of which prefill"),
                          ("tpot_us", "TPOT"), ("e2e_us", "end-to-end")):
             cc, ww = c[m], w[m]
-            ratio = f"{cc['median'] / ww['median']:.2f}x" if ww["median"] else "-"
+            r = cc["median"] / ww["median"] if ww["median"] else None
+            ratio = "-" if r is None else (f"{r:.2f}x" if r < 100 else f">{100 if r < 1000 else 1000}x")
             lines.append(f"| {label} | {ms(cc['median'])} [{ms(cc['min'])}..{ms(cc['max'])}] | "
                          f"{ms(ww['median'])} [{ms(ww['min'])}..{ms(ww['max'])}] | {ratio} |")
         boot = cw.get("boot_load_ms")
