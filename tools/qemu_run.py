@@ -116,6 +116,21 @@ def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
     return cmd
 
 
+def _shell_started(text):
+    """A boot predicate: the shell has printed its first prompt (or the kernel
+    panicked). Kernel log lines (the AI service logs each model as it loads,
+    while the shell starts) may follow the prompt or even split it, so the
+    prompt need not be at the end of the console."""
+    if any(m in text for m in PANIC_MARKERS):
+        return True
+    init = text.find("init: starting sh")
+    if init < 0:
+        return False
+    # Only the shell writes "$" after init's line; a log line may even land
+    # between the prompt's two characters.
+    return "$" in text[init:]
+
+
 def _prompt_after(start, echo_of=None):
     """A predicate: the console, from offset start, ends with a fresh prompt."""
     def check(text):
@@ -147,8 +162,14 @@ class Session:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, bufsize=0)
         self.console = _Console(self.proc)
-        self.booted = self.console.wait_for(_prompt_after(0), boot_timeout) and \
+        self.booted = self.console.wait_for(_shell_started, boot_timeout) and \
             not any(m in self.console.text() for m in PANIC_MARKERS)
+        if self.booted and not self.console.wait_for(_prompt_after(0), 0.5):
+            # A kernel log line followed or split the first prompt: an empty
+            # command line makes the shell print a fresh one.
+            start = self.mark()
+            self.send("\n")
+            self.booted = self.wait_prompt(start, max(boot_timeout, 30.0), skip_echo=True)
 
     def __enter__(self):
         return self

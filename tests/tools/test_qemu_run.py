@@ -1,0 +1,36 @@
+"""Unit tests of tools/qemu_run.py's console predicates (no QEMU needed)."""
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import qemu_run  # noqa: E402
+
+BOOT = "kai: selftest ok\nfs: mounted 73 MiB\ninit: starting sh\n"
+
+
+def test_shell_started_needs_init_then_a_prompt():
+    assert not qemu_run._shell_started("")
+    assert not qemu_run._shell_started("kai: booting\n")
+    assert not qemu_run._shell_started(BOOT)
+    assert qemu_run._shell_started(BOOT + "$ ")
+
+
+def test_shell_started_when_a_log_line_follows_or_splits_the_prompt():
+    # Seen in CI: the AI service logs each model as it loads, while sh starts.
+    assert qemu_run._shell_started(BOOT + "$ ai: model LLAMA ready: llama, loaded in 28 ms\n")
+    assert qemu_run._shell_started(BOOT + "ai: mode$ l LLAMA ready: llama, loaded in 28 ms\n")
+    assert qemu_run._shell_started(BOOT + "ai: model LLAMA ready$: llama, 28 ms\n ")
+    # ... but a split prompt is not a fresh prompt: Session asks for another.
+    assert not qemu_run._prompt_after(0)(BOOT + "ai: mode$ l LLAMA ready: llama, loaded in 28 ms\n")
+
+
+def test_shell_started_on_panic_so_boot_does_not_wait_for_the_timeout():
+    assert qemu_run._shell_started("kai: booting\npanic on hart 0: oops\n")
+
+
+def test_prompt_after_skips_the_echo():
+    text = BOOT + "$ echo $ x\n$ x\n$ "
+    start = len(BOOT) + 2
+    assert qemu_run._prompt_after(start, True)(text)
+    assert not qemu_run._prompt_after(start, True)(text[:-2])
