@@ -10,6 +10,7 @@ cannot disagree with what the runners saw.
 import os
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -21,7 +22,7 @@ def suite_commands(name, xml):
     if name == "host":
         return [os.path.join(ROOT, "build", "host", "unit_tests"), "-r", "junit", "-o", xml]
     tests_dir = os.path.join(ROOT, "tests", name)
-    return [PYTHON, "-m", "pytest", "-q", "-rs", tests_dir, "--junitxml", xml]
+    return [PYTHON, "-m", "pytest", "-q", "-rs", "--durations=15", tests_dir, "--junitxml", xml]
 
 
 def count(xml):
@@ -47,7 +48,9 @@ def main():
         if os.path.exists(xml):
             os.remove(xml)
         print(f"== suite {name} ==", flush=True)
+        t0 = time.monotonic()
         rc = subprocess.call(suite_commands(name, xml), cwd=ROOT)
+        elapsed = time.monotonic() - t0
         if os.path.exists(xml):
             p, f, s = count(xml)
             if rc != 0 and f == 0 and rc != 5:   # pytest 5 = no tests collected
@@ -56,7 +59,7 @@ def main():
         else:
             p, f, s = 0, 1, 0
             print(f"suite {name}: runner exited {rc} and wrote no results; counted as a failure")
-        print(f"suite {name}: {p} passed, {f} failed, {s} skipped", flush=True)
+        print(f"suite {name}: {p} passed, {f} failed, {s} skipped in {elapsed:.0f}s", flush=True)
         total = [a + b for a, b in zip(total, (p, f, s))]
     print(f"{total[0]} passed, {total[1]} failed, {total[2]} skipped")
     return 1 if total[1] else 0
