@@ -13,6 +13,7 @@ Standard library only.
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -117,18 +118,24 @@ def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
 
 
 def _shell_started(text):
-    """A boot predicate: the shell has printed its first prompt (or the kernel
-    panicked). Kernel log lines (the AI service logs each model as it loads,
-    while the shell starts) may follow the prompt or even split it, so the
-    prompt need not be at the end of the console."""
-    if any(m in text for m in PANIC_MARKERS):
-        return True
+    """The shell has printed its first prompt. Kernel log lines (the AI
+    service logs each model as it loads, while the shell starts) may follow
+    the prompt or even split it, so the prompt need not end the console."""
     init = text.find("init: starting sh")
-    if init < 0:
-        return False
     # Only the shell writes "$" after init's line; a log line may even land
     # between the prompt's two characters.
-    return "$" in text[init:]
+    return init >= 0 and "$" in text[init:]
+
+
+# The kernel's last words when the root file system cannot be mounted.
+NO_ROOT = re.compile(r"kai: the kernel keeps running \(idle\)[^\n]*\n")
+
+
+def _boot_over(text):
+    """A boot predicate: the shell started, the kernel panicked, or it runs
+    idle without a root file system (no need to wait for the timeout)."""
+    return _shell_started(text) or any(m in text for m in PANIC_MARKERS) or \
+        NO_ROOT.search(text) is not None
 
 
 def _prompt_after(start, echo_of=None):
@@ -162,7 +169,8 @@ class Session:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, bufsize=0)
         self.console = _Console(self.proc)
-        self.booted = self.console.wait_for(_shell_started, boot_timeout) and \
+        self.booted = self.console.wait_for(_boot_over, boot_timeout) and \
+            _shell_started(self.console.text()) and \
             not any(m in self.console.text() for m in PANIC_MARKERS)
         if self.booted and not self.console.wait_for(_prompt_after(0), 0.5):
             # A kernel log line followed or split the first prompt: an empty

@@ -25,8 +25,15 @@ def test_shell_started_when_a_log_line_follows_or_splits_the_prompt():
     assert not qemu_run._prompt_after(0)(BOOT + "ai: mode$ l LLAMA ready: llama, loaded in 28 ms\n")
 
 
-def test_shell_started_on_panic_so_boot_does_not_wait_for_the_timeout():
-    assert qemu_run._shell_started("kai: booting\npanic on hart 0: oops\n")
+def test_boot_over_without_waiting_for_the_timeout():
+    assert qemu_run._boot_over(BOOT + "$ ")
+    assert not qemu_run._boot_over(BOOT)
+    panic = "kai: booting\npanic on hart 0: oops\n"
+    assert qemu_run._boot_over(panic) and not qemu_run._shell_started(panic)
+    idle = ("fs: cannot mount: bad magic\nkai: cannot mount the root file system; no /bin/init to run.\n"
+            "kai: the kernel keeps running (idle). Build an image with `make fsimg`.\n")
+    assert qemu_run._boot_over(idle) and not qemu_run._shell_started(idle)
+    assert not qemu_run._boot_over(idle[:-5])    # the whole line, for the test's messages
 
 
 def test_prompt_after_skips_the_echo():
