@@ -246,8 +246,11 @@ bench: kernel user smol-assets
 	$(PYTHON) tools/bench.py --out $(BENCH_OUT) $(BENCH_ARGS)
 
 # ---------------------------------------------------------------- tests
+# The build before the tests uses every core (CI has 2; a serial build takes
+# about as long as the qemu suite there).
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test: setup
-	$(MAKE) --no-print-directory all $(B)/host/unit_tests test-models
+	$(MAKE) --no-print-directory -j$(JOBS) all $(B)/host/unit_tests test-models
 	$(PYTHON) tests/run_all.py
 
 test-host: $(B)/host/unit_tests test-models
