@@ -172,12 +172,8 @@ class Session:
         self.booted = self.console.wait_for(_boot_over, boot_timeout) and \
             _shell_started(self.console.text()) and \
             not any(m in self.console.text() for m in PANIC_MARKERS)
-        if self.booted and not self.console.wait_for(_prompt_after(0), 0.5):
-            # A kernel log line followed or split the first prompt: an empty
-            # command line makes the shell print a fresh one.
-            start = self.mark()
-            self.send("\n")
-            self.booted = self.wait_prompt(start, max(boot_timeout, 30.0), skip_echo=True)
+        # No fresh prompt is asked for: the shell reads commands either way,
+        # and the echo of an empty line could split a log line in progress.
 
     def __enter__(self):
         return self
@@ -202,6 +198,22 @@ class Session:
 
     def wait_text(self, text, start=0, timeout=60.0):
         return self.console.wait_for(lambda t: text in t[start:], timeout)
+
+    def wait_log(self, pattern, timeout=60.0):
+        """Waits for a whole kernel log line matching the regex `pattern`
+        (e.g. r"ai: model LLAMA (ready|failed)") and returns its match, or
+        None. The AI service logs while the shell starts, so the shell's
+        first prompt may land inside the line: it is ignored. Use it before
+        sending commands (their echo could split the line too)."""
+        regex = re.compile(pattern + r"[^\n]*\n")
+        found = []
+
+        def check(text):
+            m = regex.search(text.replace(PROMPT, ""))
+            if m:
+                found.append(m)
+            return m is not None
+        return found[-1] if self.console.wait_for(check, timeout) else None
 
     def command(self, command, timeout=60.0, wait=True):
         """Sends a command line; returns True if the next prompt came back in time."""

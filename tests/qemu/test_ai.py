@@ -79,7 +79,8 @@ def boot(img, commands, models, smp=2, workers=1, timeout=600):
         if not s.booted:
             return Result(False, "boot failed", s.transcript, outputs)
         for name in models:
-            if not s.wait_text(f"ai: model {name} ", timeout=180):
+            # The whole line (printed in pieces that a command's echo could split).
+            if not s.wait_log(rf"ai: model {name} (ready|failed)", timeout=180):
                 return Result(False, f"model {name} never logged its load", s.transcript, outputs)
         for cmd in commands:
             start = s.mark()

@@ -21,8 +21,8 @@ def test_shell_started_when_a_log_line_follows_or_splits_the_prompt():
     assert qemu_run._shell_started(BOOT + "$ ai: model LLAMA ready: llama, loaded in 28 ms\n")
     assert qemu_run._shell_started(BOOT + "ai: mode$ l LLAMA ready: llama, loaded in 28 ms\n")
     assert qemu_run._shell_started(BOOT + "ai: model LLAMA ready$: llama, 28 ms\n ")
-    # ... but a split prompt is not a fresh prompt: Session asks for another.
-    assert not qemu_run._prompt_after(0)(BOOT + "ai: mode$ l LLAMA ready: llama, loaded in 28 ms\n")
+    # ... and a command's prompt is still found after its echo.
+    assert qemu_run._prompt_after(len(BOOT) + 8, True)(BOOT + "ai: mode$ l LLAMA ready\necho\n\n$ ")
 
 
 def test_boot_over_without_waiting_for_the_timeout():
@@ -41,3 +41,20 @@ def test_prompt_after_skips_the_echo():
     start = len(BOOT) + 2
     assert qemu_run._prompt_after(start, True)(text)
     assert not qemu_run._prompt_after(start, True)(text[:-2])
+
+
+class _FakeConsole:
+    def __init__(self, text):
+        self.text = text
+
+    def wait_for(self, predicate, timeout):
+        return predicate(self.text)
+
+
+def test_wait_log_ignores_a_prompt_inside_the_line():
+    s = qemu_run.Session.__new__(qemu_run.Session)
+    s.console = _FakeConsole(BOOT + "ai: mode$ l LLAMA ready: llama, 0.1M params, loaded in 28 ms\n")
+    m = s.wait_log(r"ai: model LLAMA (ready|failed)")
+    assert m and m.group(1) == "ready" and m.group(0).endswith("28 ms\n")
+    s.console = _FakeConsole(BOOT + "$ ai: model LLAMA ready: llama, 0.1M params, loaded in 2")
+    assert s.wait_log(r"ai: model LLAMA (ready|failed)") is None   # not the whole line yet
