@@ -123,8 +123,8 @@ class Guest:
                                   boot_timeout=0.01)
         assert self.s.wait_text("init: starting sh", timeout=60), self.s.transcript
         for n in names:
-            assert self.s.console.wait_for(
-                lambda t, n=n: re.search(rf"ai: model {n} (ready|failed)[^\n]*\n", t), 60), \
+            # wait_log: the shell's first prompt may land inside the line.
+            assert self.s.wait_log(rf"ai: model {n} (ready|failed)", 60), \
                 f"model {n} never reported\n{self.s.transcript}"
         self.run("echo synced")
 
