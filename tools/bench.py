@@ -135,7 +135,9 @@ def parse_coldwarm(text):
 
 
 def parse_boot_load(transcript, name):
-    m = re.search(rf"ai: model {re.escape(name)} ready: .*loaded in (\d+) ms", transcript)
+    # The shell's first prompt may have landed inside the line.
+    m = re.search(rf"ai: model {re.escape(name)} ready: .*loaded in (\d+) ms",
+                  transcript.replace(qemu_run.PROMPT, ""))
     return int(m.group(1)) if m else None
 
 
@@ -558,6 +560,10 @@ def study(args, img, workers, clients):
                               boot_timeout=180, append=f"ai.workers={w}") as s:
             if not s.booted:
                 sys.exit("bench: boot failed:\n" + s.transcript)
+            # The model's load line comes while the shell starts: wait for it,
+            # or it may interleave with a command's output.
+            if not s.wait_log(rf"ai: model {re.escape(args.name)} (ready|failed)", timeout=600):
+                sys.exit(f"bench: model {args.name} never reported its load:\n" + s.transcript)
             try:
                 if wi == 0 and args.cold_runs:
                     prompt = " ".join(str(1 + i) for i in range(args.prompt))

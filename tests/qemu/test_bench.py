@@ -165,6 +165,8 @@ def session(tmp_path_factory):
     with qemu_run.Session(img, bench.KERNEL, smp=2, memory="1G", snapshot=True, boot_timeout=120,
                           append="ai.workers=1") as s:
         assert s.booted, s.transcript
+        # Commands only after the model's load line (it could interleave with their output).
+        assert s.wait_log(r"ai: model TINY ready", timeout=120), s.transcript
         yield s
 
 
