@@ -27,9 +27,11 @@ SyscallResult sys_sbrk() { return TRY(grow_process(arg_int(0))); }
 SyscallResult sys_sleep() {
   int64_t n = arg_int(0);
   if (n < 0) return Errno::Invalid;
+  // A deadline on the monotonic clock, not a count of hart 0's ticks: any
+  // hart's timer interrupt can end the sleep (see clock_interrupt).
+  uint64_t deadline = clock_ns() + static_cast<uint64_t>(n) * (1000000000ull / TICK_HZ);
   SpinlockGuard guard(ticks_lock);
-  uint64_t start = ticks;
-  while (ticks - start < static_cast<uint64_t>(n)) {
+  while (clock_ns() < deadline) {
     if (current_killed()) return Errno::Interrupted;
     sleep(&ticks, ticks_lock);
   }

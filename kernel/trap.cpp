@@ -32,9 +32,12 @@ enum class Interrupt { None, External, Timer };
 uint64_t timer_interval() { return g_boot.timebase_hz / TICK_HZ; }
 
 void clock_interrupt() {
-  if (cpu_index() == 0) {
+  {
+    // Hart 0 counts ticks; every hart wakes the sleepers, which compare the
+    // clock with their deadline. So sleep() keeps time even while hart 0
+    // runs late (under QEMU a host can starve one vCPU thread for a while).
     SpinlockGuard guard(ticks_lock);
-    ticks++;
+    if (cpu_index() == 0) ticks++;
     wakeup(&ticks);
   }
   sbi::set_timer(read_time() + timer_interval());
