@@ -8,6 +8,11 @@ void uart_putc(char c);        // buffered, may sleep (process context)
 void uart_putc_sync(char c);   // polling, for kprintf and echo
 void uart_interrupt();         // PLIC IRQ 10
 void uart_flush();             // wait (polling) until queued output is sent
+// Bracket a kernel message: begin sends the queued user output first and
+// holds the transmit lock until end, so a kprintf line reaches the console
+// whole, never spliced into the middle of a program's output.
+void uart_sync_begin();
+void uart_sync_end();
 
 void console_init();           // uart_init + devsw registration
 void console_putc_sync(char c);

@@ -111,10 +111,16 @@ void format(Sink& s, const char* fmt, va_list ap) {
 
 void kvprintf(const char* fmt, va_list ap) {
   bool locking = !g_panicked;
-  if (locking) print_lock.acquire();
+  if (locking) {
+    print_lock.acquire();
+    uart_sync_begin();
+  }
   Sink s{put_console};
   format(s, fmt, ap);
-  if (locking) print_lock.release();
+  if (locking) {
+    uart_sync_end();
+    print_lock.release();
+  }
 }
 
 void kprintf(const char* fmt, ...) {

@@ -64,6 +64,19 @@ void uart_putc(char c) {
   start_tx();
 }
 
+void uart_sync_begin() {
+  tx_lock.acquire();
+  while (tx_w != tx_r) {
+    while ((*reg(LSR) & LSR_TX_IDLE) == 0) {
+    }
+    *reg(THR) = tx_buf[tx_r % TX_SIZE];
+    tx_r++;
+  }
+  wakeup(&tx_r);
+}
+
+void uart_sync_end() { tx_lock.release(); }
+
 void uart_flush() {
   for (;;) {
     {

@@ -56,11 +56,6 @@ int list_bundle_dirs(char names[][KAI_AI_MODEL_NAME_MAX], int max) {
   return n;
 }
 
-void print_size(uint64_t bytes) {
-  uint64_t mib10 = bytes * 10 / (1024 * 1024);
-  kprintf("%lu.%lu MiB", mib10 / 10, mib10 % 10);
-}
-
 void loader_main(void*) {
   char names[KAI_AI_MAX_MODELS][KAI_AI_MODEL_NAME_MAX];
   int found = list_bundle_dirs(names, KAI_AI_MAX_MODELS);
@@ -120,11 +115,12 @@ void loader_main(void*) {
     if (loaded.is_error()) {
       kprintf("ai: model %s failed: %s\n", m.name, why);
     } else {
+      // One kprintf per line, so the line reaches the console in one piece.
       uint64_t params_k = summary.n_params / 1000;
-      kprintf("ai: model %s ready: %s, %lu.%luM params, ", m.name, summary.family,
-              params_k / 1000, (params_k % 1000) / 100);
-      print_size(summary.bytes);
-      kprintf(", loaded in %lu ms\n", elapsed / 1000000);
+      uint64_t mib10 = summary.bytes * 10 / (1024 * 1024);
+      kprintf("ai: model %s ready: %s, %lu.%luM params, %lu.%lu MiB, loaded in %lu ms\n", m.name,
+              summary.family, params_k / 1000, (params_k % 1000) / 100, mib10 / 10, mib10 % 10,
+              elapsed / 1000000);
     }
   }
   kthread_exit();
