@@ -19,6 +19,9 @@ constexpr uint32_t kMaxOutput = 4096;  // generated tokens per request
 // starts the loader thread (models under /AI/) and the worker threads.
 void start(int n_workers);
 
+// Worker threads actually started (ai_info reports it).
+int n_workers();
+
 // Called by exit() for every user process: its queued requests are
 // cancelled, running ones discarded, uncollected results freed.
 void process_exited(int pid);

@@ -7,8 +7,6 @@
 #include "../string.h"
 #include "../vm.h"
 
-namespace ai { int n_workers(); }
-
 using namespace ai;
 
 namespace {
@@ -29,8 +27,8 @@ SyscallResult reject(Errno e) {
   return e;
 }
 
-// Copies in and checks the request; fills r's prompt fields (r is not yet
-// published). Needs the models to be known.
+// Copies in and checks the request (the prompt into `prompt`); returns the
+// model's index. Waits, if need be, until the loader has listed /AI.
 ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt) {
   if (req.prompt_len == 0 || req.n_predict == 0) return Errno::Invalid;
   if (req.flags & ~uint32_t(KAI_AI_NONBLOCK | KAI_AI_INT8)) return Errno::Invalid;
