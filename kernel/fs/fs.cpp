@@ -496,17 +496,24 @@ ErrorOr<Inode*> ialloc(uint32_t dev, uint16_t type) {
   return Errno::NoSpace;
 }
 
+// The fields an in-memory Inode mirrors from its DiskInode, copied in
+// either direction (ilock loads them, iupdate stores them).
+template <typename To, typename From>
+void copy_inode_fields(To& to, const From& from) {
+  to.type = from.type;
+  to.major = from.major;
+  to.minor = from.minor;
+  to.nlink = from.nlink;
+  to.size = from.size;
+  memcpy(to.addrs, from.addrs, sizeof(to.addrs));
+  to.indirect = from.indirect;
+  to.dindirect = from.dindirect;
+}
+
 ErrorOr<void> iupdate(Inode* ip) {
   Buf* b = TRY(bread(ip->dev, inode_block(ip->inum)));
   auto* di = &reinterpret_cast<DiskInode*>(b->data)[ip->inum % IPB];
-  di->type = ip->type;
-  di->major = ip->major;
-  di->minor = ip->minor;
-  di->nlink = ip->nlink;
-  di->size = ip->size;
-  memcpy(di->addrs, ip->addrs, sizeof(ip->addrs));
-  di->indirect = ip->indirect;
-  di->dindirect = ip->dindirect;
+  copy_inode_fields(*di, *ip);
   log_write(b);
   brelse(b);
   return {};
@@ -528,14 +535,7 @@ void ilock(Inode* ip) {
   }
   Buf* b = r.value();
   const DiskInode* di = &reinterpret_cast<DiskInode*>(b->data)[ip->inum % IPB];
-  ip->type = di->type;
-  ip->major = di->major;
-  ip->minor = di->minor;
-  ip->nlink = di->nlink;
-  ip->size = di->size;
-  memcpy(ip->addrs, di->addrs, sizeof(ip->addrs));
-  ip->indirect = di->indirect;
-  ip->dindirect = di->dindirect;
+  copy_inode_fields(*ip, *di);
   brelse(b);
   ip->valid = true;
   if (ip->type == 0) kprintf("fs: inode %u is free but in use (corrupt directory?)\n", ip->inum);
