@@ -59,6 +59,7 @@ ErrorOr<Process*> alloc_process(void (*entry)(), bool kthread) {
   p->pid = allocate_pid();
   p->state = ProcState::Used;
   p->is_kthread = kthread;
+  p->logged_unknown_syscall = false;
   p->killed = false;
   p->exit_status = 0;
   p->chan = nullptr;
@@ -105,9 +106,26 @@ void forkret() {
   usertrapret();
 }
 
+// A new thread's first instructions run with interrupts in whatever state
+// the scheduler left them, and that is not "on": the scheduler's p->lock was
+// acquired right after another thread came back from sched(), and sched()
+// hands the hart back with that thread's saved `intena`. A thread that was
+// preempted by the timer (yield() inside a trap, interrupts off) leaves
+// intena == false, so releasing p->lock here would leave interrupts OFF.
+// A user process does not care (usertrapret() turns them on with sret), but
+// a kernel thread would then compute with the timer masked and keep its hart
+// until it slept: the whole machine froze behind one AI request in some boots.
+// So code that runs in the kernel after starting must enable interrupts
+// itself, once it holds no lock (noff == 0).
+void start_with_interrupts_on() {
+  if (this_cpu()->noff != 0) panic("thread start: holds %d locks", this_cpu()->noff);
+  riscv::intr_on();
+}
+
 void kthread_start() {
   Process* p = current_process();
   p->lock.release();
+  start_with_interrupts_on();
   p->kfn(p->karg);
   kthread_exit();
 }
@@ -115,6 +133,7 @@ void kthread_start() {
 void first_process_start() {
   Process* p = current_process();
   p->lock.release();
+  start_with_interrupts_on();
   selftest_wait();   // its one line comes before anything user programs print
   // The file system sleeps on disk I/O, so it is mounted here, in process context.
   if (fs::init(ROOTDEV).is_error()) {
@@ -462,8 +481,11 @@ void procdump() {
   kprintf("\n");
   for (auto& p : procs) {
     if (p.state == ProcState::Unused) continue;
-    kprintf("%3d %-6s %s%s sz %lu\n", p.pid, names[static_cast<int>(p.state)], p.name,
+    // A sleeper's channel is an address: `nm build/kernel/kernel.elf` names it.
+    kprintf("%3d %-6s %s%s sz %lu", p.pid, names[static_cast<int>(p.state)], p.name,
             p.is_kthread ? " [kthread]" : "", p.sz);
+    if (p.state == ProcState::Sleeping) kprintf(" chan %p", p.chan);
+    kprintf("\n");
   }
   kprintf("free memory: %lu of %lu pages\n", kalloc_free_pages(), kalloc_total_pages());
 }

@@ -36,6 +36,9 @@ struct Process {
   uint64_t sz = 0;                    // end of program + heap (the program break)
   uint64_t heap_start = 0;            // break right after exec; sbrk cannot go below
   bool is_kthread = false;
+  // An unknown system-call number is logged once per process, not once per
+  // call: otherwise any program could flood the console through the kernel.
+  bool logged_unknown_syscall = false;
   void (*kfn)(void*) = nullptr;       // kernel thread body
   void* karg = nullptr;
 };

@@ -66,8 +66,10 @@ void syscall_dispatch() {
   SyscallResult result = Errno::NoSys;
   if (num < KAI_SYS_COUNT && table[num]) {
     result = table[num]();
-  } else {
-    kprintf("pid %d (%s): unknown system call %lu\n", p->pid, p->name, num);
+  } else if (!p->logged_unknown_syscall) {
+    p->logged_unknown_syscall = true;
+    kprintf("pid %d (%s): unknown system call %lu (logged once per process)\n", p->pid, p->name,
+            num);
   }
   p->trapframe->x[REG_A0] =
       result.is_error() ? static_cast<uint64_t>(-static_cast<int64_t>(result.error()))

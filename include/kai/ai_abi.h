@@ -37,6 +37,17 @@
 //   request id unknown, never issued or already collected: -KAI_ESRCH
 //   request belongs to another process: -KAI_EPERM
 //   ai_cancel of a finished request: -KAI_EBUSY
+//   the process already holds ai.max_per_process slots (queued, running or
+//     finished but not collected): -KAI_EDQUOT, at once, never a sleep (only
+//     the same process could free one of its slots, by collecting a result)
+//   a reserved field that is not zero: -KAI_EINVAL (so it can carry meaning later)
+//
+// When the owner exits, its requests are gone at once: from the moment exit
+// returns, their ids are unknown (-KAI_ESRCH) to every process and they no
+// longer count in ai_info's in_flight; a worker running one stops at its next
+// check (between two prompt tokens or two generated tokens) and frees the slot.
+// ai_cancel (or kill) takes effect at the same checks: within one token's
+// forward pass, prefill included.
 
 struct kai_ai_submit {
   const char* model;          // e.g. "SMOL" (the directory /AI/SMOL)
@@ -44,7 +55,7 @@ struct kai_ai_submit {
   uint32_t prompt_len;        // 1..KAI_AI_MAX_PROMPT
   uint32_t n_predict;         // tokens to generate, >= 1
   uint32_t flags;             // KAI_AI_*
-  uint32_t reserved;
+  uint32_t reserved;          // must be 0
 };
 
 // Filled by ai_wait. Timestamps are kernel clock_ns() values.
@@ -87,7 +98,7 @@ struct kai_ai_info {
   uint32_t n_workers;
   uint32_t queued;            // right now
   uint32_t running;           // right now
-  uint32_t reserved;
+  uint32_t max_per_process;   // slots one process may hold (ai.max_per_process)
   uint64_t submitted, completed, failed, cancelled, rejected;
   uint64_t in_flight;         // slots in use (queued + running + finished but not collected)
   struct kai_ai_model_info models[KAI_AI_MAX_MODELS];

@@ -32,4 +32,5 @@
 #define KAI_ENAMETOOLONG 36
 #define KAI_ENOSYS       38
 #define KAI_ENOTEMPTY    39
+#define KAI_EDQUOT      122   // a per-process limit (ai.max_per_process) is reached
 #define KAI_ECANCELED   125

@@ -187,9 +187,16 @@ ErrorOr<void> engine_generate(EngineModel* em, const uint32_t* prompt, uint32_t 
     llm::SessionOptions options;
     options.matvec = int8_activations ? llm::MatvecKind::Int8 : llm::MatvecKind::Float;
     if (session.init(em->model, mem, bytes, options).is_error()) { status = Errno::NoMem; break; }
-    auto first = session.prefill(prompt, prompt_len);
-    if (first.is_error()) { status = Errno::Invalid; break; }
-    uint32_t token = first.value();
+    // The prompt one token at a time, asking the sink between tokens: a
+    // cancelled 200-token prefill stops after at most one more token.
+    bool stopped = false, failed = false;
+    for (uint32_t i = 0; i < prompt_len && !stopped && !failed; i++) {
+      if (i > 0 && !sink.keep_going()) stopped = true;
+      else failed = session.feed(prompt[i]).is_error();
+    }
+    if (failed) { status = Errno::Invalid; break; }
+    if (stopped) break;
+    uint32_t token = session.argmax();
     if (!sink.on_token(token)) break;
     for (uint32_t i = 1; i < n_predict; i++) {
       auto next = session.step(token);

@@ -18,9 +18,12 @@ struct ModelSummary {
 };
 
 // Receives each generated token; returns false to stop early (cancelled).
+// keep_going() is asked between two prompt tokens of the prefill, so a
+// cancel lands within one token's forward pass even in a long prompt.
 class TokenSink {
  public:
   virtual bool on_token(uint32_t token) = 0;
+  virtual bool keep_going() = 0;
 };
 
 // Reads only CFG.BIN (and LTY.BIN): enough to validate requests against the
@@ -31,7 +34,8 @@ ErrorOr<void> engine_probe(const char* dir, ModelSummary* summary, char* why, si
 // gets a one-line reason naming the file and field.
 ErrorOr<EngineModel*> engine_load(const char* dir, ModelSummary* summary, char* why, size_t why_len);
 
-// Prefill then greedy decode; tokens go to sink as they are known.
+// Prefill then greedy decode; tokens go to sink as they are known. Returns
+// without error when the sink says stop (the caller knows why).
 // The request was validated at submit time.
 ErrorOr<void> engine_generate(EngineModel* model, const uint32_t* prompt, uint32_t prompt_len,
                               uint32_t n_predict, bool int8_activations, TokenSink& sink);

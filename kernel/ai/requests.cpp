@@ -9,6 +9,7 @@ namespace ai {
 Spinlock lock{"ai"};
 Request slots[kQueueCapacity];
 Counters counters;
+uint32_t max_per_process = kDefaultMaxPerProcess;
 const char queue_nonempty_chan = 0;
 const char slot_freed_chan = 0;
 const char models_known_chan = 0;
@@ -19,8 +20,14 @@ static int fifo_len;
 
 Request* find_request(int64_t id) {
   for (auto& r : slots)
-    if (r.state != SlotState::Free && r.id == id) return &r;
+    if (r.state != SlotState::Free && !r.orphaned && r.id == id) return &r;
   return nullptr;
+}
+
+uint32_t slots_owned_by(int pid) {
+  uint32_t n = 0;
+  for (auto& r : slots) n += r.state != SlotState::Free && !r.orphaned && r.owner_pid == pid;
+  return n;
 }
 
 Request* alloc_slot() {
@@ -31,6 +38,7 @@ Request* alloc_slot() {
 
 void free_slot(Request* r) {
   r->state = SlotState::Free;
+  r->orphaned = false;
   r->id = 0;
   r->owner_pid = 0;
   wakeup(&slot_freed_chan);
@@ -60,7 +68,7 @@ uint32_t running_count() {
 
 uint32_t slots_in_use() {
   uint32_t n = 0;
-  for (auto& r : slots) n += r.state != SlotState::Free;
+  for (auto& r : slots) n += r.state != SlotState::Free && !r.orphaned;
   return n;
 }
 

@@ -21,8 +21,12 @@ struct Request {
   int model;                // index into the model registry
   uint32_t prompt_len, n_predict, n_generated;
   uint32_t flags;           // KAI_AI_* from the submit
-  bool cancel_requested;    // ai_cancel or owner exit: the worker stops at the next token
-  bool orphaned;            // owner exited while running: the worker frees the slot
+  bool cancel_requested;    // ai_cancel or owner exit: the worker stops at its next check
+  // The owner exited while the request was Running. From that moment the
+  // request is invisible: find_request() skips it (its id is unknown to all,
+  // -KAI_ESRCH) and slots_in_use() does not count it; only the worker still
+  // touches it, and frees the slot when it notices cancel_requested.
+  bool orphaned;
   uint32_t queue_depth_at_submit, worker;
   uint64_t t_submit, t_start, t_first, t_finish;
   uint32_t prompt[KAI_AI_MAX_PROMPT];
@@ -31,6 +35,14 @@ struct Request {
 
 extern Spinlock lock;
 extern Request slots[kQueueCapacity];
+
+// Slots one process may hold (queued + running + finished but uncollected):
+// `ai.max_per_process=N` on the kernel command line, default
+// kDefaultMaxPerProcess. Without a limit one process could take every slot
+// with results it never collects, and every other submitter would sleep
+// forever; at the limit ai_submit fails at once with -KAI_EDQUOT.
+constexpr uint32_t kDefaultMaxPerProcess = 8;
+extern uint32_t max_per_process;
 
 struct Counters {
   uint64_t submitted, completed, failed, cancelled, rejected;
@@ -43,14 +55,15 @@ extern const char slot_freed_chan;      // submitters: a slot became free
 extern const char models_known_chan;    // submitters: /AI has been scanned
 
 // All of these need `lock` held.
-Request* find_request(int64_t id);      // any non-free slot with this id
+Request* find_request(int64_t id);      // a visible (non-free, not orphaned) slot with this id
+uint32_t slots_owned_by(int pid);       // visible slots of this process (the quota counts these)
 Request* alloc_slot();                  // a free slot, or nullptr
 void free_slot(Request* r);             // back to the pool; wakes submitters
 void enqueue(Request* r);
 void remove_from_queue(Request* r);
 uint32_t queued_count();
 uint32_t running_count();
-uint32_t slots_in_use();
+uint32_t slots_in_use();               // visible slots: what ai_info calls in_flight
 // The scheduling policy, in one place: the next request a worker should
 // run, or nullptr. Today: first-come first-served among requests whose
 // model is ready. Requests for models that failed to load are failed here.

@@ -32,6 +32,7 @@ SyscallResult reject(Errno e) {
 ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt) {
   if (req.prompt_len == 0 || req.n_predict == 0) return Errno::Invalid;
   if (req.flags & ~uint32_t(KAI_AI_NONBLOCK | KAI_AI_INT8)) return Errno::Invalid;
+  if (req.reserved != 0) return Errno::Invalid;   // kept free for a later meaning
   if (req.prompt_len > KAI_AI_MAX_PROMPT) return Errno::TooBig;
   char name[KAI_AI_MODEL_NAME_MAX];
   auto copied = copyinstr(me()->pagetable, name, reinterpret_cast<uint64_t>(req.model), sizeof(name));
@@ -67,7 +68,14 @@ SyscallResult sys_ai_submit() {
 
   SpinlockGuard guard(lock);
   Request* r;
-  while ((r = alloc_slot()) == nullptr) {
+  for (;;) {
+    // The quota first: sleeping for a slot would never end if this process
+    // itself holds the slots (only it could free them, by collecting).
+    if (slots_owned_by(me()->pid) >= max_per_process) {
+      counters.rejected++;
+      return Errno::Quota;
+    }
+    if ((r = alloc_slot()) != nullptr) break;
     if (req.flags & KAI_AI_NONBLOCK) {
       counters.rejected++;
       return Errno::Again;
@@ -172,6 +180,7 @@ SyscallResult sys_ai_info() {
     info.n_workers = static_cast<uint32_t>(ai::n_workers());
     info.queued = queued_count();
     info.running = running_count();
+    info.max_per_process = max_per_process;
     info.submitted = counters.submitted;
     info.completed = counters.completed;
     info.failed = counters.failed;

@@ -5,6 +5,9 @@
 #include "../proc.h"
 #include "../trap.h"
 #include "../printf.h"
+#include "../riscv.h"
+#include "../fdt.h"
+#include "../boot.h"
 
 namespace ai {
 
@@ -21,6 +24,10 @@ class SlotSink final : public TokenSink {
     SpinlockGuard guard(lock);
     if (r_->n_generated == 0) r_->t_first = clock_ns();
     if (r_->n_generated < kMaxOutput) r_->output[r_->n_generated++] = token;
+    return !r_->cancel_requested;
+  }
+  bool keep_going() override {
+    SpinlockGuard guard(lock);
     return !r_->cancel_requested;
   }
 
@@ -43,6 +50,9 @@ void worker_main(void* arg) {
     }
     // The slot cannot be freed while Running (only this worker finishes it),
     // so its prompt and sizes are stable without the lock.
+    // Computing for seconds with the timer masked would keep this hart from
+    // every other thread (see kthread_start() in proc.cpp): never allowed.
+    if (!riscv::intr_get()) panic("ai-worker%u: about to compute with interrupts off", me);
     SlotSink sink(r);
     auto result = engine_generate(engine, r->prompt, r->prompt_len, r->n_predict,
                                   (r->flags & KAI_AI_INT8) != 0, sink);
@@ -63,6 +73,13 @@ int n_workers() { return worker_count; }
 void start(int workers) {
   if (workers < 1) workers = 1;
   if (workers > kMaxWorkers) workers = kMaxWorkers;
+  int64_t quota = bootarg_int(g_boot, "ai.max_per_process", kDefaultMaxPerProcess);
+  if (quota >= 1 && quota <= kQueueCapacity) {
+    max_per_process = static_cast<uint32_t>(quota);
+  } else {
+    kprintf("ai: ai.max_per_process=%ld out of range 1..%d; using %u\n", quota, kQueueCapacity,
+            max_per_process);
+  }
   start_loader();
   for (int i = 0; i < workers; i++) {
     char name[16] = "ai-worker0";

@@ -149,6 +149,9 @@ static void test_submit_errors() {
   r.model = (const char*)0xffffffffffff0000UL;
   check(ai_submit(&r) == -KAI_EFAULT, "bad model-name pointer: EFAULT");
   check(ai_info((kai_ai_info*)0x10) == -KAI_EFAULT, "ai_info with a bad pointer: EFAULT");
+  r = request(prompt, kPromptLen, 1);
+  r.reserved = 1;
+  check(ai_submit(&r) == -KAI_EINVAL, "non-zero reserved field: EINVAL");
 
   kai_ai_info after = info_now();
   check(after.submitted == before.submitted && after.in_flight == before.in_flight,
@@ -204,18 +207,85 @@ static void test_query_and_cancel() {
   ai_wait(done, out, 4096, &res);
 }
 
-static void test_full_queue() {
+// One process may hold at most max_per_process slots; the next submit fails
+// at once with EDQUOT, blocking or not (only this process could free one).
+static void test_quota() {
   kai_ai_info in = info_now();
   int64_t ids[64];
   int n = 0;
   int64_t r = 0;
   while (n < 64 && (r = submit(1, KAI_AI_NONBLOCK)) > 0) ids[n++] = r;
-  check(r == -KAI_EAGAIN && n == int(in.queue_capacity), "non-blocking submit to a full table: EAGAIN",
-        "stopped after %ld submits, capacity %ld", n, in.queue_capacity);
+  check(r == -KAI_EDQUOT && n == int(in.max_per_process), "non-blocking submit over the quota: EDQUOT",
+        "stopped after %ld submits, quota %ld", n, in.max_per_process);
+  uint64_t t0 = clock_ns();
+  r = submit(1);
+  check(r == -KAI_EDQUOT && clock_ns() - t0 < 1000000000ull,
+        "blocking submit over the quota: EDQUOT at once (no sleep)", "got %ld", r);
   uint32_t out[8];
   bool all = true;
   for (int i = 0; i < n; i++) all &= ai_wait(ids[i], out, 8, nullptr) == 1;
-  check(all, "every request of the full table completes");
+  check(all, "every request up to the quota completes");
+  int64_t again = submit(1, KAI_AI_NONBLOCK);
+  check(again > 0 && ai_wait(again, out, 8, nullptr) == 1, "collecting frees the quota");
+}
+
+// Children that together hold every slot (each up to its quota) with
+// uncollected results, until the parent writes one byte per child to `go`.
+struct TableFiller {
+  int pids[32];
+  int n = 0;
+  int ready[2], go[2];
+};
+
+static bool fill_table(TableFiller& f) {
+  kai_ai_info in = info_now();
+  pipe(f.ready);
+  pipe(f.go);
+  uint32_t left = in.queue_capacity - uint32_t(in.in_flight);
+  while (left > 0 && f.n < 32) {
+    uint32_t mine = left < in.max_per_process ? left : in.max_per_process;
+    left -= mine;
+    int pid = fork();
+    if (pid == 0) {
+      int64_t ids[32];
+      uint32_t got = 0;
+      while (got < mine && (ids[got] = submit(1, KAI_AI_NONBLOCK)) > 0) got++;
+      write(f.ready[1], got == mine ? "y" : "n", 1);
+      char c;
+      read(f.go[0], &c, 1);
+      uint32_t out[8];
+      for (uint32_t i = 0; i < got; i++) ai_wait(ids[i], out, 8, nullptr);
+      exit(got == mine ? 0 : 1);
+    }
+    f.pids[f.n++] = pid;
+  }
+  bool ok = true;
+  for (int i = 0; i < f.n; i++) {
+    char c = 0;
+    read(f.ready[0], &c, 1);
+    ok &= c == 'y';
+  }
+  return ok;
+}
+
+static bool release_table(TableFiller& f) {
+  for (int i = 0; i < f.n; i++) write(f.go[1], "g", 1);
+  bool ok = true;
+  for (int i = 0; i < f.n; i++) {
+    int status = -1;
+    ok &= wait(&status) > 0 && status == 0;
+  }
+  for (int fd : {f.ready[0], f.ready[1], f.go[0], f.go[1]}) close(fd);
+  return ok;
+}
+
+static void test_full_queue() {
+  TableFiller f;
+  bool filled = fill_table(f);
+  check(filled, "several clients fill every slot", "%ld clients", f.n);
+  int64_t r = submit(1, KAI_AI_NONBLOCK);
+  check(r == -KAI_EAGAIN, "non-blocking submit to a full table: EAGAIN", "got %ld", r);
+  check(release_table(f), "every request of the full table completes");
 }
 
 static void test_batch() {
@@ -312,11 +382,12 @@ static void test_exit_cleanup() {
   check(status != 7 && status != 0, "a client killed in ai_wait exits (killed)", "status %ld", status);
   check(drained(120), "... and leaves nothing in flight");
 
-  // Killed while blocked in ai_submit: uncollected results keep their slots,
-  // so after filling the table the child's blocking submit cannot succeed.
+  // Killed while blocked in ai_submit: other clients hold every slot with
+  // uncollected results, so the child's blocking submit sleeps until killed.
+  TableFiller f;
+  bool filled = fill_table(f);
   pid = fork();
   if (pid == 0) {
-    while (submit(1, KAI_AI_NONBLOCK) > 0) {}
     write(fds[1], "f", 1);
     submit(1);   // blocks until killed
     exit(7);
@@ -325,7 +396,9 @@ static void test_exit_cleanup() {
   sleep(5);
   kill(pid);
   status = child_status(pid);
-  check(status != 7 && status != 0, "a client killed in a blocked ai_submit exits (killed)", "status %ld", status);
+  check(filled && status != 7 && status != 0, "a client killed in a blocked ai_submit exits (killed)",
+        "status %ld", status);
+  check(release_table(f), "... the clients holding the table collect their results");
   check(drained(300), "... and leaves nothing in flight");
   close(fds[0]);
   close(fds[1]);
@@ -349,6 +422,7 @@ int main(int argc, char** argv) {
   test_submit_errors();
   test_wait_buffers();
   test_query_and_cancel();
+  test_quota();
   test_full_queue();
   test_batch();
   test_ownership();

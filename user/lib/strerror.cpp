@@ -35,6 +35,7 @@ extern "C" const char* strerror(long err) {
     case KAI_ENAMETOOLONG: return "File name too long";
     case KAI_ENOSYS: return "Function not implemented";
     case KAI_ENOTEMPTY: return "Directory not empty";
+    case KAI_EDQUOT: return "Quota exceeded";
     case KAI_ECANCELED: return "Canceled";
     default: return "Unknown error";
   }

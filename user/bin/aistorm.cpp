@@ -1,0 +1,208 @@
+// aistorm --model M [--clients N] [--seed S]: hostile clients of the AI
+// service (docs/ai-service.md, "Hostile clients"):
+//   1. a dead owner's request is gone at once: after the owner is killed and
+//      reaped, its id is unknown to everyone (ESRCH) and not in flight;
+//   2. a cancel lands within one token's forward pass, even in a long prefill;
+//   3. a kill storm: N clients killed at random moments (queued, running,
+//      finished but uncollected); afterwards nothing is in flight and a new
+//      request gets the same tokens as before the storm.
+// One line per check ("ok ..." / "FAIL ..."), then "N passed, M failed".
+#include "kai.h"
+#include "kai_ai.h"
+
+namespace {
+
+int passed, failed;
+char model[KAI_AI_MODEL_NAME_MAX];
+kai_ai_model_info minfo;
+uint64_t rng;
+uint32_t out[4096];
+
+void check(bool ok, const char* name, const char* fmt = "", long a = 0, long b = 0, long c = 0) {
+  (ok ? passed : failed)++;
+  printf("%s %s", ok ? "ok" : "FAIL", name);
+  if (!ok || *fmt) {
+    printf(": ");
+    printf(fmt, a, b, c);
+  }
+  printf("\n");
+}
+
+kai_ai_submit request(const uint32_t* prompt, uint32_t n, uint32_t predict, uint32_t flags = 0) {
+  kai_ai_submit r{};
+  r.model = model;
+  r.prompt = prompt;
+  r.prompt_len = n;
+  r.n_predict = predict;
+  r.flags = flags;
+  return r;
+}
+
+kai_ai_info info_now() {
+  kai_ai_info in{};
+  ai_info(&in);
+  return in;
+}
+
+int32_t state_of(int64_t id) {
+  kai_ai_status st{};
+  int r = ai_query(id, &st);
+  return r < 0 ? r : st.state;
+}
+
+const uint32_t kPrompt[] = {1, 2, 3, 4};
+
+void test_dead_owner() {
+  uint32_t predict = minfo.runtime_seq_len - 4;
+  if (predict > 4096) predict = 4096;
+  int fds[2];
+  pipe(fds);
+  int pid = fork();
+  if (pid == 0) {
+    kai_ai_submit r = request(kPrompt, 4, predict);
+    int64_t id = ai_submit(&r);
+    while (state_of(id) == KAI_AI_QUEUED) sleep(1);
+    write(fds[1], &id, sizeof id);
+    ai_wait(id, out, 4096, nullptr);   // killed while waiting
+    exit(7);
+  }
+  int64_t id = 0;
+  read(fds[0], &id, sizeof id);
+  bool running = state_of(id) == -KAI_EPERM;   // someone else's, while its owner lives
+  kill(pid);
+  int status = 0;
+  while (wait(&status) != pid) {}
+  kai_ai_info in = info_now();
+  kai_ai_result res;
+  check(running && id > 0, "another process's live request: EPERM");
+  check(ai_query(id, nullptr) == -KAI_ESRCH && ai_wait(id, out, 4096, &res) == -KAI_ESRCH &&
+            ai_cancel(id) == -KAI_ESRCH,
+        "a killed owner's running request is unknown at once (ESRCH)");
+  check(in.in_flight == 0, "... and not in flight at once", "in_flight %ld", long(in.in_flight));
+  close(fds[0]);
+  close(fds[1]);
+}
+
+void test_cancel_in_prefill() {
+  static uint32_t prompt[KAI_AI_MAX_PROMPT];
+  uint32_t n = 200;
+  if (n + 1 > minfo.runtime_seq_len) n = minfo.runtime_seq_len - 1;
+  for (uint32_t i = 0; i < n; i++) prompt[i] = (i * 7 + 1) % minfo.vocab_size;
+  kai_ai_submit r = request(prompt, n, 1, KAI_AI_INT8);
+  kai_ai_result solo{};
+  int64_t id = ai_submit(&r);
+  bool ok = id > 0 && ai_wait(id, out, 4096, &solo) == 1;
+  uint64_t prefill_ns = solo.t_first_token_ns - solo.t_start_ns;
+  uint64_t per_token_ns = prefill_ns / n;
+
+  id = ai_submit(&r);
+  while (state_of(id) == KAI_AI_QUEUED) {}
+  uint64_t t_cancel = clock_ns();
+  ok &= ai_cancel(id) == 0;
+  kai_ai_result res{};
+  long got = ai_wait(id, out, 4096, &res);
+  uint64_t latency_ns = res.t_finish_ns - t_cancel;
+  printf("  cancel of a %u-token prefill: %lu us after the cancel (whole prefill %lu us, %lu us/token)\n",
+         n, latency_ns / 1000, prefill_ns / 1000, per_token_ns / 1000);
+  // One token's compute plus a timer tick or two for the worker to run again.
+  check(ok && got == 0 && res.state == KAI_AI_CANCELLED &&
+            latency_ns <= 2 * per_token_ns + 30000000ull,
+        "a cancel lands within one token of the prefill", "latency %ld us, per token %ld us",
+        long(latency_ns / 1000), long(per_token_ns / 1000));
+}
+
+uint64_t below(uint64_t n) { return kai_rng_next(&rng) % n; }
+
+// A storm client: a few requests, then it waits, idles or collects and idles.
+[[noreturn]] void storm_client(uint32_t mode) {
+  int64_t ids[3];
+  uint32_t n = 1 + uint32_t(below(3));
+  for (uint32_t i = 0; i < n; i++) {
+    kai_ai_submit r = request(kPrompt, 4, 1 + uint32_t(below(12)), KAI_AI_NONBLOCK | KAI_AI_INT8);
+    ids[i] = ai_submit(&r);
+  }
+  if (mode == 0 && ids[n - 1] > 0) ai_wait(ids[n - 1], out, 4096, nullptr);   // killed queued/running
+  if (mode == 1) {   // finished but never collected
+    for (uint32_t i = 0; i < n; i++)
+      while (ids[i] > 0 && state_of(ids[i]) <= KAI_AI_RUNNING) sleep(1);
+  }
+  for (;;) sleep(100);
+}
+
+void test_kill_storm(uint32_t clients) {
+  kai_ai_submit r = request(kPrompt, 4, 8);
+  static uint32_t before[8];
+  int64_t id = ai_submit(&r);
+  bool ok = id > 0 && ai_wait(id, before, 8, nullptr) == 8;
+  uint64_t seen_queued = 0, seen_running = 0, seen_finished = 0;
+  uint32_t killed = 0, unstarted = 0;
+  for (uint32_t c = 0; c < clients; c++) {
+    int pid = fork();
+    if (pid == 0) storm_client(c % 3);
+    if (pid < 0) {
+      unstarted++;
+      continue;
+    }
+    sleep(int(below(15)));
+    kai_ai_info in = info_now();
+    seen_queued += in.queued;
+    seen_running += in.running;
+    seen_finished += in.in_flight - in.queued - in.running;
+    kill(pid);
+    int status;
+    while (wait(&status) != pid) {}
+    killed++;
+  }
+  kai_ai_info in = info_now();
+  printf("  kill storm: %u clients killed, %u could not start; at the kills the service held "
+         "%lu queued, %lu running, %lu finished-uncollected requests\n",
+         killed, unstarted, seen_queued, seen_running, seen_finished);
+  check(ok && in.in_flight == 0 && in.queued == 0, "after the kill storm nothing is in flight",
+        "in_flight %ld queued %ld", long(in.in_flight), long(in.queued));
+  uint32_t after[8];
+  long got = ai_call(model, kPrompt, 4, 8, after, 8, nullptr);
+  bool same = got == 8;
+  for (int i = 0; same && i < 8; i++) same = after[i] == before[i];
+  check(same && killed == clients, "... and a new request gets the same tokens as before",
+        "got %ld tokens, %ld of %ld clients killed", got, long(killed), long(clients));
+}
+
+bool parse_u32(const char* s, uint32_t* v) {
+  char* end;
+  unsigned long x = strtoul(s, &end, 10);
+  if (!*s || *end || x > 100000) return false;
+  *v = uint32_t(x);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* want = nullptr;
+  uint32_t clients = 100, seed = 1;
+  for (int i = 1; i < argc; i++) {
+    bool ok = i + 1 < argc;
+    if (ok && !strcmp(argv[i], "--model")) want = argv[++i];
+    else if (ok && !strcmp(argv[i], "--clients")) ok = parse_u32(argv[++i], &clients);
+    else if (ok && !strcmp(argv[i], "--seed")) ok = parse_u32(argv[++i], &seed);
+    else ok = false;
+    if (!ok) {
+      fprintf(2, "aistorm: bad argument '%s'\nusage: aistorm --model M [--clients N] [--seed S]\n", argv[i]);
+      return 2;
+    }
+  }
+  if (!want) {
+    fprintf(2, "aistorm: --model is required\n");
+    return 2;
+  }
+  if (int r = ai_wait_model_ready(want, 300, model, &minfo); r < 0) {
+    printf("aistorm: model %s: %s\n", want, strerror(r));
+    return 1;
+  }
+  rng = kai_rng_seed(seed);
+  test_dead_owner();
+  test_cancel_in_prefill();
+  test_kill_storm(clients);
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
