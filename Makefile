@@ -250,14 +250,14 @@ bench: kernel user smol-assets
 # about as long as the qemu suite there).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test: setup
-	$(MAKE) --no-print-directory -j$(JOBS) all $(B)/host/unit_tests test-models
+	$(MAKE) --no-print-directory -j$(JOBS) all $(B)/host/unit_tests test-models $(B)/fs-smol.img
 	$(PYTHON) tests/run_all.py
 
 test-host: $(B)/host/unit_tests test-models
 	$(PYTHON) tests/run_all.py host
 test-tools:
 	$(PYTHON) tests/run_all.py tools
-test-qemu: all
+test-qemu: all test-models $(B)/fs-smol.img
 	$(PYTHON) tests/run_all.py qemu
 
 clean:
