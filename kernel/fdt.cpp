@@ -93,6 +93,24 @@ void fdt_parse(uint64_t fdt_addr, BootInfo& info) {
   }
 }
 
+bool bootarg_str(const BootInfo& info, const char* key, char* out, size_t size) {
+  size_t key_len = strlen(key);
+  for (const char* p = info.bootargs; *p;) {
+    while (*p == ' ') p++;
+    if (strncmp(p, key, key_len) == 0 && p[key_len] == '=') {
+      const char* v = p + key_len + 1;
+      size_t n = 0;
+      while (v[n] && v[n] != ' ') n++;
+      if (n + 1 > size) return false;
+      memcpy(out, v, n);
+      out[n] = 0;
+      return true;
+    }
+    while (*p && *p != ' ') p++;
+  }
+  return false;
+}
+
 int64_t bootarg_int(const BootInfo& info, const char* key, int64_t fallback) {
   size_t key_len = strlen(key);
   for (const char* p = info.bootargs; *p;) {

@@ -1,6 +1,7 @@
 // Just enough of a flattened-device-tree reader to learn what QEMU gave us:
 // RAM size, the hart ids, and the timebase frequency.
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 #include "param.h"
 
@@ -19,3 +20,6 @@ void fdt_parse(uint64_t fdt, BootInfo& info);
 // The integer value of "key=N" in the boot arguments (e.g. "ai.workers=2"),
 // or `fallback` when absent or malformed.
 int64_t bootarg_int(const BootInfo& info, const char* key, int64_t fallback);
+// The text value of "key=word" copied into out (NUL-terminated, at most
+// size-1 bytes); false when the key is absent or the value does not fit.
+bool bootarg_str(const BootInfo& info, const char* key, char* out, size_t size);

@@ -361,6 +361,25 @@ ErrorOr<void> kill(int pid) {
   return Errno::NoProcess;
 }
 
+bool is_self_or_descendant(int ancestor_pid, int pid) {
+  if (ancestor_pid <= 0 || pid <= 0) return false;
+  SpinlockGuard guard(wait_lock);
+  for (auto& p : procs) {
+    if (p.state == ProcState::Unused || p.pid != pid) continue;
+    for (Process* a = &p; a; a = a->parent)
+      if (a->pid == ancestor_pid) return true;
+    return false;
+  }
+  return false;
+}
+
+int parent_pid(int pid) {
+  SpinlockGuard guard(wait_lock);
+  for (auto& p : procs)
+    if (p.state != ProcState::Unused && p.pid == pid) return p.parent ? p.parent->pid : 0;
+  return 0;
+}
+
 void kill_tree(int pid) {
   SpinlockGuard guard(wait_lock);
   for (auto& p : procs) {

@@ -38,6 +38,10 @@ ErrorOr<void> kill(int pid);
 void kill_tree(int pid);             // pid and all its descendants (console ^C)
 ErrorOr<uint64_t> grow_process(int64_t n);   // sbrk: returns the old break
 void set_killed(Process* p);
+// Is pid the process ancestor_pid or one of its descendants? (Takes wait_lock.)
+bool is_self_or_descendant(int ancestor_pid, int pid);
+// The parent's pid, or 0 (no such process, or no parent).
+int parent_pid(int pid);
 // Console ^P: one line per process plus free memory (no locks: a debugging aid).
 void procdump();
 

@@ -44,6 +44,7 @@ constexpr Handler table[KAI_SYS_COUNT] = {
     [KAI_SYS_ai_query] = sys_ai_query,
     [KAI_SYS_ai_cancel] = sys_ai_cancel,
     [KAI_SYS_ai_info] = sys_ai_info,
+    [KAI_SYS_ai_control] = sys_ai_control,
 };
 
 }  // namespace
@@ -82,3 +83,4 @@ __attribute__((weak)) SyscallResult sys_ai_wait() { return Errno::NoSys; }
 __attribute__((weak)) SyscallResult sys_ai_query() { return Errno::NoSys; }
 __attribute__((weak)) SyscallResult sys_ai_cancel() { return Errno::NoSys; }
 __attribute__((weak)) SyscallResult sys_ai_info() { return Errno::NoSys; }
+__attribute__((weak)) SyscallResult sys_ai_control() { return Errno::NoSys; }

@@ -31,3 +31,4 @@ SyscallResult sys_clock_ns(); SyscallResult sys_halt();   SyscallResult sys_setf
 // definitions in kernel/syscall.cpp return Errno::NoSys.
 SyscallResult sys_ai_submit(); SyscallResult sys_ai_wait(); SyscallResult sys_ai_query();
 SyscallResult sys_ai_cancel(); SyscallResult sys_ai_info();
+SyscallResult sys_ai_control();

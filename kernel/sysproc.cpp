@@ -50,10 +50,23 @@ SyscallResult sys_halt() {
   sbi::shutdown();
 }
 
+// The console's foreground process is the one ^C kills and the one allowed
+// to steer the AI service (ai_control). So not anybody may take it: only
+// init, the process holding the console now (the foreground process or an
+// ancestor of it, such as the shell that started it), or, when nobody holds
+// it, the login shell (a child of init). The console may only go to the
+// caller itself or one of its descendants, or to nobody (0). Like Unix's
+// tcsetpgrp, which only a member of the terminal's session may call.
 SyscallResult sys_setfg() {
-  int64_t pid = arg_int(0);
-  if (pid < 0) return Errno::Invalid;
-  console_set_foreground(static_cast<int>(pid));
+  int64_t target = arg_int(0);
+  if (target < 0) return Errno::Invalid;
+  int me = current_process()->pid;
+  int holder = console_foreground();
+  bool may = me == 1 || (holder != 0 && is_self_or_descendant(me, holder)) ||
+             (holder == 0 && parent_pid(me) == 1);
+  if (!may) return Errno::Perm;
+  if (target != 0 && !is_self_or_descendant(me, static_cast<int>(target))) return Errno::Perm;
+  console_set_foreground(static_cast<int>(target));
   return 0;
 }
 

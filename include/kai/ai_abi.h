@@ -16,6 +16,20 @@
 #define KAI_AI_NONBLOCK 0x1         // full queue: fail with -KAI_EAGAIN instead of sleeping
 #define KAI_AI_INT8     0x2         // int8 activations: ~10x faster under QEMU, tokens may differ slightly
 
+// Priorities (kai_ai_submit.priority): lower runs first under the priority
+// policy, as a Unix nice value; 0, the default, is the first.
+#define KAI_AI_MAX_PRIORITY 15
+
+// Scheduling policies (kai_ai_info.policy; ai_control KAI_AI_CTL_SET_POLICY).
+// See docs/ai-service.md, "Scheduling policies".
+#define KAI_AI_POLICY_FCFS     0    // first come, first served
+#define KAI_AI_POLICY_SJF      1    // shortest remaining work first (prompt + tokens to generate)
+#define KAI_AI_POLICY_PRIORITY 2    // lowest kai_ai_submit.priority first, then arrival
+
+// ai_control commands (only init or the console's foreground process may use them)
+#define KAI_AI_CTL_SET_POLICY 1     // arg: KAI_AI_POLICY_*
+#define KAI_AI_CTL_SET_AGING  2     // arg: milliseconds, 1..3600000
+
 // Request states (ai_query, kai_ai_result.state)
 #define KAI_AI_QUEUED    1
 #define KAI_AI_RUNNING   2
@@ -26,7 +40,7 @@
 // Errors (negated return values), one distinct code per cause:
 //   unknown model name             -KAI_ENOENT
 //   model failed to load           -KAI_ENODEV
-//   empty prompt, n_predict == 0, unknown flags -KAI_EINVAL
+//   empty prompt, n_predict == 0, unknown flags, priority > 15 -KAI_EINVAL
 //   prompt longer than 255 tokens  -KAI_E2BIG
 //   token id >= vocab_size         -KAI_ERANGE
 //   prompt + predict > runtime_seq_len  -KAI_EFBIG
@@ -55,7 +69,8 @@ struct kai_ai_submit {
   uint32_t prompt_len;        // 1..KAI_AI_MAX_PROMPT
   uint32_t n_predict;         // tokens to generate, >= 1
   uint32_t flags;             // KAI_AI_*
-  uint32_t reserved;          // must be 0
+  uint32_t priority;          // 0..KAI_AI_MAX_PRIORITY, lower first (priority policy only)
+  uint32_t reserved[2];       // must be 0
 };
 
 // Filled by ai_wait. Timestamps are kernel clock_ns() values.
@@ -101,6 +116,8 @@ struct kai_ai_info {
   uint32_t max_per_process;   // slots one process may hold (ai.max_per_process)
   uint64_t submitted, completed, failed, cancelled, rejected;
   uint64_t in_flight;         // slots in use (queued + running + finished but not collected)
+  uint32_t policy;            // KAI_AI_POLICY_* in force
+  uint32_t aging_ms;          // a request queued this long runs before any younger one (ai.aging_ms)
   struct kai_ai_model_info models[KAI_AI_MAX_MODELS];
 };
 
@@ -110,3 +127,4 @@ struct kai_ai_info {
 //   int ai_query(int64_t id, struct kai_ai_status* st);
 //   int ai_cancel(int64_t id);
 //   int ai_info(struct kai_ai_info* info);
+//   int ai_control(uint32_t cmd, uint64_t arg);   -> 0, -KAI_EPERM, -KAI_EINVAL

@@ -35,4 +35,5 @@
 #define KAI_SYS_ai_query  30
 #define KAI_SYS_ai_cancel 31
 #define KAI_SYS_ai_info   32
-#define KAI_SYS_COUNT    33
+#define KAI_SYS_ai_control 33   // ai_control(cmd, arg): e.g. the scheduling policy
+#define KAI_SYS_COUNT    34

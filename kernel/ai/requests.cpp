@@ -10,6 +10,8 @@ Spinlock lock{"ai"};
 Request slots[kQueueCapacity];
 Counters counters;
 uint32_t max_per_process = kDefaultMaxPerProcess;
+Policy policy = Policy::Fcfs;
+uint64_t aging_ns = uint64_t(kDefaultAgingMs) * 1000000;
 const char queue_nonempty_chan = 0;
 const char slot_freed_chan = 0;
 const char models_known_chan = 0;
@@ -73,6 +75,8 @@ uint32_t slots_in_use() {
 }
 
 Request* pick_next() {
+  Request* ready[kQueueCapacity];
+  int n = 0;
   for (int i = 0; i < fifo_len;) {
     Request* r = &slots[fifo[i]];
     int32_t model_state = models[r->model].state;
@@ -82,13 +86,19 @@ Request* pick_next() {
       finish(r, KAI_AI_FAILED, KAI_ENODEV);
       continue;
     }
-    if (model_state == KAI_AI_MODEL_READY) {
-      remove_from_queue(r);
-      return r;
-    }
-    i++;   // model still loading: leave it queued, look further
+    if (model_state == KAI_AI_MODEL_READY) ready[n++] = r;   // else still loading: stays queued
+    i++;
   }
-  return nullptr;
+  if (n == 0) return nullptr;
+  // Aging first: ready[] is in arrival order, so the first overdue one is
+  // the one that has waited longest.
+  uint64_t now = clock_ns();
+  int chosen = -1;
+  for (int i = 0; i < n && chosen < 0; i++)
+    if (now - ready[i]->t_submit >= aging_ns) chosen = i;
+  if (chosen < 0) chosen = policy_function(policy)(ready, n);
+  remove_from_queue(ready[chosen]);
+  return ready[chosen];
 }
 
 void finish(Request* r, int32_t outcome, int32_t error) {

@@ -5,6 +5,7 @@
 #include "../spinlock.h"
 #include "../../include/kai/ai_abi.h"
 #include "service.h"
+#include "policy.h"
 
 namespace ai {
 
@@ -21,6 +22,7 @@ struct Request {
   int model;                // index into the model registry
   uint32_t prompt_len, n_predict, n_generated;
   uint32_t flags;           // KAI_AI_* from the submit
+  uint32_t priority;        // kai_ai_submit.priority: lower first under Policy::Priority
   bool cancel_requested;    // ai_cancel or owner exit: the worker stops at its next check
   // The owner exited while the request was Running. From that moment the
   // request is invisible: find_request() skips it (its id is unknown to all,
@@ -44,6 +46,15 @@ extern Request slots[kQueueCapacity];
 constexpr uint32_t kDefaultMaxPerProcess = 8;
 extern uint32_t max_per_process;
 
+// The scheduling policy in force (`ai.policy=fcfs|sjf|priority` at boot,
+// ai_control at run time) and the aging bound that applies under every
+// policy: a request queued for aging_ns or more runs before any request
+// queued for less (the oldest overdue first), so SJF and priority cannot
+// starve anyone (`ai.aging_ms=N`, default kDefaultAgingMs).
+constexpr uint32_t kDefaultAgingMs = 20000;
+extern Policy policy;
+extern uint64_t aging_ns;
+
 struct Counters {
   uint64_t submitted, completed, failed, cancelled, rejected;
 };
@@ -64,9 +75,10 @@ void remove_from_queue(Request* r);
 uint32_t queued_count();
 uint32_t running_count();
 uint32_t slots_in_use();               // visible slots: what ai_info calls in_flight
-// The scheduling policy, in one place: the next request a worker should
-// run, or nullptr. Today: first-come first-served among requests whose
-// model is ready. Requests for models that failed to load are failed here.
+// The scheduling decision, in one place: the next request a worker should
+// run, or nullptr. Requests for models that failed to load are failed here;
+// among the ready ones the oldest overdue (aging) runs first, otherwise the
+// policy in force chooses.
 Request* pick_next();
 // Finishes r with an outcome, stamps t_finish, counts it and wakes its waiter.
 void finish(Request* r, int32_t outcome, int32_t error);

@@ -33,3 +33,4 @@ SyscallResult sys_ai_wait();
 SyscallResult sys_ai_query();
 SyscallResult sys_ai_cancel();
 SyscallResult sys_ai_info();
+SyscallResult sys_ai_control();

@@ -6,6 +6,8 @@
 #include "../trap.h"
 #include "../string.h"
 #include "../vm.h"
+#include "../console.h"
+#include "../printf.h"
 
 using namespace ai;
 
@@ -32,7 +34,8 @@ SyscallResult reject(Errno e) {
 ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt) {
   if (req.prompt_len == 0 || req.n_predict == 0) return Errno::Invalid;
   if (req.flags & ~uint32_t(KAI_AI_NONBLOCK | KAI_AI_INT8)) return Errno::Invalid;
-  if (req.reserved != 0) return Errno::Invalid;   // kept free for a later meaning
+  if (req.reserved[0] != 0 || req.reserved[1] != 0) return Errno::Invalid;   // kept for later
+  if (req.priority > KAI_AI_MAX_PRIORITY) return Errno::Invalid;
   if (req.prompt_len > KAI_AI_MAX_PROMPT) return Errno::TooBig;
   char name[KAI_AI_MODEL_NAME_MAX];
   auto copied = copyinstr(me()->pagetable, name, reinterpret_cast<uint64_t>(req.model), sizeof(name));
@@ -90,6 +93,7 @@ SyscallResult sys_ai_submit() {
   r->prompt_len = req.prompt_len;
   r->n_predict = req.n_predict;
   r->flags = req.flags;
+  r->priority = req.priority;
   r->n_generated = 0;
   r->cancel_requested = false;
   r->orphaned = false;
@@ -181,6 +185,8 @@ SyscallResult sys_ai_info() {
     info.queued = queued_count();
     info.running = running_count();
     info.max_per_process = max_per_process;
+    info.policy = static_cast<uint32_t>(policy);
+    info.aging_ms = static_cast<uint32_t>(aging_ns / 1000000);
     info.submitted = counters.submitted;
     info.completed = counters.completed;
     info.failed = counters.failed;
@@ -204,5 +210,40 @@ SyscallResult sys_ai_info() {
     }
   }
   TRY(copyout(me()->pagetable, arg_raw(0), &info, sizeof(info)));
+  return 0;
+}
+
+// Who may change how the service schedules everyone's requests? kai has no
+// users, so the rule is one of presence, as Unix's controlling terminal is:
+// init (pid 1, which runs /etc/rc at boot) or the process the person at the
+// console is running in the foreground (the one ^C would kill; the shell
+// sets it, and setfg only lets a process hand the console to itself or its
+// descendants while it holds it). A background job (`aictl policy sjf &`),
+// or a program started by another client, gets EPERM.
+SyscallResult sys_ai_control() {
+  uint64_t cmd = arg_raw(0), arg = arg_raw(1);
+  int pid = me()->pid;
+  if (pid != 1 && console_foreground() != pid) return Errno::Perm;
+  switch (cmd) {
+    case KAI_AI_CTL_SET_POLICY: {
+      Policy p;
+      if (!policy_from_number(arg, &p)) return Errno::Invalid;
+      SpinlockGuard guard(lock);
+      policy = p;
+      // Waiting workers re-run pick_next() under the new policy at once.
+      wakeup(&queue_nonempty_chan);
+      break;
+    }
+    case KAI_AI_CTL_SET_AGING: {
+      if (arg < 1 || arg > 3600000) return Errno::Invalid;
+      SpinlockGuard guard(lock);
+      aging_ns = arg * 1000000;
+      break;
+    }
+    default:
+      return Errno::Invalid;
+  }
+  kprintf("ai: scheduling policy %s, aging %lu ms (set by pid %d)\n", policy_name(policy),
+          aging_ns / 1000000, pid);
   return 0;
 }

@@ -80,6 +80,12 @@ void start(int workers) {
     kprintf("ai: ai.max_per_process=%ld out of range 1..%d; using %u\n", quota, kQueueCapacity,
             max_per_process);
   }
+  char name[16];
+  if (bootarg_str(g_boot, "ai.policy", name, sizeof name) && !policy_from_name(name, &policy))
+    kprintf("ai: unknown ai.policy=%s (fcfs, sjf or priority); using %s\n", name, policy_name(policy));
+  int64_t aging_ms = bootarg_int(g_boot, "ai.aging_ms", kDefaultAgingMs);
+  if (aging_ms >= 1 && aging_ms <= 3600000) aging_ns = uint64_t(aging_ms) * 1000000;
+  else kprintf("ai: ai.aging_ms=%ld out of range 1..3600000; using %lu\n", aging_ms, aging_ns / 1000000);
   start_loader();
   for (int i = 0; i < workers; i++) {
     char name[16] = "ai-worker0";

@@ -146,3 +146,41 @@ def test_corrupt_bundle_is_reported_and_skipped(image):
     out = res.outputs["ai --model BROKEN 1 2 3"]
     assert "No such device" in out or "ENODEV" in out, out
     assert "still here" in res.outputs["echo still here"]
+
+
+@pytest.mark.parametrize("smp", [1, 4])
+def test_scheduling_policies(image, smp):
+    """fcfs, sjf, priority and aging decide the start order (aisched), and only
+    the console's foreground process may change the policy."""
+    img, bundles = image
+    res = boot(img, ["aisched LLAMA", "aictl policy sjf &", "sleep 1", "aictl"], models_of(bundles),
+               smp=smp, workers=1)
+    assert res.ok, res.error + "\n" + res.transcript
+    out = res.outputs["aisched LLAMA"]
+    assert "FAIL" not in out and "9 passed, 0 failed" in out, out
+    assert "Operation not permitted" in res.transcript, res.transcript[-2000:]
+    assert "policy=fcfs" in res.outputs["aictl"], res.outputs["aictl"]   # the background job changed nothing
+
+
+def test_scheduling_boot_options(image):
+    """ai.policy, ai.aging_ms and ai.max_per_process on the kernel command line;
+    a bad value is reported and the default kept."""
+    img, bundles = image
+    with qemu_run.Session(img, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=180,
+                          append="ai.workers=1 ai.policy=priority ai.aging_ms=5000 ai.max_per_process=4") as s:
+        assert s.booted, s.transcript
+        assert s.wait_log(r"ai: model LLAMA (ready|failed)", timeout=180)
+        start = s.mark()
+        assert s.command("aictl", timeout=30)
+        assert "policy=priority aging_ms=5000 max_per_process=4" in s.transcript[start:], s.transcript[start:]
+        s.halt()
+    with qemu_run.Session(img, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=180,
+                          append="ai.policy=bogus ai.max_per_process=0") as s:
+        assert s.booted, s.transcript
+        assert s.wait_log(r"ai: model LLAMA (ready|failed)", timeout=180)
+        start = s.mark()
+        assert s.command("aictl", timeout=30)
+        assert "policy=fcfs aging_ms=20000 max_per_process=8" in s.transcript[start:], s.transcript[start:]
+        assert "unknown ai.policy=bogus" in s.transcript
+        assert "ai.max_per_process=0 out of range" in s.transcript
+        s.halt()

@@ -28,6 +28,9 @@ int main() {
   }
   printf("queue: capacity=%u workers=%u queued=%u running=%u\n", info.queue_capacity, info.n_workers,
          info.queued, info.running);
+  static const char* const policies[] = {"fcfs", "sjf", "priority"};
+  printf("scheduling: policy=%s aging_ms=%u max_per_process=%u\n",
+         info.policy < 3 ? policies[info.policy] : "?", info.aging_ms, info.max_per_process);
   printf("requests: submitted=%lu completed=%lu failed=%lu cancelled=%lu rejected=%lu in_flight=%lu\n",
          (unsigned long)info.submitted, (unsigned long)info.completed, (unsigned long)info.failed,
          (unsigned long)info.cancelled, (unsigned long)info.rejected, (unsigned long)info.in_flight);

@@ -150,8 +150,11 @@ static void test_submit_errors() {
   check(ai_submit(&r) == -KAI_EFAULT, "bad model-name pointer: EFAULT");
   check(ai_info((kai_ai_info*)0x10) == -KAI_EFAULT, "ai_info with a bad pointer: EFAULT");
   r = request(prompt, kPromptLen, 1);
-  r.reserved = 1;
+  r.reserved[1] = 1;
   check(ai_submit(&r) == -KAI_EINVAL, "non-zero reserved field: EINVAL");
+  r = request(prompt, kPromptLen, 1);
+  r.priority = KAI_AI_MAX_PRIORITY + 1;
+  check(ai_submit(&r) == -KAI_EINVAL, "priority above KAI_AI_MAX_PRIORITY: EINVAL");
 
   kai_ai_info after = info_now();
   check(after.submitted == before.submitted && after.in_flight == before.in_flight,

@@ -47,3 +47,4 @@ SYSCALL ai_wait,   KAI_SYS_ai_wait
 SYSCALL ai_query,  KAI_SYS_ai_query
 SYSCALL ai_cancel, KAI_SYS_ai_cancel
 SYSCALL ai_info,   KAI_SYS_ai_info
+SYSCALL ai_control, KAI_SYS_ai_control

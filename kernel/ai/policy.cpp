@@ -1,0 +1,68 @@
+// The three scheduling policies, one function each. All of them see only
+// requests that are ready (their model is loaded) and already past the aging
+// check in pick_next(), so each can be written as if starvation did not exist.
+#include "policy.h"
+#include "requests.h"
+#include "../string.h"
+
+namespace ai {
+
+uint32_t remaining_work(const Request& r) {
+  // A queued request has prefilled nothing and generated nothing yet.
+  uint32_t prompt_left = r.state == SlotState::Queued ? r.prompt_len : 0;
+  return prompt_left + (r.n_predict - r.n_generated);
+}
+
+int choose_fcfs(Request* const*, int) { return 0; }   // the oldest: ready[] is in arrival order
+
+int choose_sjf(Request* const* ready, int n) {
+  int best = 0;
+  // Strictly less: among equal work the earlier arrival wins.
+  for (int i = 1; i < n; i++)
+    if (remaining_work(*ready[i]) < remaining_work(*ready[best])) best = i;
+  return best;
+}
+
+int choose_priority(Request* const* ready, int n) {
+  int best = 0;
+  for (int i = 1; i < n; i++)
+    if (ready[i]->priority < ready[best]->priority) best = i;
+  return best;
+}
+
+PolicyFn policy_function(Policy p) {
+  switch (p) {
+    case Policy::Sjf: return choose_sjf;
+    case Policy::Priority: return choose_priority;
+    case Policy::Fcfs: break;
+  }
+  return choose_fcfs;
+}
+
+const char* policy_name(Policy p) {
+  switch (p) {
+    case Policy::Sjf: return "sjf";
+    case Policy::Priority: return "priority";
+    case Policy::Fcfs: break;
+  }
+  return "fcfs";
+}
+
+bool policy_from_name(const char* name, Policy* out) {
+  static constexpr Policy kAll[] = {Policy::Fcfs, Policy::Sjf, Policy::Priority};
+  for (Policy p : kAll) {
+    if (strcmp(name, policy_name(p)) == 0) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool policy_from_number(uint64_t value, Policy* out) {
+  if (value > KAI_AI_POLICY_PRIORITY) return false;
+  *out = static_cast<Policy>(value);
+  return true;
+}
+
+}  // namespace ai

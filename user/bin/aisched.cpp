@@ -1,0 +1,107 @@
+// aisched MODEL: checks the AI service's scheduling policies with one
+// worker: while a blocker request keeps the worker busy, requests queue up,
+// and the order in which they start (t_start) shows which policy chose.
+//   fcfs: arrival order; sjf: least work first; priority: lowest number
+//   first; aging: an overdue request runs before younger ones under any
+//   policy; only the console's foreground process may change the policy.
+// Must run in the foreground (it calls ai_control). Restores fcfs and the
+// aging bound it found. One line per check, then "N passed, M failed".
+#include "kai.h"
+#include "kai_ai.h"
+
+namespace {
+
+int passed, failed;
+char model[KAI_AI_MODEL_NAME_MAX];
+const uint32_t kPrompt[] = {1, 2, 3, 4};
+uint32_t out[4096];
+
+void check(bool ok, const char* name) {
+  (ok ? passed : failed)++;
+  printf("%s %s\n", ok ? "ok" : "FAIL", name);
+}
+
+int64_t submit(uint32_t predict, uint32_t priority = 0) {
+  kai_ai_submit r{};
+  r.model = model;
+  r.prompt = kPrompt;
+  r.prompt_len = 4;
+  r.n_predict = predict;
+  r.priority = priority;
+  return ai_submit(&r);
+}
+
+uint64_t started(int64_t id) {
+  kai_ai_result res{};
+  return ai_wait(id, out, 4096, &res) >= 0 ? res.t_start_ns : 0;
+}
+
+// Submits a blocker and returns once the worker is running it, so that the
+// requests submitted next all wait in the queue together.
+int64_t occupy_worker(uint32_t predict) {
+  int64_t id = submit(predict);
+  kai_ai_status st{};
+  while (ai_query(id, &st) == 0 && st.state == KAI_AI_QUEUED) {}
+  return id;
+}
+
+// Two queued requests; true when `second` started before `first`.
+bool second_first(uint32_t predict_1, uint32_t prio_1, uint32_t predict_2, uint32_t prio_2,
+                  uint32_t blocker) {
+  int64_t b = occupy_worker(blocker);
+  int64_t first = submit(predict_1, prio_1);
+  int64_t second = submit(predict_2, prio_2);
+  started(b);
+  uint64_t t1 = started(first), t2 = started(second);
+  return t1 && t2 && t2 < t1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(2, "usage: aisched MODEL\n");
+    return 2;
+  }
+  kai_ai_model_info mi;
+  if (int r = ai_wait_model_ready(argv[1], 300, model, &mi); r < 0) {
+    printf("aisched: model %s: %s\n", argv[1], strerror(r));
+    return 1;
+  }
+  kai_ai_info info;
+  ai_info(&info);
+  if (info.n_workers != 1) {
+    printf("aisched: needs exactly one worker (boot with ai.workers=1); skipped\n");
+    return 0;
+  }
+  uint32_t aging_before = info.aging_ms;
+  uint32_t longest = mi.runtime_seq_len - 4 < 64 ? mi.runtime_seq_len - 4 : 64;
+  // The blocker must outlast the two submits; a long request of the model.
+  uint32_t blocker = longest;
+
+  check(ai_control(KAI_AI_CTL_SET_POLICY, KAI_AI_POLICY_FCFS) == 0, "the foreground process may set the policy");
+  int pid = fork();
+  if (pid == 0) exit(ai_control(KAI_AI_CTL_SET_POLICY, KAI_AI_POLICY_SJF) == -KAI_EPERM ? 0 : 1);
+  int status = -1;
+  wait(&status);
+  check(status == 0, "a process that does not hold the console may not (EPERM)");
+  check(ai_control(KAI_AI_CTL_SET_POLICY, 3) == -KAI_EINVAL && ai_control(99, 0) == -KAI_EINVAL,
+        "unknown policy or command: EINVAL");
+
+  check(!second_first(longest, 0, 2, 0, blocker), "fcfs: a long request queued first runs first");
+  ai_control(KAI_AI_CTL_SET_POLICY, KAI_AI_POLICY_SJF);
+  check(second_first(longest, 0, 2, 0, blocker), "sjf: a short request overtakes a long one");
+  check(!second_first(2, 0, longest, 0, blocker), "sjf: ... but a long one does not overtake a short one");
+  ai_control(KAI_AI_CTL_SET_POLICY, KAI_AI_POLICY_PRIORITY);
+  check(second_first(2, 5, 2, 0, blocker), "priority: priority 0 overtakes priority 5");
+  check(!second_first(2, 0, 2, 0, blocker), "priority: equal priorities run in arrival order");
+  // Aging: with a 1 ms bound both queued requests are overdue when the
+  // worker frees up, so the older one runs first whatever the policy says.
+  ai_control(KAI_AI_CTL_SET_POLICY, KAI_AI_POLICY_SJF);
+  ai_control(KAI_AI_CTL_SET_AGING, 1);
+  check(!second_first(longest, 0, 2, 0, blocker), "aging: an overdue long request runs before a younger short one");
+  ai_control(KAI_AI_CTL_SET_AGING, aging_before);
+  ai_control(KAI_AI_CTL_SET_POLICY, KAI_AI_POLICY_FCFS);
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
