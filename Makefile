@@ -123,6 +123,16 @@ QEMU_OPTS = -machine virt -bios default -kernel $(KERNEL_ELF) -m $(RAM) -smp $(C
             -global virtio-mmio.force-legacy=false \
             -drive file=$(QEMU_IMG),if=none,format=raw,id=x0 -device virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0
 
+# DETERMINISTIC=1: exact mode, the guest clock counts instructions (1 ns
+# each; docs/experiments.md). One hart only.
+ifeq ($(DETERMINISTIC),1)
+ifneq ($(CPUS),1)
+$(info DETERMINISTIC=1 runs one hart: CPUS=1)
+override CPUS := 1
+endif
+QEMU_OPTS += -icount shift=0,align=off,sleep=on
+endif
+
 qemu: kernel fsimg
 	$(QEMU) $(QEMU_OPTS)
 qemu-gdb: kernel fsimg

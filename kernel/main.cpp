@@ -56,9 +56,16 @@ extern "C" void kmain(uint64_t hartid, uint64_t fdt) {
       kprintf("kai: hart %lu did not start (SBI error %ld)\n", id, err);
       continue;
     }
-    uint64_t deadline = riscv::read_time() + g_boot.timebase_hz;   // 1 s
+    // Wait (at most 1 s) in wfi, woken by a timer 1 ms ahead, not in a busy
+    // loop: under QEMU's instruction counting (-icount, exact mode) all harts
+    // share one host thread round-robin, and a hart spinning here kept the
+    // new hart from ever running its first instructions.
+    uint64_t deadline = riscv::read_time() + g_boot.timebase_hz;
     while (__atomic_load_n(&harts_up, __ATOMIC_ACQUIRE) < next && riscv::read_time() < deadline) {
+      sbi::set_timer(riscv::read_time() + g_boot.timebase_hz / 1000);
+      asm volatile("wfi");
     }
+    sbi::set_timer(riscv::read_time() + g_boot.timebase_hz / TICK_HZ);   // the normal tick again
     if (__atomic_load_n(&harts_up, __ATOMIC_ACQUIRE) < next) {
       kprintf("kai: hart %lu was started but did not report in; not using it\n", id);
       break;   // its cpu index stays reserved: never hand it to another hart

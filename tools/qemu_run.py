@@ -100,11 +100,31 @@ class _Console:
             pass
 
 
+# Exact mode: the guest clock counts executed instructions, 1 ns each
+# (../shared/docs/qemu-facts.md). align=off: never slow the guest down to
+# real time; sleep=on: an idle guest (waiting for the disk, or in wfi) lets
+# real time pass instead of warping the clock forward. Compute figures are
+# then identical from boot to boot, whatever else the host is doing.
+ICOUNT = ["-icount", "shift=0,align=off,sleep=on"]
+TIME_MODE_EXACT = "virtual time: 1 instruction = 1 ns"
+TIME_MODE_REAL = "real time"
+# Exact mode runs one hart. Under -icount QEMU runs every hart in one host
+# thread, round-robin, so extra harts add no throughput in virtual time; and
+# kai's SMP boot does not complete there yet: since the boot hart waits for
+# the others in wfi they do report in, but the first process then never
+# mounts the root file system (docs/experiments.md, "Exact mode").
+EXACT_MAX_SMP = 1
+
+
 def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G", snapshot=False,
-                 append=""):
+                 append="", deterministic=False):
     cmd = ["qemu-system-riscv64", "-machine", "virt", "-bios", "default", "-kernel", kernel,
            "-m", str(memory), "-smp", str(smp), "-nographic",
            "-global", "virtio-mmio.force-legacy=false"]
+    if deterministic:
+        if int(smp) > EXACT_MAX_SMP:
+            raise ValueError(f"exact mode (--deterministic) runs {EXACT_MAX_SMP} hart, not {smp}")
+        cmd += ICOUNT
     if image:
         drive = f"file={image},if=none,format=raw,id=x0"
         if snapshot:
@@ -164,8 +184,10 @@ class Session:
     """
 
     def __init__(self, image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
-                 snapshot=True, boot_timeout=60.0, append=""):
-        self.proc = subprocess.Popen(qemu_command(image, kernel, smp, memory, snapshot, append),
+                 snapshot=True, boot_timeout=60.0, append="", deterministic=False):
+        self.deterministic = deterministic
+        self.proc = subprocess.Popen(qemu_command(image, kernel, smp, memory, snapshot, append,
+                                                  deterministic),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, bufsize=0)
         self.console = _Console(self.proc)
@@ -241,10 +263,10 @@ class Session:
 
 
 def run(commands, image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
-        timeout=60.0, boot_timeout=60.0, snapshot=False, halt=True, append=""):
+        timeout=60.0, boot_timeout=60.0, snapshot=False, halt=True, append="", deterministic=False):
     """Boot, run each command, halt. Returns a RunResult (transcript and status)."""
     result = RunResult()
-    session = Session(image, kernel, smp, memory, snapshot, boot_timeout, append)
+    session = Session(image, kernel, smp, memory, snapshot, boot_timeout, append, deterministic)
     try:
         if not session.booted:
             result.error = "boot failed: no shell prompt"
@@ -290,18 +312,26 @@ def main(argv=None):
     ap.add_argument("--boot-timeout", type=float, default=60.0)
     ap.add_argument("--snapshot", action="store_true", help="do not write to the image")
     ap.add_argument("--append", default="", help='kernel command line, e.g. "ai.workers=2"')
+    ap.add_argument("--deterministic", action="store_true",
+                    help="exact mode: QEMU -icount, the guest clock counts instructions (1 ns each)")
     ap.add_argument("-c", "--command", action="append", default=[], dest="commands")
     args = ap.parse_args(argv)
+    if args.deterministic and args.smp > EXACT_MAX_SMP:
+        print(f"qemu_run: --deterministic runs one hart (--smp 1), not --smp {args.smp}: "
+              "see docs/experiments.md", file=sys.stderr)
+        return 2
     for path in (args.kernel, args.image):
         if path and not os.path.exists(path):
             print(f"qemu_run: {path} does not exist (run make)", file=sys.stderr)
             return 2
     res = run(args.commands, image=args.image, kernel=args.kernel, smp=args.smp,
               memory=args.memory, timeout=args.timeout, boot_timeout=args.boot_timeout,
-              snapshot=args.snapshot, append=args.append)
+              snapshot=args.snapshot, append=args.append, deterministic=args.deterministic)
     sys.stdout.write(res.transcript)
     if not res.transcript.endswith("\n"):
         sys.stdout.write("\n")
+    if args.deterministic:
+        print(f"qemu_run: exact mode, {TIME_MODE_EXACT}", file=sys.stderr)
     if not res.ok:
         print(f"qemu_run: FAILED: {res.error}", file=sys.stderr)
         return 1

@@ -176,11 +176,17 @@ ErrorOr<EngineModel*> engine_load(const char* dir, ModelSummary* summary, char* 
 }
 
 ErrorOr<void> engine_generate(EngineModel* em, const uint32_t* prompt, uint32_t prompt_len,
-                              uint32_t n_predict, bool int8_activations, TokenSink& sink) {
+                              uint32_t n_predict, bool int8_activations, TokenSink& sink,
+                              SessionMemory& memory) {
   const llm::Config& cfg = em->model.config();
   size_t bytes = llm::Session::bytes_needed(cfg);
-  void* mem = kalloc_contiguous(bytes);
-  if (mem == nullptr) return Errno::NoMem;
+  if (memory.bytes < bytes) {
+    if (memory.mem) kfree_contiguous(memory.mem, memory.bytes);
+    memory.mem = kalloc_contiguous(bytes);
+    memory.bytes = memory.mem ? bytes : 0;
+    if (memory.mem == nullptr) return Errno::NoMem;
+  }
+  void* mem = memory.mem;
   llm::Session session;
   ErrorOr<void> status;
   do {
@@ -205,8 +211,7 @@ ErrorOr<void> engine_generate(EngineModel* em, const uint32_t* prompt, uint32_t 
       if (!sink.on_token(token)) break;
     }
   } while (false);
-  kfree_contiguous(mem, bytes);
-  return status;
+  return status;   // Session::init resets every state, so the memory is reused as it is
 }
 
 }  // namespace ai

@@ -34,10 +34,20 @@ ErrorOr<void> engine_probe(const char* dir, ModelSummary* summary, char* why, si
 // gets a one-line reason naming the file and field.
 ErrorOr<EngineModel*> engine_load(const char* dir, ModelSummary* summary, char* why, size_t why_len);
 
+// Memory for one request's session (KV cache, states, scratch), owned by a
+// worker and reused from request to request: allocating and zeroing ~12 MiB
+// (SMOL shape) for every request cost milliseconds of each TTFT, and the
+// first-fit search made that cost depend on how fragmented memory was.
+struct SessionMemory {
+  void* mem = nullptr;
+  size_t bytes = 0;
+};
+
 // Prefill then greedy decode; tokens go to sink as they are known. Returns
-// without error when the sink says stop (the caller knows why).
-// The request was validated at submit time.
+// without error when the sink says stop (the caller knows why). Grows
+// `memory` if this model needs more. The request was validated at submit time.
 ErrorOr<void> engine_generate(EngineModel* model, const uint32_t* prompt, uint32_t prompt_len,
-                              uint32_t n_predict, bool int8_activations, TokenSink& sink);
+                              uint32_t n_predict, bool int8_activations, TokenSink& sink,
+                              SessionMemory& memory);
 
 }  // namespace ai

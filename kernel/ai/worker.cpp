@@ -37,6 +37,7 @@ class SlotSink final : public TokenSink {
 
 void worker_main(void* arg) {
   uint32_t me = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(arg));
+  SessionMemory memory;   // this worker's session memory, kept between requests
   for (;;) {
     Request* r;
     EngineModel* engine;
@@ -55,7 +56,7 @@ void worker_main(void* arg) {
     if (!riscv::intr_get()) panic("ai-worker%u: about to compute with interrupts off", me);
     SlotSink sink(r);
     auto result = engine_generate(engine, r->prompt, r->prompt_len, r->n_predict,
-                                  (r->flags & KAI_AI_INT8) != 0, sink);
+                                  (r->flags & KAI_AI_INT8) != 0, sink, memory);
     SpinlockGuard guard(lock);
     if (result.is_error())
       finish(r, KAI_AI_FAILED, static_cast<int32_t>(result.error()));

@@ -1,11 +1,14 @@
-// ai [--model NAME] [--predict N] [--int8] [--timing] TOK...: one request to the
-// kernel's AI service (the warm path). Prints the generated ids on one line,
-// then the latency breakdown from the kernel's timestamps.
+// ai [--model NAME] [--predict N] [--int8] [--priority P] [--align-tick] [--timing] TOK...:
+// one request to the kernel's AI service (the warm path). Prints the
+// generated ids on one line, then the latency breakdown from the kernel's
+// timestamps. --priority: 0 (default, first) .. 15, used by the priority
+// policy. --align-tick: submit right after a timer tick, so that in exact
+// mode (qemu_run --deterministic) the figures repeat from boot to boot.
 #include "kai.h"
 #include "kai_ai.h"
 
 static void usage() {
-  fprintf(2, "usage: ai [--model NAME] [--predict N] [--int8] [--timing] TOK...\n");
+  fprintf(2, "usage: ai [--model NAME] [--predict N] [--int8] [--priority P] [--align-tick] [--timing] TOK...\n");
   exit(2);
 }
 
@@ -13,7 +16,8 @@ int main(int argc, char** argv) {
   const char* model = "";
   uint32_t predict = 16;
   bool timing = false;
-  uint32_t flags = 0;
+  uint32_t flags = 0, priority = 0;
+  bool align_tick = false;
   static uint32_t prompt[KAI_AI_MAX_PROMPT + 1];
   uint32_t n = 0;
   for (int i = 1; i < argc; i++) {
@@ -21,6 +25,17 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--predict") == 0 && i + 1 < argc) predict = static_cast<uint32_t>(atoi(argv[++i]));
     else if (strcmp(argv[i], "--timing") == 0) timing = true;
     else if (strcmp(argv[i], "--int8") == 0) flags |= KAI_AI_INT8;
+    else if (strcmp(argv[i], "--align-tick") == 0) align_tick = true;
+    else if (strcmp(argv[i], "--priority") == 0 && i + 1 < argc) {
+      char* end;
+      const char* v = argv[++i];
+      unsigned long p = strtoul(v, &end, 10);
+      if (!*v || *end || p > KAI_AI_MAX_PRIORITY) {
+        fprintf(2, "ai: --priority: '%s' is not a number from 0 to %d\n", v, KAI_AI_MAX_PRIORITY);
+        return 2;
+      }
+      priority = static_cast<uint32_t>(p);
+    }
     else if (argv[i][0] == '-' && argv[i][1] == '-') usage();
     else if (n <= KAI_AI_MAX_PROMPT) prompt[n++] = static_cast<uint32_t>(strtoul(argv[i], nullptr, 10));
     else { fprintf(2, "ai: more than %d prompt tokens\n", KAI_AI_MAX_PROMPT); return 1; }
@@ -40,6 +55,12 @@ int main(int argc, char** argv) {
   req.prompt_len = n;
   req.n_predict = predict;
   req.flags = flags;
+  req.priority = priority;
+  // sleep() returns in a timer interrupt's wake-up: what follows starts at
+  // the same phase of the 10 ms tick in every boot. Three ticks, so that the
+  // console has finished sending the echo of our command line (the UART's
+  // interrupts come at the serial line's pace, ~87 us a character).
+  if (align_tick) sleep(3);
   int64_t id = ai_submit(&req);
   long got = id < 0 ? id : ai_wait(id, out, predict, &res);
   if (got < 0) {

@@ -1,7 +1,9 @@
 // llmrun: greedy generation from token ids with a kai model bundle.
 //
 //   llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin]
-//          [--int8] [--group G] [--timing] tok...
+//          [--int8] [--group G] [--timing] [--align-tick] tok...
+//   --align-tick: start each request's clock right after a timer tick (exact
+//   mode, qemu_run --deterministic, then repeats to the instruction)
 //
 // With no prompt it reads lines "<predict> <tok0> <tok1> ..." until "exit",
 // "quit" or end of input. Each request prints one line of generated ids.
@@ -28,6 +30,7 @@ struct Options {
   const char* prompt_file = nullptr;
   bool use_stdin = false;
   bool timing = false;
+  bool align_tick = false;   // start each request's clock right after a timer tick
   llm::SessionOptions session;
 };
 
@@ -159,7 +162,7 @@ struct Runner {
   llm::Session session;
   const char* name = "";
   uint64_t load_us = 0, init_us = 0, bytes_read = 0;
-  bool timing = false;
+  bool timing = false, align_tick = false;
   uint32_t gen[kMaxTokens];
   char line[kMaxTokens * 11 + 16];
 
@@ -171,6 +174,7 @@ struct Runner {
       return false;
     }
     session.reset();
+    if (align_tick) platform::align_to_tick();
     uint64_t t0 = platform::clock_ns();
     auto first = session.prefill(prompt, n_prompt);
     if (first.is_error()) {
@@ -211,7 +215,7 @@ struct Runner {
 };
 
 void usage() {
-  errln("usage: llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin] [--int8] [--group G] [--timing] tok...");
+  errln("usage: llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin] [--int8] [--group G] [--timing] [--align-tick] tok...");
   errln("  no tokens: read lines '<predict> <tok...>' until 'exit' or 'quit'");
 }
 
@@ -238,6 +242,8 @@ int llmrun_main(int argc, char** argv) {
       opt.use_stdin = true;
     } else if (llm::str_eq(a, "--timing")) {
       opt.timing = true;
+    } else if (llm::str_eq(a, "--align-tick")) {
+      opt.align_tick = true;
     } else if (llm::str_eq(a, "--int8")) {
       opt.session.matvec = llm::MatvecKind::Int8;
     } else if (llm::str_eq(a, "--group") && has_next) {
@@ -282,6 +288,7 @@ int llmrun_main(int argc, char** argv) {
   char name[64];
   r.name = model_name(dir, name, sizeof name);
   r.timing = opt.timing;
+  r.align_tick = opt.align_tick;
   DirBundle bundle(dir);
   uint64_t t0 = platform::clock_ns();
   auto loaded = r.model.load(bundle);

@@ -21,6 +21,10 @@ void write_err(const char* s, size_t n);
 // cap-1 bytes kept). Returns false at end of input.
 bool read_line(char* buf, size_t cap);
 uint64_t clock_ns();
+// Returns right after a timer tick (guest: sleep one tick; host: at once), so
+// that a measurement starting now has the same phase against the kernel's
+// 10 ms tick in every boot: exact mode then repeats to the instruction.
+void align_to_tick();
 // Bundle directory used when --asset-dir is absent.
 const char* default_asset_dir();
 

@@ -53,6 +53,8 @@ uint64_t clock_ns() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
+void align_to_tick() {}   // the host has no kernel tick to line up with
+
 const char* default_asset_dir() {
   const char* e = getenv("KAI_ASSET_DIR");
   return e && *e ? e : "models/SMOL";

@@ -118,6 +118,10 @@ bool read_line(char* buf, size_t cap) {
 
 uint64_t clock_ns() { return ::clock_ns(); }
 
+// Three ticks: also lets console output still in flight (the UART interrupts
+// at the serial line's pace) finish before the measurement starts.
+void align_to_tick() { ::sleep(3); }
+
 const char* default_asset_dir() { return g_default_dir; }
 
 }  // namespace platform

@@ -1,0 +1,92 @@
+"""Exact mode (qemu_run --deterministic, QEMU -icount): the guest clock counts
+executed instructions, so two boots give identical compute figures. Proves it
+for the cold path (llmrun --timing: TTFT, TPOT) and the warm path (ai: TTFT,
+prefill, TPOT, float and int8 activations) on the tiny llama model, and that
+exact mode refuses several harts with a clear message."""
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import qemu_run  # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
+BIN = os.path.join(ROOT, "build", "user", "bin")
+LLAMA = os.path.join(ROOT, "build", "models", "tiny-llama")
+WORK = os.path.join(ROOT, "build", "test-determinism")
+
+COLD = "llmrun --asset-dir /AI/LLAMA --timing --align-tick --predict 8 1 2 3 4"
+WARM = "ai --model LLAMA --align-tick --predict 8 1 2 3 4"
+WARM_INT8 = "ai --model LLAMA --align-tick --int8 --predict 8 1 2 3 4"
+# --align-tick: each request starts right after a timer tick (sleep(1)
+# returns in a tick's wake-up). The command line itself arrives at a
+# real-time moment, disk reads end at real-time moments, and while the guest
+# idles its clock follows real time (sleep=on), so without it the 10 ms ticks
+# would fall at a different phase of the request in each boot; one tick more
+# or less costs a few thousand instructions of interrupt handling.
+COLD_RE = re.compile(r"timing model=LLAMA .*ttft_us=(\d+) gen=8 tpot_us=(\d+)")
+WARM_RE = re.compile(r"model LLAMA: queue wait (\d+) us, TTFT (\d+) us \(prefill (\d+) us\), TPOT (\d+) us")
+
+
+@pytest.fixture(scope="module")
+def image():
+    if not os.path.exists(KERNEL) or not os.path.exists(os.path.join(BIN, "llmrun")):
+        pytest.skip("kernel or user programs not built: run `make`")
+    if not os.path.exists(os.path.join(LLAMA, "CFG.BIN")):
+        pytest.skip("tiny test models missing: run `make test-models`")
+    os.makedirs(WORK, exist_ok=True)
+    img = os.path.join(WORK, "det.img")
+    progs = [os.path.join(BIN, p) for p in ("init", "sh", "llmrun", "ai", "halt")]
+    subprocess.check_call([PYTHON, os.path.join(ROOT, "tools", "mkfsimg.py"), "--out", img] + progs +
+                          ["--add-dir", f"AI/LLAMA={LLAMA}"], stdout=subprocess.DEVNULL)
+    return img
+
+
+def figures(img):
+    """The figures of the second round of the three commands. The first round
+    is a warm-up: a disk read's completion (and the read-ahead it starts) is
+    an interrupt at a real-time moment, so I/O still in flight while a request
+    computes would add a few thousand instructions at random. After one
+    round every program and model file is in the buffer cache."""
+    # Commands only once the loader thread has loaded the model and exited:
+    # its slot in the process table is free by then in every boot, so the
+    # commands' processes take the same slots, and the scheduler's scans of
+    # the table cost the same number of instructions.
+    with qemu_run.Session(img, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=180,
+                          deterministic=True) as s:
+        assert s.booted, s.transcript
+        assert s.wait_log(r"ai: model LLAMA ready", timeout=120), s.transcript
+        time.sleep(0.5)
+        for cmd in [COLD, WARM, WARM_INT8] * 2:
+            assert s.command(cmd, timeout=240), s.transcript[-3000:]
+        transcript = s.transcript
+        s.halt()
+    assert not any(m in transcript for m in qemu_run.PANIC_MARKERS), transcript[-3000:]
+    cold = COLD_RE.findall(transcript)
+    warm = WARM_RE.findall(transcript)
+    assert len(cold) == 2 and len(warm) == 4, transcript[-3000:]
+    return {"cold ttft/tpot": cold[1], "warm float": warm[2], "warm int8": warm[3]}
+
+
+def test_two_boots_give_identical_timings(image):
+    first, second = figures(image), figures(image)
+    print(f"\nexact mode (virtual time: 1 instruction = 1 ns): {first}")
+    assert first == second
+    # And the figures mean something: compute takes time, the same code on
+    # both paths (lib/) costs the same prefill.
+    assert int(first["cold ttft/tpot"][1]) > 0 and int(first["warm float"][3]) > 0
+
+
+def test_exact_mode_refuses_several_harts(image):
+    with pytest.raises(ValueError, match="runs 1 hart"):
+        qemu_run.qemu_command(image, KERNEL, smp=2, deterministic=True)
+    out = subprocess.run([PYTHON, os.path.join(ROOT, "tools", "qemu_run.py"), "--deterministic",
+                          "--smp", "2", "--image", image, "-c", "echo"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "runs one hart" in out.stderr, out.stderr
