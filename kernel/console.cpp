@@ -13,7 +13,11 @@ namespace {
 
 constexpr int CTRL_C = 'C' - '@', CTRL_D = 'D' - '@', CTRL_P = 'P' - '@', CTRL_U = 'U' - '@';
 constexpr int BACKSPACE = 0x08, DEL = 0x7f;
-constexpr uint64_t INPUT_SIZE = 256;
+// Input typed (or pasted, or sent by a test harness) faster than a reader
+// takes it waits here; a byte that finds the buffer full is lost. 256 bytes
+// lost the end of a 270-character command line sent at once; 4 KiB holds
+// the longest line the shell accepts (sh's MAX_LINE) with room to spare.
+constexpr uint64_t INPUT_SIZE = 4096;
 
 Spinlock cons_lock{"console"};
 char input[INPUT_SIZE];

@@ -141,11 +141,17 @@ def _shell_started(text):
     """The shell has printed its first prompt. Kernel log lines (the AI
     service logs each model as it loads, while the shell starts) may follow
     the prompt or even split it, so the prompt need not end the console."""
+    # A kernel log line can even land inside init's own line ("in" + "ai:
+    # model ... ready\n" + "it: starting sh"): look past whole AI log lines.
+    text = KERNEL_AI_LINE.sub("", text)
     init = text.find("init: starting sh")
     # Only the shell writes "$" after init's line; a log line may even land
     # between the prompt's two characters.
     return init >= 0 and "$" in text[init:]
 
+
+# A whole line the AI service logs while the shell starts.
+KERNEL_AI_LINE = re.compile(r"ai: (model|no model|scheduling|unknown|cannot)[^\n]*\n")
 
 # The kernel's last words when the root file system cannot be mounted.
 NO_ROOT = re.compile(r"kai: the kernel keeps running \(idle\)[^\n]*\n")

@@ -22,7 +22,13 @@ int main(int argc, char** argv) {
   uint32_t n = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
-    else if (strcmp(argv[i], "--predict") == 0 && i + 1 < argc) predict = static_cast<uint32_t>(atoi(argv[++i]));
+    else if (strcmp(argv[i], "--predict") == 0 && i + 1 < argc) {
+      const char* v = argv[++i];
+      if (parse_u32(v, 4096, &predict) < 0 || predict == 0) {
+        fprintf(2, "ai: --predict: '%s' is not a number of tokens from 1 to 4096\n", v);
+        return 2;
+      }
+    }
     else if (strcmp(argv[i], "--timing") == 0) timing = true;
     else if (strcmp(argv[i], "--int8") == 0) flags |= KAI_AI_INT8;
     else if (strcmp(argv[i], "--align-tick") == 0) align_tick = true;
@@ -37,12 +43,20 @@ int main(int argc, char** argv) {
       priority = static_cast<uint32_t>(p);
     }
     else if (argv[i][0] == '-' && argv[i][1] == '-') usage();
-    else if (n <= KAI_AI_MAX_PROMPT) prompt[n++] = static_cast<uint32_t>(strtoul(argv[i], nullptr, 10));
+    else if (n < KAI_AI_MAX_PROMPT) {
+      if (int e = parse_u32(argv[i], 0xffffffffu, &prompt[n]); e < 0) {
+        fprintf(2, "ai: prompt token %u: '%s' is not a token id (%s)\n", n, argv[i],
+                e == -KAI_ERANGE ? "larger than 32 bits" : "not a number");
+        return 2;
+      }
+      n++;
+    }
     else { fprintf(2, "ai: more than %d prompt tokens\n", KAI_AI_MAX_PROMPT); return 1; }
   }
   if (n == 0) usage();
   char name[KAI_AI_MODEL_NAME_MAX];
-  int r = ai_wait_model_ready(model, 600, name, nullptr);
+  kai_ai_model_info mi{};
+  int r = ai_wait_model_ready(model, 600, name, &mi);
   if (r < 0) {
     fprintf(2, "ai: model %s: %s\n", model[0] ? model : "(first)", strerror(r));
     return 1;
@@ -64,7 +78,18 @@ int main(int argc, char** argv) {
   int64_t id = ai_submit(&req);
   long got = id < 0 ? id : ai_wait(id, out, predict, &res);
   if (got < 0) {
-    fprintf(2, "ai: %s\n", strerror(got));
+    // Say which argument was wrong, not only the error's name.
+    if (got == -KAI_ERANGE) {
+      for (uint32_t i = 0; i < n; i++)
+        if (prompt[i] >= mi.vocab_size)
+          fprintf(2, "ai: prompt token %u: id %u out of range (model %s has %u tokens)\n", i, prompt[i],
+                  name, mi.vocab_size);
+    } else if (got == -KAI_EFBIG) {
+      fprintf(2, "ai: prompt (%u tokens) + --predict %u exceeds model %s's runtime_seq_len %u\n", n,
+              predict, name, mi.runtime_seq_len);
+    } else {
+      fprintf(2, "ai: %s\n", strerror(got));
+    }
     return 1;
   }
   for (long i = 0; i < got; i++) printf(i ? " %u" : "%u", out[i]);

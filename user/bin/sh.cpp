@@ -26,8 +26,8 @@
 
 namespace {
 
-constexpr int MAX_LINE = 512;
-constexpr int MAX_ARGS = 32;
+constexpr int MAX_LINE = 4096;   // the console buffers 4 KiB of input (kernel/console.cpp)
+constexpr int MAX_ARGS = 300;    // = the kernel's MAXARG: a 255-token prompt plus options
 constexpr int MAX_STAGES = 8;
 constexpr int MAX_JOBS = 16;   // pipelines per line
 

@@ -11,6 +11,10 @@ unsigned long strtoul(const char* s, char** end, int base);
 long long strtoll(const char* s, char** end, int base);
 unsigned long long strtoull(const char* s, char** end, int base);
 int abs(int x);
+// A whole decimal number in 0..max, nothing else (no sign, no junk, no
+// overflow): 0 and *out set, or -KAI_EINVAL (not a number) / -KAI_ERANGE.
+// For command lines: atoi("abc") is 0 and strtoul("4294967296") wraps.
+int parse_u32(const char* s, uint32_t max, uint32_t* out);
 long labs(long x);
 
 // The heap grows with sbrk(); free() returns memory for reuse and gives the

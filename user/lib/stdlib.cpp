@@ -181,3 +181,20 @@ int rand() { return static_cast<int>(kai_rng_next(&g_rand_state) >> 33); }
 void srand(unsigned seed) { g_rand_state = kai_rng_seed(seed); }
 
 }  // extern "C"
+
+int parse_u32(const char* s, uint32_t max, uint32_t* out) {
+  if (s == nullptr || *s == 0) return -KAI_EINVAL;
+  uint64_t v = 0;
+  for (const char* p = s; *p; p++) {
+    if (*p < '0' || *p > '9') return -KAI_EINVAL;
+    v = v * 10 + uint64_t(*p - '0');
+    if (v > max) {
+      // keep scanning: "12x" with a big prefix is still "not a number"
+      for (const char* q = p; *q; q++)
+        if (*q < '0' || *q > '9') return -KAI_EINVAL;
+      return -KAI_ERANGE;
+    }
+  }
+  *out = static_cast<uint32_t>(v);
+  return 0;
+}
