@@ -143,11 +143,13 @@ def _shell_started(text):
     the prompt or even split it, so the prompt need not end the console."""
     # A kernel log line can even land inside init's own line ("in" + "ai:
     # model ... ready\n" + "it: starting sh"): look past whole AI log lines.
-    text = KERNEL_AI_LINE.sub("", text)
-    init = text.find("init: starting sh")
     # Only the shell writes "$" after init's line; a log line may even land
-    # between the prompt's two characters.
-    return init >= 0 and "$" in text[init:]
+    # between the prompt's two characters, so look in the original text too.
+    for t in (text, KERNEL_AI_LINE.sub("", text)):
+        init = t.find("init: starting sh")
+        if init >= 0 and "$" in t[init:]:
+            return True
+    return False
 
 
 # A whole line the AI service logs while the shell starts.

@@ -16,6 +16,13 @@ def test_shell_started_needs_init_then_a_prompt():
     assert qemu_run._shell_started(BOOT + "$ ")
 
 
+def test_shell_started_when_a_log_line_splits_inits_line():
+    # Seen here: "in" + a whole kernel log line + "it: starting sh".
+    boot = BOOT.replace("init: starting sh\n", "inai: model LLAMA ready: llama, 0.1M params\nit: starting sh\n")
+    assert qemu_run._shell_started(boot + "$ ")
+    assert not qemu_run._shell_started(boot)
+
+
 def test_shell_started_when_a_log_line_follows_or_splits_the_prompt():
     # Seen in CI: the AI service logs each model as it loads, while sh starts.
     assert qemu_run._shell_started(BOOT + "$ ai: model LLAMA ready: llama, loaded in 28 ms\n")
