@@ -21,11 +21,6 @@
 #include "trap.h"
 #include "uvm.h"
 
-namespace ai {
-void start(int n_workers) __attribute__((weak));
-void process_exited(int pid) __attribute__((weak));
-}  // namespace ai
-
 Process procs[NPROC];
 Process* init_process = nullptr;
 
@@ -145,10 +140,9 @@ void first_process_start() {
     }
   }
   // The AI service loads its models in its own kernel threads; the shell
-  // comes up meanwhile. (Weak reference: the kernel links without kernel/ai/.)
-  // Worker count: build-time default, overridden by `ai.workers=N` on the
-  // kernel command line (QEMU -append).
-  if (ai::start) ai::start(static_cast<int>(bootarg_int(g_boot, "ai.workers", KAI_AI_WORKERS)));
+  // comes up meanwhile. Its options come from the kernel command line
+  // (QEMU -append: ai.workers=N, ai.max_batch=N, ...).
+  ai::start();
   char arg0[] = "/bin/init";
   char* argv[] = {arg0, nullptr};
   auto result = exec("/bin/init", argv);
@@ -296,7 +290,7 @@ void exit(int status) {
     p->cwd = nullptr;
   }
   if (console_foreground() == p->pid) console_set_foreground(0);
-  if (ai::process_exited) ai::process_exited(p->pid);   // cancel its AI requests
+  ai::process_exited(p->pid);   // its AI requests are gone at once
 
   wait_lock.acquire();
   reparent(p);

@@ -77,10 +77,3 @@ void syscall_dispatch() {
                         : result.value();
 }
 
-// Placeholders until kernel/ai/ provides the real ones.
-__attribute__((weak)) SyscallResult sys_ai_submit() { return Errno::NoSys; }
-__attribute__((weak)) SyscallResult sys_ai_wait() { return Errno::NoSys; }
-__attribute__((weak)) SyscallResult sys_ai_query() { return Errno::NoSys; }
-__attribute__((weak)) SyscallResult sys_ai_cancel() { return Errno::NoSys; }
-__attribute__((weak)) SyscallResult sys_ai_info() { return Errno::NoSys; }
-__attribute__((weak)) SyscallResult sys_ai_control() { return Errno::NoSys; }

@@ -27,8 +27,7 @@ SyscallResult sys_kill();   SyscallResult sys_exec();     SyscallResult sys_getp
 SyscallResult sys_sbrk();   SyscallResult sys_sleep();    SyscallResult sys_uptime();
 SyscallResult sys_clock_ns(); SyscallResult sys_halt();   SyscallResult sys_setfg();
 
-// AI-service system calls (kernel/ai/). Until the service exists, weak
-// definitions in kernel/syscall.cpp return Errno::NoSys.
+// AI-service system calls (kernel/ai/sys_ai.cpp).
 SyscallResult sys_ai_submit(); SyscallResult sys_ai_wait(); SyscallResult sys_ai_query();
 SyscallResult sys_ai_cancel(); SyscallResult sys_ai_info();
 SyscallResult sys_ai_control();

@@ -2,9 +2,11 @@
 // ai_cancel / ai_info). Shared by the kernel (kernel/ai/) and user programs.
 //
 // Life of a request: ai_submit() validates the request and queues it
-// (QUEUED); a kernel worker thread takes it (RUNNING), runs prefill and
-// decode, and completes it (DONE, FAILED or CANCELLED). The submitting
-// process collects the result once with ai_wait(); that frees the slot.
+// (QUEUED); a kernel worker admits it into its batch (RUNNING), runs its
+// prefill in chunks and its decode one token per iteration together with
+// the other running requests, and completes it (DONE, FAILED or
+// CANCELLED). The submitting process collects the result once with
+// ai_wait(); that frees the slot.
 #pragma once
 #include <stdint.h>
 
@@ -59,9 +61,9 @@
 // When the owner exits, its requests are gone at once: from the moment exit
 // returns, their ids are unknown (-KAI_ESRCH) to every process and they no
 // longer count in ai_info's in_flight; a worker running one stops at its next
-// check (between two prompt tokens or two generated tokens) and frees the slot.
-// ai_cancel (or kill) takes effect at the same checks: within one token's
-// forward pass, prefill included.
+// check (the next iteration boundary) and frees the slot. ai_cancel (or
+// kill) takes effect at the same check: within one iteration, i.e. one
+// batched forward pass of at most ai.budget tokens, prefill included.
 
 struct kai_ai_submit {
   const char* model;          // e.g. "SMOL" (the directory /AI/SMOL)
@@ -85,6 +87,9 @@ struct kai_ai_result {
   uint64_t t_start_ns;        // a worker started prefill
   uint64_t t_first_token_ns;  // the first generated token was known
   uint64_t t_finish_ns;       // the last token was known
+  uint32_t iterations;        // engine iterations (batched forward passes) it took part in
+  uint32_t batch_sum;         // sum over those iterations of the requests in each batch:
+                              // mean batch size = batch_sum / iterations
 };
 
 // Filled by ai_query (non-blocking).
@@ -118,6 +123,11 @@ struct kai_ai_info {
   uint64_t in_flight;         // slots in use (queued + running + finished but not collected)
   uint32_t policy;            // KAI_AI_POLICY_* in force
   uint32_t aging_ms;          // a request queued this long runs before any younger one (ai.aging_ms)
+  uint32_t max_batch;         // requests one worker runs together (ai.max_batch)
+  uint32_t budget;            // tokens per iteration (ai.budget)
+  uint64_t iterations;        // batched forward passes run so far, all workers
+  uint64_t batch_requests;    // sum over iterations of the requests in each: / iterations = mean batch
+  uint64_t batch_tokens;      // sum over iterations of the tokens in each: / iterations = tokens per iteration
   struct kai_ai_model_info models[KAI_AI_MAX_MODELS];
 };
 

@@ -8,6 +8,7 @@
 #include "../kalloc.h"
 #include "../printf.h"
 #include "../string.h"
+#include "service.h"
 
 namespace ai {
 
@@ -83,6 +84,7 @@ int bundle_files(const llm::Config& cfg, char names[][12]) {
 }
 
 void fill_summary(const llm::Config& cfg, ModelSummary* s) {
+  s->config = cfg;
   safestrcpy(s->family, cfg.is_qwen() ? "qwen3.5" : "llama", sizeof(s->family));
   s->dim = cfg.dim;
   s->n_layers = cfg.n_layers;
@@ -175,43 +177,83 @@ ErrorOr<EngineModel*> engine_load(const char* dir, ModelSummary* summary, char* 
   return em;
 }
 
-ErrorOr<void> engine_generate(EngineModel* em, const uint32_t* prompt, uint32_t prompt_len,
-                              uint32_t n_predict, bool int8_activations, TokenSink& sink,
-                              SessionMemory& memory) {
-  const llm::Config& cfg = em->model.config();
-  size_t bytes = llm::Session::bytes_needed(cfg);
-  if (memory.bytes < bytes) {
-    if (memory.mem) kfree_contiguous(memory.mem, memory.bytes);
-    memory.mem = kalloc_contiguous(bytes);
-    memory.bytes = memory.mem ? bytes : 0;
-    if (memory.mem == nullptr) return Errno::NoMem;
-  }
-  void* mem = memory.mem;
+// ---- sessions -----------------------------------------------------------
+
+struct EngineSession {
   llm::Session session;
-  ErrorOr<void> status;
-  do {
-    llm::SessionOptions options;
-    options.matvec = int8_activations ? llm::MatvecKind::Int8 : llm::MatvecKind::Float;
-    if (session.init(em->model, mem, bytes, options).is_error()) { status = Errno::NoMem; break; }
-    // The prompt one token at a time, asking the sink between tokens: a
-    // cancelled 200-token prefill stops after at most one more token.
-    bool stopped = false, failed = false;
-    for (uint32_t i = 0; i < prompt_len && !stopped && !failed; i++) {
-      if (i > 0 && !sink.keep_going()) stopped = true;
-      else failed = session.feed(prompt[i]).is_error();
-    }
-    if (failed) { status = Errno::Invalid; break; }
-    if (stopped) break;
-    uint32_t token = session.argmax();
-    if (!sink.on_token(token)) break;
-    for (uint32_t i = 1; i < n_predict; i++) {
-      auto next = session.step(token);
-      if (next.is_error()) { status = Errno::Invalid; break; }
-      token = next.value();
-      if (!sink.on_token(token)) break;
-    }
-  } while (false);
-  return status;   // Session::init resets every state, so the memory is reused as it is
+  void* mem = nullptr;   // kalloc_contiguous, kept between requests
+  size_t bytes = 0;
+};
+
+// Statically sized: every worker has kMaxBatch sessions (their memory is
+// allocated on first use, so an idle batch slot costs only this struct).
+static EngineSession sessions[kMaxWorkers][kMaxBatch];
+
+EngineSession* engine_session(uint32_t worker, uint32_t index) {
+  if (worker >= uint32_t(kMaxWorkers) || index >= kMaxBatch) return nullptr;
+  return &sessions[worker][index];
+}
+
+namespace {
+
+llm::SessionOptions options_for(bool int8_activations) {
+  llm::SessionOptions options;
+  options.matvec = int8_activations ? llm::MatvecKind::Int8 : llm::MatvecKind::Float;
+  return options;
+}
+
+// Memory of at least `bytes`, reusing what `mem` already holds.
+ErrorOr<void> ensure_memory(void*& mem, size_t& have, size_t bytes) {
+  if (have >= bytes) return {};
+  if (mem) kfree_contiguous(mem, have);
+  mem = kalloc_contiguous(bytes);
+  have = mem ? bytes : 0;
+  if (mem == nullptr) return Errno::NoMem;
+  return {};
+}
+
+}  // namespace
+
+ErrorOr<void> engine_session_begin(EngineSession* s, EngineModel* em, bool int8_activations) {
+  size_t bytes = llm::Session::bytes_needed(em->model.config());
+  TRY(ensure_memory(s->mem, s->bytes, bytes));
+  // init() lays the session out and resets every state, so reused memory
+  // starts exactly as fresh memory would.
+  if (s->session.init(em->model, s->mem, s->bytes, options_for(int8_activations)).is_error())
+    return Errno::NoMem;
+  return {};
+}
+
+// ---- the batched forward pass ---------------------------------------------
+
+ErrorOr<void> engine_forward(uint32_t worker, EngineModel* em, bool int8_activations,
+                             BatchToken* items, uint32_t n) {
+  (void)worker;
+  (void)em;
+  (void)int8_activations;
+  // One token at a time through each session, in order: the reference
+  // semantics that the batched pass reproduces bit for bit.
+  for (uint32_t i = 0; i < n; i++) {
+    llm::Session& s = items[i].session->session;
+    if (s.feed(items[i].token).is_error()) return Errno::Invalid;
+    if (items[i].want_next) items[i].next = s.argmax();
+  }
+  return {};
+}
+
+// ---- request checks ---------------------------------------------------------
+
+ErrorOr<void> engine_check_request(const ModelSummary& model, const uint32_t* prompt,
+                                   uint32_t prompt_len, uint32_t n_predict) {
+  auto checked = llm::check_request(model.config, prompt, prompt_len, n_predict);
+  if (!checked.is_error()) return {};
+  switch (checked.error().code) {
+    case llm::ErrorCode::EmptyRequest: return Errno::Invalid;
+    case llm::ErrorCode::PromptTooLong: return Errno::TooBig;
+    case llm::ErrorCode::TokenOutOfRange: return Errno::Range;
+    case llm::ErrorCode::RequestTooLong: return Errno::FileTooBig;
+    default: return Errno::Invalid;
+  }
 }
 
 }  // namespace ai

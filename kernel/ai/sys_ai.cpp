@@ -2,6 +2,7 @@
 // state, so a rejected call creates no request and leaks nothing.
 #include "requests.h"
 #include "models.h"
+#include "engine.h"
 #include "../proc.h"
 #include "../trap.h"
 #include "../string.h"
@@ -30,13 +31,16 @@ SyscallResult reject(Errno e) {
 }
 
 // Copies in and checks the request (the prompt into `prompt`); returns the
-// model's index. Waits, if need be, until the loader has listed /AI.
+// model's index. Waits, if need be, until the loader has listed /AI. The
+// ABI's own rules (flags, priority, reserved fields, buffer bounds) are
+// checked here; the model's rules by the runtime's check_request, once.
 ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt) {
-  if (req.prompt_len == 0 || req.n_predict == 0) return Errno::Invalid;
   if (req.flags & ~uint32_t(KAI_AI_NONBLOCK | KAI_AI_INT8)) return Errno::Invalid;
   if (req.reserved[0] != 0 || req.reserved[1] != 0) return Errno::Invalid;   // kept for later
   if (req.priority > KAI_AI_MAX_PRIORITY) return Errno::Invalid;
-  if (req.prompt_len > KAI_AI_MAX_PROMPT) return Errno::TooBig;
+  if (req.prompt_len == 0 || req.n_predict == 0) return Errno::Invalid;   // before any copy
+  if (req.prompt_len > KAI_AI_MAX_PROMPT) return Errno::TooBig;          // bounds the copy below
+  if (req.n_predict > kMaxOutput) return Errno::FileTooBig;               // the result buffer
   char name[KAI_AI_MODEL_NAME_MAX];
   auto copied = copyinstr(me()->pagetable, name, reinterpret_cast<uint64_t>(req.model), sizeof(name));
   if (copied.is_error()) return copied.error() == Errno::NameTooLong ? Errno::NoEnt : Errno::Fault;
@@ -52,10 +56,7 @@ ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt) {
   if (m < 0) return Errno::NoEnt;
   const Model& model = models[m];
   if (model.state == KAI_AI_MODEL_FAILED) return Errno::NoDevice;
-  for (uint32_t i = 0; i < req.prompt_len; i++)
-    if (prompt[i] >= model.summary.vocab_size) return Errno::Range;
-  uint64_t total = uint64_t(req.prompt_len) + req.n_predict;
-  if (total > model.summary.runtime_seq_len || req.n_predict > kMaxOutput) return Errno::FileTooBig;
+  TRY(engine_check_request(model.summary, prompt, req.prompt_len, req.n_predict));
   return m;
 }
 
@@ -70,7 +71,6 @@ SyscallResult sys_ai_submit() {
   if (model.is_error()) return reject(model.error());
 
   SpinlockGuard guard(lock);
-  Request* r;
   for (;;) {
     // The quota first: sleeping for a slot would never end if this process
     // itself holds the slots (only it could free them, by collecting).
@@ -78,7 +78,7 @@ SyscallResult sys_ai_submit() {
       counters.rejected++;
       return Errno::Quota;
     }
-    if ((r = alloc_slot()) != nullptr) break;
+    if (slot_available()) break;
     if (req.flags & KAI_AI_NONBLOCK) {
       counters.rejected++;
       return Errno::Again;
@@ -86,26 +86,8 @@ SyscallResult sys_ai_submit() {
     if (current_killed()) return Errno::Interrupted;
     sleep(&slot_freed_chan, lock);
   }
-  static int64_t next_id = 1;
-  r->id = next_id++;
-  r->owner_pid = me()->pid;
-  r->model = model.value();
-  r->prompt_len = req.prompt_len;
-  r->n_predict = req.n_predict;
-  r->flags = req.flags;
-  r->priority = req.priority;
-  r->n_generated = 0;
-  r->cancel_requested = false;
-  r->orphaned = false;
-  r->outcome = 0;
-  r->error = 0;
-  r->worker = 0;
-  r->queue_depth_at_submit = queued_count() + running_count();
-  r->t_submit = clock_ns();
-  r->t_start = r->t_first = r->t_finish = 0;
-  memcpy(r->prompt, prompt, req.prompt_len * sizeof(uint32_t));
-  counters.submitted++;
-  enqueue(r);
+  Request* r = submit(NewRequest{me()->pid, model.value(), prompt, req.prompt_len, req.n_predict,
+                                 req.flags, req.priority});
   return static_cast<uint64_t>(r->id);
 }
 
@@ -117,7 +99,7 @@ SyscallResult sys_ai_wait() {
 
   SpinlockGuard guard(lock);
   Request* r = TRY(owned_request(id));
-  while (r->state != SlotState::Finished) {
+  while (!finished(r->state)) {
     if (current_killed()) return Errno::Interrupted;
     sleep(r, lock);
     // The slot may have been collected by another thread of ours meanwhile.
@@ -125,7 +107,7 @@ SyscallResult sys_ai_wait() {
   }
   if (capacity < r->n_generated) return Errno::NoSpace;
   kai_ai_result res{};
-  res.state = r->outcome;
+  res.state = abi_state(r->state);
   res.error = r->error;
   res.n_prompt = r->prompt_len;
   res.n_generated = r->n_generated;
@@ -135,10 +117,12 @@ SyscallResult sys_ai_wait() {
   res.t_start_ns = r->t_start;
   res.t_first_token_ns = r->t_first;
   res.t_finish_ns = r->t_finish;
+  res.iterations = r->iterations;
+  res.batch_sum = static_cast<uint32_t>(r->batch_sum);
   // A bad buffer keeps the result: the caller may wait again with a good one.
   if (r->n_generated > 0) TRY(copyout(me()->pagetable, out, r->output, r->n_generated * sizeof(uint32_t)));
   if (result_addr != 0) TRY(copyout(me()->pagetable, result_addr, &res, sizeof(res)));
-  free_slot(r);
+  collect(r);
   return static_cast<uint64_t>(res.n_generated);
 }
 
@@ -148,11 +132,7 @@ SyscallResult sys_ai_query() {
   {
     SpinlockGuard guard(lock);
     Request* r = TRY(owned_request(id));
-    switch (r->state) {
-      case SlotState::Queued: st.state = KAI_AI_QUEUED; break;
-      case SlotState::Running: st.state = KAI_AI_RUNNING; break;
-      default: st.state = r->outcome; break;
-    }
+    st.state = abi_state(r->state);
     st.n_generated = r->n_generated;
   }
   TRY(copyout(me()->pagetable, arg_raw(1), &st, sizeof(st)));
@@ -163,12 +143,11 @@ SyscallResult sys_ai_cancel() {
   SpinlockGuard guard(lock);
   Request* r = TRY(owned_request(arg_int(0)));
   switch (r->state) {
-    case SlotState::Queued:
-      remove_from_queue(r);
-      finish(r, KAI_AI_CANCELLED, KAI_ECANCELED);
+    case RequestState::Queued:
+      cancel_queued(r);
       return 0;
-    case SlotState::Running:
-      r->cancel_requested = true;   // the worker stops at the next token
+    case RequestState::Running:
+      r->cancel_requested = true;   // its worker stops it at the next iteration
       return 0;
     default:
       return Errno::Busy;
@@ -193,6 +172,11 @@ SyscallResult sys_ai_info() {
     info.cancelled = counters.cancelled;
     info.rejected = counters.rejected;
     info.in_flight = slots_in_use();
+    info.max_batch = max_batch;
+    info.budget = token_budget;
+    info.iterations = counters.iterations;
+    info.batch_requests = counters.batch_requests;
+    info.batch_tokens = counters.batch_tokens;
     for (int i = 0; i < n_models; i++) {
       const Model& m = models[i];
       kai_ai_model_info& mi = info.models[i];

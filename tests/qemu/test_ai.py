@@ -184,3 +184,35 @@ def test_scheduling_boot_options(image):
         assert "unknown ai.policy=bogus" in s.transcript
         assert "ai.max_per_process=0 out of range" in s.transcript
         s.halt()
+
+
+@pytest.mark.parametrize("smp,workers,max_batch", [(1, 1, 8), (4, 2, 8), (1, 1, 1)])
+def test_batched_tokens_equal_solo(image, smp, workers, max_batch):
+    """Iteration-level batching never changes a token: `aibatch` runs each
+    request alone, then all of them at once (different prompt lengths,
+    outputs, int8 and float mixed) and compares bit for bit, on every test
+    model; with ai.max_batch > 1 some requests must really share iterations."""
+    img, bundles = image
+    commands = [f"aibatch {name} --clients 8" for name in sorted(bundles)] + ["aistat"]
+    append = f"ai.workers={workers} ai.max_batch={max_batch} ai.budget=16"
+    outputs = {}
+    with qemu_run.Session(img, KERNEL, smp=smp, memory="1G", snapshot=True, boot_timeout=180,
+                          append=append) as s:
+        assert s.booted, s.transcript
+        for name in models_of(bundles):
+            assert s.wait_log(rf"ai: model {name} (ready|failed)", timeout=180), s.transcript
+        for cmd in commands:
+            start = s.mark()
+            assert s.command(cmd, timeout=600), s.transcript[start:]
+            outputs[cmd] = s.transcript[start:]
+        assert not any(m in s.transcript for m in qemu_run.PANIC_MARKERS), s.transcript
+        s.halt()
+    for name in sorted(bundles):
+        out = outputs[f"aibatch {name} --clients 8"]
+        assert "DIFFERENT" not in out and "FAIL" not in out, out
+        assert re.search(r"aibatch: \d+ passed, 0 failed", out), out
+    stat = outputs["aistat"]
+    assert f"max_batch={max_batch} budget=16" in stat, stat
+    assert "in_flight=0" in stat, stat
+    mean = float(re.search(r"mean_batch=([\d.]+)", stat).group(1))
+    assert (mean > 1.0) if max_batch > 1 else (mean == 1.0), stat

@@ -99,12 +99,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   ai_latency l = ai_latency_of(&res);
+  // Mean batch size over the iterations this request took part in, x100.
+  uint32_t batch_x100 = res.iterations ? uint32_t(uint64_t(res.batch_sum) * 100 / res.iterations) : 0;
   if (timing) {
-    printf("timing model=%s path=warm prompt=%u gen=%u queue_us=%lu ttft_us=%lu prefill_us=%lu tpot_us=%lu total_us=%lu\n",
-           name, res.n_prompt, res.n_generated, l.queue_us, l.ttft_us, l.prefill_us, l.tpot_us, l.total_us);
+    printf("timing model=%s path=warm prompt=%u gen=%u queue_us=%lu ttft_us=%lu prefill_us=%lu tpot_us=%lu total_us=%lu iterations=%u mean_batch=%u.%02u\n",
+           name, res.n_prompt, res.n_generated, l.queue_us, l.ttft_us, l.prefill_us, l.tpot_us, l.total_us,
+           res.iterations, batch_x100 / 100, batch_x100 % 100);
   } else {
-    printf("model %s: queue wait %lu us, TTFT %lu us (prefill %lu us), TPOT %lu us, end-to-end %lu us (worker %u, queue depth at submit %u)\n",
-           name, l.queue_us, l.ttft_us, l.prefill_us, l.tpot_us, l.total_us, res.worker, res.queue_depth_at_submit);
+    printf("model %s: queue wait %lu us, TTFT %lu us (prefill %lu us), TPOT %lu us, end-to-end %lu us (worker %u, queue depth at submit %u, %u iterations, mean batch %u.%02u)\n",
+           name, l.queue_us, l.ttft_us, l.prefill_us, l.tpot_us, l.total_us, res.worker, res.queue_depth_at_submit,
+           res.iterations, batch_x100 / 100, batch_x100 % 100);
   }
   free(out);
   return 0;
