@@ -125,6 +125,8 @@ struct kai_ai_info {
   uint32_t aging_ms;          // a request queued this long runs before any younger one (ai.aging_ms)
   uint32_t max_batch;         // requests one worker runs together (ai.max_batch)
   uint32_t budget;            // tokens per iteration (ai.budget)
+  uint32_t harts;             // harts one worker's pass is split over, by matrix rows (ai.harts)
+  uint32_t reserved_info;     // 0
   uint64_t iterations;        // batched forward passes run so far, all workers
   uint64_t batch_requests;    // sum over iterations of the requests in each: / iterations = mean batch
   uint64_t batch_tokens;      // sum over iterations of the tokens in each: / iterations = tokens per iteration

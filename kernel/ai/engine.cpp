@@ -9,6 +9,7 @@
 #include "../printf.h"
 #include "../string.h"
 #include "service.h"
+#include "row_team.h"
 
 namespace ai {
 
@@ -225,6 +226,17 @@ ErrorOr<void> engine_session_begin(EngineSession* s, EngineModel* em, bool int8_
 }
 
 // ---- the batched forward pass ---------------------------------------------
+
+static RowTeam teams[kMaxWorkers];
+
+uint32_t engine_start_team(uint32_t worker, uint32_t harts) {
+  if (worker >= uint32_t(kMaxWorkers)) return 0;
+  return teams[worker].start(worker, harts);
+}
+
+uint32_t engine_team_parts(uint32_t worker) {
+  return worker < uint32_t(kMaxWorkers) ? teams[worker].parts() : 0;
+}
 
 ErrorOr<void> engine_forward(uint32_t worker, EngineModel* em, bool int8_activations,
                              BatchToken* items, uint32_t n) {

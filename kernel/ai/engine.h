@@ -49,6 +49,12 @@ struct BatchToken {
   uint32_t next;        // out: the greedy next token when want_next
 };
 
+// Gives worker `worker` a row team of `harts` parts (row_team.h): its
+// batched passes split every matrix product's rows over that many harts.
+// Returns the parts actually started.
+uint32_t engine_start_team(uint32_t worker, uint32_t harts);
+uint32_t engine_team_parts(uint32_t worker);
+
 // Runs items[0..n) through `model` in one pass over its weights (tokens of
 // one session consecutive and in order; all sessions begun with the same
 // model and activation kind). Each item's effect is exactly that of running

@@ -5,6 +5,9 @@
 #include "requests.h"
 #include "models.h"
 #include "worker.h"
+#include "engine.h"
+#include "row_team.h"
+#include "../cpu.h"
 #include "../fdt.h"
 #include "../boot.h"
 #include "../printf.h"
@@ -48,8 +51,14 @@ void start() {
   option_u32("ai.aging_ms", 1, 3600000, &aging_ms);
   aging_ns = uint64_t(aging_ms) * 1000000;
 
+  // Harts per iteration: all but one by default (one stays free for the
+  // shell and the clients), at least one.
+  uint32_t harts = ncpu > 1 ? static_cast<uint32_t>(ncpu) - 1 : 1;
+  option_u32("ai.harts", 1, kMaxTeamParts, &harts);
+
   start_loader();
   for (uint32_t i = 0; i < workers; i++) {
+    engine_start_team(i, harts);
     if (auto started = start_worker(i); started.is_error()) {
       kprintf("ai: cannot start worker %u (error %d)\n", i, static_cast<int>(started.error()));
       continue;

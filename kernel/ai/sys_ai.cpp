@@ -174,6 +174,7 @@ SyscallResult sys_ai_info() {
     info.in_flight = slots_in_use();
     info.max_batch = max_batch;
     info.budget = token_budget;
+    info.harts = engine_team_parts(0);
     info.iterations = counters.iterations;
     info.batch_requests = counters.batch_requests;
     info.batch_tokens = counters.batch_tokens;

@@ -38,8 +38,8 @@ int main() {
   uint64_t it = info.iterations;
   uint64_t req_x100 = it ? info.batch_requests * 100 / it : 0;
   uint64_t tok_x100 = it ? info.batch_tokens * 100 / it : 0;
-  printf("engine: max_batch=%u budget=%u iterations=%lu mean_batch=%lu.%02lu tokens_per_iteration=%lu.%02lu\n",
-         info.max_batch, info.budget, (unsigned long)it, (unsigned long)(req_x100 / 100),
+  printf("engine: max_batch=%u budget=%u harts=%u iterations=%lu mean_batch=%lu.%02lu tokens_per_iteration=%lu.%02lu\n",
+         info.max_batch, info.budget, info.harts, (unsigned long)it, (unsigned long)(req_x100 / 100),
          (unsigned long)(req_x100 % 100), (unsigned long)(tok_x100 / 100), (unsigned long)(tok_x100 % 100));
   return 0;
 }
