@@ -59,3 +59,11 @@ ErrorOr<int> kthread_create(const char* name, void (*fn)(void*), void* arg);
 // Ends the calling kernel thread (returning from its function does the same).
 // Its slot is reclaimed by the scheduler; nobody waits for kernel threads.
 [[noreturn]] void kthread_exit();
+
+// Copy to/from either a user address of the current process (user == true)
+// or a kernel address. The file-system read/write paths and the console use
+// these, so one code path serves read() into a user buffer and the kernel
+// reading a file into its own memory. They live here, not in vm.h, because
+// "the current process" is this layer's idea: vm.cpp only knows page tables.
+ErrorOr<void> either_copyout(bool user_dst, uint64_t dst, const void* src, uint64_t len);
+ErrorOr<void> either_copyin(void* dst, bool user_src, uint64_t src, uint64_t len);

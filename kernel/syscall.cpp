@@ -56,9 +56,7 @@ uint64_t arg_raw(int n) {
 }
 
 ErrorOr<uint64_t> arg_str(int n, char* buf, uint64_t max) {
-  Process* p = current_process();
-  if (!p->pagetable) return Errno::Fault;
-  return copyinstr(p->pagetable, buf, arg_raw(n), max);
+  return copy_string_from_user(buf, arg_ptr<char>(n), max);
 }
 
 void syscall_dispatch() {

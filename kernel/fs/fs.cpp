@@ -409,14 +409,13 @@ ErrorOr<void> free_orphans(uint32_t dev) {
     }
     if (di.nlink != 0) continue;
     kprintf("fs: freeing orphan inode %u\n", inum);
-    begin_op();
+    Transaction tx;
     auto ip = iget(dev, inum);
     if (!ip.is_error()) {
       ilock(ip.value());
       iunlock(ip.value());
       iput(ip.value());   // nlink 0, last reference: truncates and frees
     }
-    end_op();
     nfree++;
   }
   free_inodes = nfree;
@@ -560,7 +559,7 @@ void iput(Inode* ip) {
     itable.lock.release();
     itrunc(ip);
     ip->type = 0;
-    (void)iupdate(ip);
+    MUST(iupdate(ip), "a disk inode left with no links is freed at the next mount");
     ip->valid = false;
     {
       SpinlockGuard g(count_lock);
@@ -595,7 +594,7 @@ void itrunc(Inode* ip) {
     ip->dindirect = 0;
   }
   ip->size = 0;
-  (void)iupdate(ip);
+  MUST(iupdate(ip), "freed blocks cannot be taken back; the next update of the inode retries");
 }
 
 void stati(Inode* ip, kai_stat* st) {
