@@ -1,4 +1,4 @@
-// Process management inside the kernel core (not part of the contract).
+// Process management inside the kernel core: the trapframe, fork/exec/exit/wait, kill.
 #pragma once
 #include <stdint.h>
 #include "error.h"
