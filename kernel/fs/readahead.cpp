@@ -272,6 +272,14 @@ void ra_issue(Inode* ip, ReadAhead* ra, ReadAhead::Slot& s) {
   ra->next_fbn = start + count;
 }
 
+// Forgets what is read ahead and starts reading every slot's run from file
+// block fbn on (the reader has jumped there, or a big read just ended there).
+void ra_restart(Inode* ip, ReadAhead* ra, uint64_t fbn) {
+  ra_drop_all(ra);
+  ra->next_fbn = fbn;
+  for (auto& s : ra->slot) ra_issue(ip, ra, s);
+}
+
 // Copies from a read-ahead buffer holding file offset off, if there is one.
 // Returns bytes copied (0: not held).
 ErrorOr<uint64_t> ra_serve(Inode* ip, ReadAhead* ra, bool user_dst, uint64_t dst, uint64_t off,
@@ -323,12 +331,17 @@ ErrorOr<uint64_t> readi_stream(Inode* ip, ReadAhead** rap, bool user_dst, uint64
   if (ra && off == ra->last_end && ip->size - off >= RA_TRIGGER_BLOCKS * BSIZE) {
     bool held = false;
     for (auto& sl : ra->slot) held |= sl.count && off / BSIZE >= sl.fbn && off / BSIZE < sl.fbn + sl.count;
-    if (!held) {
-      ra_drop_all(ra);
-      ra->next_fbn = off / BSIZE;
-      for (auto& sl : ra->slot) ra_issue(ip, ra, sl);
-    }
+    if (!held) ra_restart(ip, ra, off / BSIZE);
   }
+  // Every path below moves the same three cursors by the bytes it copied.
+  auto advance = [&](uint64_t m) {
+    tot += m;
+    off += m;
+    dst += m;
+  };
+  // Each round serves the next bytes the fastest way that applies: from a
+  // read-ahead buffer, else a direct run of whole blocks, else one block
+  // through the buffer cache (or zeros for a hole).
   while (tot < n) {
     uint64_t bn = off / BSIZE;
     uint64_t in_block = off % BSIZE;
@@ -339,9 +352,7 @@ ErrorOr<uint64_t> readi_stream(Inode* ip, ReadAhead** rap, bool user_dst, uint64
         break;
       }
       if (got.value() > 0) {
-        tot += got.value();
-        off += got.value();
-        dst += got.value();
+        advance(got.value());
         continue;
       }
     }
@@ -352,15 +363,9 @@ ErrorOr<uint64_t> readi_stream(Inode* ip, ReadAhead** rap, bool user_dst, uint64
         break;
       }
       if (got.value() > 0) {
-        tot += got.value();
-        off += got.value();
-        dst += got.value();
+        advance(got.value());
         // A big read: read the next runs ahead.
-        if (ra && got.value() >= RA_TRIGGER_BLOCKS * BSIZE) {
-          ra_drop_all(ra);
-          ra->next_fbn = off / BSIZE;
-          for (auto& sl : ra->slot) ra_issue(ip, ra, sl);
-        }
+        if (ra && got.value() >= RA_TRIGGER_BLOCKS * BSIZE) ra_restart(ip, ra, off / BSIZE);
         continue;
       }
     }
@@ -389,9 +394,7 @@ ErrorOr<uint64_t> readi_stream(Inode* ip, ReadAhead** rap, bool user_dst, uint64
         break;
       }
     }
-    tot += m;
-    off += m;
-    dst += m;
+    advance(m);
   }
   if (segs) kfree_contiguous(segs, SEG_PAGES * PAGE_SIZE);
   if (ra) ra->last_end = off;

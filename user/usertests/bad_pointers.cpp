@@ -120,12 +120,9 @@ bool t_bad_pointers() {
   return true;
 }
 
-}  // namespace
-
-namespace {
 const Test kTests[] = {
     {"bad_pointers", t_bad_pointers},
 };
 }  // namespace
 
-const TestGroup ut::bad_pointer_tests = {kTests, sizeof kTests / sizeof kTests[0]};
+const TestGroup ut::bad_pointer_tests = UT_GROUP(kTests);

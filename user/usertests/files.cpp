@@ -360,9 +360,6 @@ bool t_console_dev() {
   return true;
 }
 
-}  // namespace
-
-namespace {
 const Test kTests[] = {
     {"file_rw", t_file_rw},
     {"file_lseek", t_file_lseek},
@@ -381,4 +378,4 @@ const Test kTests[] = {
 };
 }  // namespace
 
-const TestGroup ut::files_tests = {kTests, sizeof kTests / sizeof kTests[0]};
+const TestGroup ut::files_tests = UT_GROUP(kTests);

@@ -12,6 +12,7 @@ namespace ut {
 
 struct Test { const char* name; bool (*fn)(); };
 struct TestGroup { const Test* tests; int count; };
+#define UT_GROUP(table) ::ut::TestGroup{table, sizeof table / sizeof table[0]}
 
 // The tables of the topic files, in the order they run.
 extern const TestGroup processes_tests, memory_tests, pipes_tests, bad_pointer_tests,

@@ -69,12 +69,9 @@ bool t_libc() {
   return true;
 }
 
-}  // namespace
-
-namespace {
 const Test kTests[] = {
     {"libc", t_libc},
 };
 }  // namespace
 
-const TestGroup ut::libc_tests = {kTests, sizeof kTests / sizeof kTests[0]};
+const TestGroup ut::libc_tests = UT_GROUP(kTests);

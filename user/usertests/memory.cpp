@@ -188,9 +188,6 @@ bool t_malloc() {
   return true;
 }
 
-}  // namespace
-
-namespace {
 const Test kTests[] = {
     {"sbrk_basic", t_sbrk_basic},
     {"sbrk_shrink_unmaps", t_sbrk_shrink_unmaps},
@@ -202,4 +199,4 @@ const Test kTests[] = {
 };
 }  // namespace
 
-const TestGroup ut::memory_tests = {kTests, sizeof kTests / sizeof kTests[0]};
+const TestGroup ut::memory_tests = UT_GROUP(kTests);

@@ -72,9 +72,6 @@ bool t_pipe_many() {
   return true;
 }
 
-}  // namespace
-
-namespace {
 const Test kTests[] = {
     {"pipe_data", t_pipe_data},
     {"pipe_closed", t_pipe_closed},
@@ -82,4 +79,4 @@ const Test kTests[] = {
 };
 }  // namespace
 
-const TestGroup ut::pipes_tests = {kTests, sizeof kTests / sizeof kTests[0]};
+const TestGroup ut::pipes_tests = UT_GROUP(kTests);

@@ -326,9 +326,6 @@ bool t_kill() {
   return true;
 }
 
-}  // namespace
-
-namespace {
 const Test kTests[] = {
     {"exit_status", t_exit_status},
     {"wait_nochild", t_wait_nochild},
@@ -347,4 +344,4 @@ const Test kTests[] = {
 };
 }  // namespace
 
-const TestGroup ut::processes_tests = {kTests, sizeof kTests / sizeof kTests[0]};
+const TestGroup ut::processes_tests = UT_GROUP(kTests);

@@ -45,9 +45,6 @@ bool t_sleep_many() {
   return true;
 }
 
-}  // namespace
-
-namespace {
 const Test kTests[] = {
     {"clock", t_clock},
     {"sleep", t_sleep},
@@ -55,4 +52,4 @@ const Test kTests[] = {
 };
 }  // namespace
 
-const TestGroup ut::time_tests = {kTests, sizeof kTests / sizeof kTests[0]};
+const TestGroup ut::time_tests = UT_GROUP(kTests);
