@@ -184,7 +184,7 @@ ErrorOr<void> uvm_copy(PageTable from, PageTable to, uint64_t start, uint64_t en
   return {};
 }
 
-// ---------------------------------------------------------------- contract functions
+// ---------------------------------------------------------------- copies to and from user memory
 
 uint64_t user_va_to_pa(PageTable pt, uint64_t va) {
   uint64_t page = user_page(pt, va, false);

@@ -1,6 +1,17 @@
 // File-system system calls: argument checking, file descriptors, and the
 // directory-changing operations (create, link, unlink) built on the inode
-// layer. Each call that may modify the disk runs as one log transaction.
+// layer.
+//
+// In this file:
+//   argfd, fdalloc, argpath   arguments and the per-process descriptor table
+//   create                    a new inode linked under its parent (open, mkdir, mknod)
+//   sys_read ... sys_pipe     one function per system call
+//
+// Rules: each call that may modify the disk runs inside one fs::Transaction
+// (also those that only look up a path: dropping the last reference to an
+// unlinked inode frees it). Inodes are locked parent before child, the
+// order namex uses, so two calls cannot deadlock. A pointer argument is a
+// UserPtr, reached only through copy_to_user/copy_from_user.
 #include "../param.h"
 #include "../proc.h"
 #include "../string.h"
