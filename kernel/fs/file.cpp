@@ -1,4 +1,13 @@
 // The file table and the operations on open files (pipes, inodes, devices).
+//
+// In this file:
+//   filealloc, filedup, fileclose   the table's reference counts (ftable.lock)
+//   fileread, filewrite, fileseek, filestat   dispatch on the kind of file
+//
+// A File is shared by every descriptor dup'ed or fork'ed from it, so its
+// offset is shared too. Inode-backed operations take the inode's sleep lock
+// for the offset and the data; a write runs in chunks of one transaction
+// each (WRITE_CHUNK), so a large write never overflows the log.
 #include "file.h"
 #include "inode.h"
 #include "log.h"

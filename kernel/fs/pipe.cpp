@@ -1,5 +1,10 @@
 // Pipes: a ring buffer in one page, a reader and a writer that sleep on
 // each other (xv6's design), copying whole contiguous pieces at a time.
+//
+// In this file: pipealloc, pipeclose, pipewrite, piperead.
+// Locking: pi->lock guards the counters and the data. A writer waits for
+// room on &pi->nwrite, a reader waits for data on &pi->nread; each side
+// wakes the other after it has moved bytes.
 #include <new>
 #include "file.h"
 #include "../kalloc.h"

@@ -86,7 +86,7 @@ void test_cancel_in_prefill() {
   kai_ai_result solo{};
   int64_t id = ai_submit(&r);
   bool ok = id > 0 && ai_wait(id, out, KAI_AI_MAX_OUTPUT, &solo) == 1;
-  uint64_t prefill_ns = solo.t_first_token_ns - solo.t_start_ns;
+  uint64_t prefill_ns = ai_latency_ns_of(&solo).prefill;
   uint64_t per_token_ns = prefill_ns / n;
 
   id = ai_submit(&r);
