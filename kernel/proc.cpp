@@ -284,9 +284,8 @@ void exit(int status) {
     }
   }
   if (p->cwd) {
-    fs::begin_op();
+    fs::Transaction tx;   // the last reference to a removed directory frees it
     fs::iput(p->cwd);
-    fs::end_op();
     p->cwd = nullptr;
   }
   if (console_foreground() == p->pid) console_set_foreground(0);
@@ -303,7 +302,7 @@ void exit(int status) {
   panic("exit: zombie ran again");
 }
 
-ErrorOr<int> wait(uint64_t status_addr) {
+ErrorOr<int> wait(UserPtr<int> status) {
   Process* p = current_process();
   SpinlockGuard guard(wait_lock);
   for (;;) {
@@ -314,9 +313,7 @@ ErrorOr<int> wait(uint64_t status_addr) {
       have_children = true;
       if (child.state != ProcState::Zombie) continue;
       int pid = child.pid;
-      if (status_addr &&
-          copyout(p->pagetable, status_addr, &child.exit_status, sizeof child.exit_status)
-              .is_error())
+      if (!status.is_null() && copy_to_user(status, &child.exit_status).is_error())
         return Errno::Fault;
       free_process(&child);
       return pid;
@@ -501,4 +498,24 @@ void procdump() {
     kprintf("\n");
   }
   kprintf("free memory: %lu of %lu pages\n", kalloc_free_pages(), kalloc_total_pages());
+}
+
+ErrorOr<void> either_copyout(bool user_dst, uint64_t dst, const void* src, uint64_t len) {
+  if (user_dst) {
+    Process* p = current_process();
+    if (!p || !p->pagetable) return Errno::Fault;
+    return copyout(p->pagetable, dst, src, len);
+  }
+  memmove(reinterpret_cast<void*>(dst), src, len);
+  return {};
+}
+
+ErrorOr<void> either_copyin(void* dst, bool user_src, uint64_t src, uint64_t len) {
+  if (user_src) {
+    Process* p = current_process();
+    if (!p || !p->pagetable) return Errno::Fault;
+    return copyin(p->pagetable, dst, src, len);
+  }
+  memmove(dst, reinterpret_cast<const void*>(src), len);
+  return {};
 }

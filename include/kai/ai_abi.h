@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #define KAI_AI_MAX_PROMPT     255   // prompt tokens per request
+#define KAI_AI_MAX_OUTPUT     4096  // generated tokens per request (n_predict): size ai_wait buffers by it
 #define KAI_AI_MODEL_NAME_MAX 16    // bundle directory name under /AI, with NUL
 #define KAI_AI_MAX_MODELS     8
 
@@ -45,7 +46,7 @@
 //   empty prompt, n_predict == 0, unknown flags, priority > 15 -KAI_EINVAL
 //   prompt longer than 255 tokens  -KAI_E2BIG
 //   token id >= vocab_size         -KAI_ERANGE
-//   prompt + predict > runtime_seq_len  -KAI_EFBIG
+//   prompt + predict > runtime_seq_len, or predict > KAI_AI_MAX_OUTPUT  -KAI_EFBIG
 //   bad user pointer               -KAI_EFAULT
 //   full queue with KAI_AI_NONBLOCK -KAI_EAGAIN
 //   ai_wait output buffer smaller than the tokens generated: -KAI_ENOSPC

@@ -26,24 +26,26 @@ constexpr uint64_t kFileAlign = 64;   // the runtime reads floats in place
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-// Looks up dir/name inside a file-system transaction and locks it; pair
-// with release(). Errors (NoEnt if it does not exist) leave nothing held.
+// Looks up dir/name and locks it; pair with release(). Errors (NoEnt if it
+// does not exist) leave nothing held. Only the lookup runs inside a log
+// transaction: reading a locked inode writes nothing, and an open
+// transaction during a multi-MiB layer read would hold up every commit.
 ErrorOr<fs::Inode*> lookup_locked(const char* dir, const char* name) {
   char path[96];
   ksnprintf(path, sizeof(path), "%s/%s", dir, name);
-  fs::begin_op();
-  auto ip = fs::namei(path);
-  if (ip.is_error()) {
-    fs::end_op();
-    return ip.error();
+  fs::Inode* ip;
+  {
+    fs::Transaction tx;   // namei may drop the last reference to a directory
+    ip = TRY(fs::namei(path));
   }
-  fs::ilock(ip.value());
-  return ip.value();
+  fs::ilock(ip);
+  return ip;
 }
 
 void release(fs::Inode* ip) {
-  fs::iunlockput(ip);
-  fs::end_op();
+  fs::iunlock(ip);
+  fs::Transaction tx;   // the last reference to an unlinked file frees it
+  fs::iput(ip);
 }
 
 // Size of the regular file dir/name.

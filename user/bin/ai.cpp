@@ -24,8 +24,8 @@ int main(int argc, char** argv) {
     if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
     else if (strcmp(argv[i], "--predict") == 0 && i + 1 < argc) {
       const char* v = argv[++i];
-      if (parse_u32(v, 4096, &predict) < 0 || predict == 0) {
-        fprintf(2, "ai: --predict: '%s' is not a number of tokens from 1 to 4096\n", v);
+      if (parse_u32(v, KAI_AI_MAX_OUTPUT, &predict) < 0 || predict == 0) {
+        fprintf(2, "ai: --predict: '%s' is not a number of tokens from 1 to %d\n", v, KAI_AI_MAX_OUTPUT);
         return 2;
       }
     }
@@ -63,13 +63,7 @@ int main(int argc, char** argv) {
   }
   uint32_t* out = static_cast<uint32_t*>(malloc(predict * sizeof(uint32_t) + 4));
   kai_ai_result res{};
-  kai_ai_submit req{};
-  req.model = name;
-  req.prompt = prompt;
-  req.prompt_len = n;
-  req.n_predict = predict;
-  req.flags = flags;
-  req.priority = priority;
+  kai_ai_submit req = ai_request(name, prompt, n, predict, flags, priority);
   // sleep() returns in a timer interrupt's wake-up: what follows starts at
   // the same phase of the 10 ms tick in every boot. Three ticks, so that the
   // console has finished sending the echo of our command line (the UART's

@@ -22,6 +22,7 @@
 // on standard error as records arrive (the host driver shows it).
 #include "kai.h"
 #include "kai_ai.h"
+#include "llm_math.h"
 
 namespace {
 
@@ -41,6 +42,7 @@ struct Record {
   int32_t client, index, state, error;
   uint32_t n_prompt, n_generated, queue_depth, worker;
   uint64_t t_submit, t_start, t_first, t_finish;
+  ai_latency_ns latency;   // from the timestamps above (ai_latency_ns_of)
 };
 
 // One observation of the service by the sampler process.
@@ -113,22 +115,18 @@ void sleep_until_ns(uint64_t t) {
 int64_t submit(int client, int index) {
   uint32_t prompt[KAI_AI_MAX_PROMPT];
   make_prompt(client, index, prompt);
-  kai_ai_submit req{};
-  req.model = opt.model;
-  req.prompt = prompt;
-  req.prompt_len = static_cast<uint32_t>(opt.prompt);
-  req.n_predict = static_cast<uint32_t>(opt.predict);
-  req.flags = opt.flags;
+  kai_ai_submit req = ai_request(opt.model, prompt, static_cast<uint32_t>(opt.prompt),
+                                 static_cast<uint32_t>(opt.predict), opt.flags);
   return ai_submit(&req);
 }
 
 void report(int fd, int client, int index, int64_t id) {
-  static uint32_t out[4096];
+  static uint32_t out[KAI_AI_MAX_OUTPUT];
   kai_ai_result res{};
   Record rec{};
   rec.client = client;
   rec.index = index;
-  long n = id < 0 ? id : ai_wait(id, out, 4096, &res);
+  long n = id < 0 ? id : ai_wait(id, out, KAI_AI_MAX_OUTPUT, &res);
   if (n < 0) {
     rec.state = KAI_AI_FAILED;
     rec.error = static_cast<int32_t>(-n);
@@ -143,6 +141,7 @@ void report(int fd, int client, int index, int64_t id) {
     rec.t_start = res.t_start_ns;
     rec.t_first = res.t_first_token_ns;
     rec.t_finish = res.t_finish_ns;
+    rec.latency = ai_latency_ns_of(&res);
   }
   Message m{};
   m.kind = Message::Kind::Record;
@@ -174,13 +173,7 @@ void open_loop_client(int fd, int client, uint64_t t0) {
   for (int i = 0; i < n; i++) {
     // Exponential gap: -ln(U)/rate, with U uniform in (0, 1].
     double u = double((kai_rng_next(&st) >> 11) + 1) / 9007199254740992.0;
-    double ln = 0;   // ln(u) by series on log2 (no libm): u = m * 2^e
-    int e = 0;
-    while (u < 0.5) { u *= 2; e--; }
-    double y = (u - 1) / (u + 1), y2 = y * y, term = y, sum = 0;
-    for (int k = 1; k < 30; k += 2) { sum += term / k; term *= y2; }
-    ln = 2 * sum + e * 0.6931471805599453;
-    t += -ln / per_client_rate;
+    t += -llm::log_d(u) / per_client_rate;   // the runtime's log (lib/llm_math.h)
     sleep_until_ns(t0 + static_cast<uint64_t>(t * 1e9));
     ids[i] = submit(client, i);
     if (dies_at(client, i)) exit(3);
@@ -348,11 +341,11 @@ int main(int argc, char** argv) {
       not_done++;
       continue;
     }
-    e2e[done] = x.t_finish - x.t_submit;
-    qw[done] = x.t_start - x.t_submit;
-    ttft[done] = x.t_first - x.t_submit;
+    e2e[done] = x.latency.total;
+    qw[done] = x.latency.queue;
+    ttft[done] = x.latency.ttft;
     sum_e2e += e2e[done];
-    if (x.n_generated > 1) tpot[ntpot++] = (x.t_finish - x.t_first) / (x.n_generated - 1);
+    if (x.n_generated > 1) tpot[ntpot++] = x.latency.tpot;
     tokens += x.n_generated;
     if (x.t_submit < first_submit) first_submit = x.t_submit;
     if (x.t_finish > last_finish) last_finish = x.t_finish;

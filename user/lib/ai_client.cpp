@@ -3,14 +3,23 @@
 #include "kai_ai.h"
 #include "kai_string.h"
 
-extern "C" long ai_call(const char* model, const uint32_t* prompt, uint32_t prompt_len,
-                        uint32_t n_predict, uint32_t* out, uint32_t capacity,
-                        struct kai_ai_result* res) {
-  kai_ai_submit req{};
+extern "C" struct kai_ai_submit ai_request(const char* model, const uint32_t* prompt,
+                                          uint32_t prompt_len, uint32_t n_predict, uint32_t flags,
+                                          uint32_t priority) {
+  kai_ai_submit req{};   // reserved[] stays zero
   req.model = model;
   req.prompt = prompt;
   req.prompt_len = prompt_len;
   req.n_predict = n_predict;
+  req.flags = flags;
+  req.priority = priority;
+  return req;
+}
+
+extern "C" long ai_call(const char* model, const uint32_t* prompt, uint32_t prompt_len,
+                        uint32_t n_predict, uint32_t* out, uint32_t capacity,
+                        struct kai_ai_result* res) {
+  kai_ai_submit req = ai_request(model, prompt, prompt_len, n_predict);
   int64_t id = ai_submit(&req);
   if (id < 0) return id;
   return ai_wait(id, out, capacity, res);
@@ -41,15 +50,22 @@ extern "C" int ai_wait_model_ready(const char* name, int timeout_s, char* name_o
   }
 }
 
-extern "C" struct ai_latency ai_latency_of(const struct kai_ai_result* r) {
-  ai_latency l{};
-  auto us = [](uint64_t a, uint64_t b) { return b > a ? (b - a) / 1000 : 0; };
-  l.queue_us = us(r->t_submit_ns, r->t_start_ns);
-  l.prefill_us = us(r->t_start_ns, r->t_first_token_ns);
-  l.ttft_us = us(r->t_submit_ns, r->t_first_token_ns);
-  l.total_us = us(r->t_submit_ns, r->t_finish_ns);
-  l.tpot_us = r->n_generated > 1 ? us(r->t_first_token_ns, r->t_finish_ns) / (r->n_generated - 1) : 0;
+extern "C" struct ai_latency_ns ai_latency_ns_of(const struct kai_ai_result* r) {
+  ai_latency_ns l{};
+  auto since = [](uint64_t from, uint64_t to) { return to > from ? to - from : 0; };
+  l.queue = since(r->t_submit_ns, r->t_start_ns);
+  l.prefill = since(r->t_start_ns, r->t_first_token_ns);
+  l.ttft = since(r->t_submit_ns, r->t_first_token_ns);
+  l.total = since(r->t_submit_ns, r->t_finish_ns);
+  l.tpot = r->n_generated > 1 ? since(r->t_first_token_ns, r->t_finish_ns) / (r->n_generated - 1) : 0;
   return l;
+}
+
+// floor(floor(x / k) / 1000) == floor(x / (1000 k)): converting after the
+// division gives the same microseconds as dividing microseconds.
+extern "C" struct ai_latency ai_latency_of(const struct kai_ai_result* r) {
+  ai_latency_ns ns = ai_latency_ns_of(r);
+  return ai_latency{ns.queue / 1000, ns.prefill / 1000, ns.ttft / 1000, ns.tpot / 1000, ns.total / 1000};
 }
 
 extern "C" const char* ai_state_name(int32_t state) {
