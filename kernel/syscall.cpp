@@ -10,7 +10,9 @@ namespace {
 using Handler = SyscallResult (*)();
 
 // Generated from the one list: table[KAI_SYS_read] = sys_read, ...
+// (g++ accepts array designators only in order from [0], hence the first.)
 constexpr Handler table[KAI_SYS_COUNT] = {
+    [0] = nullptr,   // 0 is no system call
 #define KAI_SYSCALL_ENTRY_(number, name) [number] = sys_##name,
     KAI_SYSCALL_LIST(KAI_SYSCALL_ENTRY_)
 #undef KAI_SYSCALL_ENTRY_
