@@ -18,6 +18,22 @@
 // ai_submit flags
 #define KAI_AI_NONBLOCK 0x1         // full queue: fail with -KAI_EAGAIN instead of sleeping
 #define KAI_AI_INT8     0x2         // int8 activations: ~10x faster under QEMU, tokens may differ slightly
+#define KAI_AI_STOP_AT_EOS 0x4      // stop at the model's end-of-sequence ids (from the bundle's TOK.BIN)
+
+// Stop sequences (kai_ai_submit.stop): at most KAI_AI_MAX_STOP_SEQS sequences
+// of 1..KAI_AI_MAX_STOP_TOKENS token ids, written one after another, each
+// preceded by its length: {2, 13, 198,  1, 0} is "13 198" or "0".
+#define KAI_AI_MAX_STOP_SEQS   4
+#define KAI_AI_MAX_STOP_TOKENS 8
+#define KAI_AI_MAX_STOP_WORDS  (KAI_AI_MAX_STOP_SEQS * (KAI_AI_MAX_STOP_TOKENS + 1))
+
+// Why generation ended (kai_ai_result.finish_reason, kai_ai_status.finish_reason).
+#define KAI_AI_FINISH_NONE      0   // not finished yet
+#define KAI_AI_FINISH_LENGTH    1   // n_predict tokens generated
+#define KAI_AI_FINISH_EOS       2   // an end-of-sequence id (KAI_AI_STOP_AT_EOS); it is the last token
+#define KAI_AI_FINISH_STOP      3   // a stop sequence: the last tokens of the output are that sequence
+#define KAI_AI_FINISH_CANCELLED 4   // ai_cancel, kill or exit
+#define KAI_AI_FINISH_FAILED    5   // see kai_ai_result.error
 
 // Priorities (kai_ai_submit.priority): lower runs first under the priority
 // policy, as a Unix nice value; 0, the default, is the first.
@@ -66,6 +82,19 @@
 // kill) takes effect at the same check: within one iteration, i.e. one
 // batched forward pass of at most ai.budget tokens, prefill included.
 
+// How the next token is chosen (lib/llm_sample.h explains each step). All
+// zero, the default, is greedy: exactly the tokens of the argmax. Fractions
+// are in thousandths, so the ABI carries no floating point.
+struct kai_ai_sampling {
+  uint32_t temperature_milli;    // 0 = greedy; 1000 = T 1.0; at most 10000
+  uint32_t top_k;                // 0 = off
+  uint32_t top_p_milli;          // 0 or 1000 = off; else keep the top tokens up to this mass
+  uint32_t min_p_milli;          // 0 = off; else drop tokens below min_p x the best's probability
+  uint32_t repeat_penalty_milli; // 0 or 1000 = off; 1100 = divide a recent token's logit by 1.1
+  uint32_t repeat_last_n;        // tokens the penalty looks back over; 0 = 64
+  uint64_t seed;                 // the generator's start: the same seed, the same tokens
+};
+
 struct kai_ai_submit {
   const char* model;          // e.g. "SMOL" (the directory /AI/SMOL)
   const uint32_t* prompt;     // token ids
@@ -73,7 +102,10 @@ struct kai_ai_submit {
   uint32_t n_predict;         // tokens to generate, >= 1
   uint32_t flags;             // KAI_AI_*
   uint32_t priority;          // 0..KAI_AI_MAX_PRIORITY, lower first (priority policy only)
-  uint32_t reserved[2];       // must be 0
+  struct kai_ai_sampling sampling;
+  const uint32_t* stop;       // stop sequences (format above), or null
+  uint32_t stop_words;        // uint32_t values in stop[], 0..KAI_AI_MAX_STOP_WORDS
+  uint32_t reserved[3];       // must be 0
 };
 
 // Filled by ai_wait. Timestamps are kernel clock_ns() values.
@@ -91,12 +123,17 @@ struct kai_ai_result {
   uint32_t iterations;        // engine iterations (batched forward passes) it took part in
   uint32_t batch_sum;         // sum over those iterations of the requests in each batch:
                               // mean batch size = batch_sum / iterations
+  uint32_t finish_reason;     // KAI_AI_FINISH_*
+  uint32_t reserved;          // 0
 };
 
 // Filled by ai_query (non-blocking).
 struct kai_ai_status {
   int32_t state;              // KAI_AI_*
   uint32_t n_generated;       // tokens so far
+  uint32_t finish_reason;     // KAI_AI_FINISH_*, NONE while queued or running
+  uint32_t reserved;          // 0
+  uint64_t t_last_token_ns;   // when the newest token was known (0: none yet)
 };
 
 struct kai_ai_model_info {
@@ -138,6 +175,11 @@ struct kai_ai_info {
 //   int64_t ai_submit(const struct kai_ai_submit* req);            -> id > 0
 //   int ai_wait(int64_t id, uint32_t* out, uint32_t capacity, struct kai_ai_result* res);
 //   int ai_query(int64_t id, struct kai_ai_status* st);
+//   int ai_read(int64_t id, uint32_t from, uint32_t* out, uint32_t capacity, struct kai_ai_status* st);
+//     Streaming: sleeps until the request has more than `from` tokens or is
+//     finished, then copies tokens [from, from + capacity) that exist to out
+//     and returns how many (0: finished and nothing after `from`). st (may be
+//     null) gets the state. The result is still collected with ai_wait.
 //   int ai_cancel(int64_t id);
 //   int ai_info(struct kai_ai_info* info);
 //   int ai_control(uint32_t cmd, uint64_t arg);   -> 0, -KAI_EPERM, -KAI_EINVAL

@@ -44,7 +44,8 @@
   X(30, ai_query)                                                             \
   X(31, ai_cancel)                                                            \
   X(32, ai_info)                                                              \
-  X(33, ai_control) /* ai_control(cmd, arg): e.g. the scheduling policy */
+  X(33, ai_control) /* ai_control(cmd, arg): e.g. the scheduling policy */  \
+  X(34, ai_read)    /* streaming: the tokens of a request as they come */
 
 #ifndef __ASSEMBLER__
 // KAI_SYS_fork = 1, ... and KAI_SYS_COUNT, one more than the highest number

@@ -255,6 +255,28 @@ ErrorOr<void> engine_forward(uint32_t worker, EngineModel* em, bool int8_activat
   return {};
 }
 
+// ---- sampling ------------------------------------------------------------------
+
+// Per worker: all vocab_size logits and the sampler's index scratch,
+// allocated on first use (SmolLM2 shape: 2 x 192 KiB).
+struct SampleScratch {
+  void* mem = nullptr;
+  size_t bytes = 0;
+};
+static SampleScratch sample_scratch[kMaxWorkers];
+
+ErrorOr<uint32_t> engine_sample(uint32_t worker, EngineSession* s, const llm::SamplingParams& params,
+                                llm::Rng& rng, const uint32_t* recent, uint32_t n_recent) {
+  if (worker >= uint32_t(kMaxWorkers)) return Errno::Invalid;
+  uint32_t vocab = s->session.model().config().vocab_size;
+  SampleScratch& sc = sample_scratch[worker];
+  TRY(ensure_memory(sc.mem, sc.bytes, size_t(vocab) * 8));
+  auto* logits = static_cast<float*>(sc.mem);
+  auto* order = reinterpret_cast<uint32_t*>(logits + vocab);
+  s->session.logits(logits);
+  return llm::sample_token(logits, vocab, params, rng, recent, n_recent, order);
+}
+
 // ---- request checks ---------------------------------------------------------
 
 ErrorOr<void> engine_check_request(const ModelSummary& model, const uint32_t* prompt,

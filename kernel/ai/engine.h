@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include "../error.h"
 #include "llm_config.h"
+#include "llm_sample.h"
 
 namespace ai {
 
@@ -18,6 +19,8 @@ struct ModelSummary {
   uint64_t n_params;
   uint64_t bytes;       // kernel memory holding the weights
   llm::Config config;   // the parsed CFG.BIN: requests are checked against it
+  uint32_t eos[4];      // end-of-sequence ids (from TOK.BIN when the bundle has one)
+  uint32_t n_eos;
 };
 
 // Reads only CFG.BIN (and LTY.BIN): enough to validate requests against the
@@ -61,6 +64,12 @@ uint32_t engine_team_parts(uint32_t worker);
 // it alone: the tokens are the same whatever the batch.
 ErrorOr<void> engine_forward(uint32_t worker, EngineModel* model, bool int8_activations,
                              BatchToken* items, uint32_t n);
+
+// The next token of `session` drawn with the sampler (lib/llm_sample.h)
+// from the logits of its newest position; `recent` are the last tokens of
+// prompt + output (for the repetition penalty). Uses the worker's scratch.
+ErrorOr<uint32_t> engine_sample(uint32_t worker, EngineSession* session, const llm::SamplingParams& params,
+                                llm::Rng& rng, const uint32_t* recent, uint32_t n_recent);
 
 // Request checks with the runtime's own rules (llm::check_request), mapped
 // to one errno per cause (include/kai/ai_abi.h lists them).

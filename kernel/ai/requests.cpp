@@ -61,8 +61,9 @@ void release_slot(Request* r) {
 
 // Common end of every finishing arrow: stamp, count, wake the owner (or
 // free the slot at once when nobody is left to collect it).
-void finish_as(Request* r, RequestState outcome, int32_t error) {
+void finish_as(Request* r, RequestState outcome, int32_t error, uint32_t reason) {
   r->state = outcome;
+  r->finish_reason = reason;
   r->error = error;
   r->t_finish = clock_ns();
   if (outcome == RequestState::Done) counters.completed++;
@@ -120,6 +121,27 @@ uint32_t slots_in_use() {
   return n;
 }
 
+uint32_t stop_reason(const Request& r) {
+  if (r.n_generated == 0) return KAI_AI_FINISH_NONE;
+  uint32_t last = r.output[r.n_generated - 1];
+  if (r.flags & KAI_AI_STOP_AT_EOS) {
+    const ModelSummary& m = models[r.model].summary;
+    for (uint32_t i = 0; i < m.n_eos; i++)
+      if (m.eos[i] == last) return KAI_AI_FINISH_EOS;
+  }
+  // Stop sequences: {len, tokens...} one after another (validated at submit).
+  for (uint32_t at = 0; at < r.stop_words; at += 1 + r.stop[at]) {
+    uint32_t len = r.stop[at];
+    if (len > r.n_generated) continue;
+    const uint32_t* tail = r.output + (r.n_generated - len);
+    bool match = true;
+    for (uint32_t i = 0; i < len && match; i++) match = tail[i] == r.stop[at + 1 + i];
+    if (match) return KAI_AI_FINISH_STOP;
+  }
+  if (r.n_generated >= r.n_predict) return KAI_AI_FINISH_LENGTH;
+  return KAI_AI_FINISH_NONE;
+}
+
 Request* pick_next() {
   must_hold_lock("pick_next");
   Request* ready[kQueueCapacity];
@@ -167,9 +189,13 @@ Request* submit(const NewRequest& n) {
   r->prefilled = 0;
   r->iterations = 0;
   r->batch_sum = 0;
+  r->finish_reason = KAI_AI_FINISH_NONE;
   r->queue_depth_at_submit = queued_count() + running_count();
   r->t_submit = clock_ns();
-  r->t_start = r->t_first = r->t_finish = 0;
+  r->t_start = r->t_first = r->t_finish = r->t_last = 0;
+  r->sampling = n.sampling;
+  r->stop_words = n.stop_words;
+  memcpy(r->stop, n.stop, n.stop_words * sizeof(uint32_t));
   memcpy(r->prompt, n.prompt, n.prompt_len * sizeof(uint32_t));
   counters.submitted++;
   r->state = RequestState::Queued;
@@ -186,27 +212,27 @@ void admit(Request* r, uint32_t worker) {
   r->t_start = clock_ns();
 }
 
-void complete(Request* r) {
+void complete(Request* r, uint32_t reason) {
   must_be(r, RequestState::Running, "complete");
-  finish_as(r, RequestState::Done, 0);
+  finish_as(r, RequestState::Done, 0, reason);
 }
 
 void fail(Request* r, int32_t error) {
   must_hold_lock("fail");
   if (r->state == RequestState::Queued) remove_from_fifo(r);
   else if (r->state != RequestState::Running) panic("ai: fail on a request in state %d", static_cast<int>(r->state));
-  finish_as(r, RequestState::Failed, error);
+  finish_as(r, RequestState::Failed, error, KAI_AI_FINISH_FAILED);
 }
 
 void cancel_queued(Request* r) {
   must_be(r, RequestState::Queued, "cancel_queued");
   remove_from_fifo(r);
-  finish_as(r, RequestState::Cancelled, KAI_ECANCELED);
+  finish_as(r, RequestState::Cancelled, KAI_ECANCELED, KAI_AI_FINISH_CANCELLED);
 }
 
 void stop_cancelled(Request* r) {
   must_be(r, RequestState::Running, "stop_cancelled");
-  finish_as(r, RequestState::Cancelled, KAI_ECANCELED);   // frees it if orphaned
+  finish_as(r, RequestState::Cancelled, KAI_ECANCELED, KAI_AI_FINISH_CANCELLED);   // frees it if orphaned
 }
 
 void collect(Request* r) {

@@ -53,7 +53,12 @@ struct Request {
   uint32_t iterations;      // engine iterations (batched forward passes) it took part in
   uint64_t batch_sum;       // sum over those iterations of the requests in the batch
   uint32_t queue_depth_at_submit, worker;
+  uint32_t finish_reason;   // KAI_AI_FINISH_*: set by the finishing transition
   uint64_t t_submit, t_start, t_first, t_finish;
+  uint64_t t_last;          // when output[n_generated-1] was known (ai_read reports it)
+  kai_ai_sampling sampling; // as submitted; the worker turns it into llm::SamplingParams
+  uint32_t stop_words;      // stop[0..stop_words): validated stop sequences (ABI format)
+  uint32_t stop[KAI_AI_MAX_STOP_WORDS];
   uint32_t prompt[KAI_AI_MAX_PROMPT];
   uint32_t output[kMaxOutput];
 };
@@ -102,6 +107,9 @@ struct NewRequest {
   int model;
   const uint32_t* prompt;
   uint32_t prompt_len, n_predict, flags, priority;
+  kai_ai_sampling sampling;
+  const uint32_t* stop;     // validated, stop_words values
+  uint32_t stop_words;
 };
 
 // ---- queries (lock held) ------------------------------------------------
@@ -111,6 +119,9 @@ bool slot_available();                  // submit() would find a free slot
 uint32_t queued_count();
 uint32_t running_count();
 uint32_t slots_in_use();                // visible slots: what ai_info calls in_flight
+// Why r must stop after its newest token, or KAI_AI_FINISH_NONE: the
+// model's end-of-sequence id (when asked for), a stop sequence, the length.
+uint32_t stop_reason(const Request& r);
 // The scheduling decision, in one place: the next queued request a worker
 // should admit, or nullptr (it stays queued). Requests for models that
 // failed to load are failed here; among the ready ones the oldest overdue
@@ -120,7 +131,7 @@ Request* pick_next();
 // ---- transitions: one per arrow (lock held) -----------------------------
 Request* submit(const NewRequest& n);   // Free -> Queued; needs slot_available(); returns it with its id
 void admit(Request* r, uint32_t worker);         // Queued -> Running (a worker took it)
-void complete(Request* r);                       // Running -> Done (last token published)
+void complete(Request* r, uint32_t reason);      // Running -> Done (KAI_AI_FINISH_LENGTH/EOS/STOP)
 void fail(Request* r, int32_t error);            // Queued or Running -> Failed
 void cancel_queued(Request* r);                  // Queued -> Cancelled (ai_cancel)
 void stop_cancelled(Request* r);                 // Running -> Cancelled, or Free if orphaned

@@ -24,6 +24,15 @@ ErrorOr<Request*> owned_request(int64_t id) {
   return r;
 }
 
+kai_ai_status status_of(const Request& r) {
+  kai_ai_status st{};
+  st.state = abi_state(r.state);
+  st.n_generated = r.n_generated;
+  st.finish_reason = r.finish_reason;
+  st.t_last_token_ns = r.t_last;
+  return st;
+}
+
 SyscallResult reject(Errno e) {
   SpinlockGuard guard(lock);
   counters.rejected++;
@@ -34,9 +43,33 @@ SyscallResult reject(Errno e) {
 // model's index. Waits, if need be, until the loader has listed /AI. The
 // ABI's own rules (flags, priority, reserved fields, buffer bounds) are
 // checked here; the model's rules by the runtime's check_request, once.
-ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt) {
-  if (req.flags & ~uint32_t(KAI_AI_NONBLOCK | KAI_AI_INT8)) return Errno::Invalid;
-  if (req.reserved[0] != 0 || req.reserved[1] != 0) return Errno::Invalid;   // kept for later
+// Sampling parameters within their documented ranges (ai_abi.h).
+bool sampling_ok(const kai_ai_sampling& s) {
+  return s.temperature_milli <= 10000 && s.top_p_milli <= 1000 && s.min_p_milli <= 1000 &&
+         s.repeat_penalty_milli <= 10000 && s.repeat_last_n <= 4096;
+}
+
+// Copies in the stop sequences and checks their format: {len, tokens...}
+// with 1 <= len <= KAI_AI_MAX_STOP_TOKENS, at most KAI_AI_MAX_STOP_SEQS.
+ErrorOr<void> copy_stop(const kai_ai_submit& req, uint32_t* stop) {
+  if (req.stop_words == 0) return {};
+  if (req.stop_words > KAI_AI_MAX_STOP_WORDS) return Errno::Invalid;
+  TRY(copyin(me()->pagetable, stop, reinterpret_cast<uint64_t>(req.stop),
+             uint64_t(req.stop_words) * sizeof(uint32_t)));
+  uint32_t seqs = 0;
+  for (uint32_t at = 0; at < req.stop_words; at += 1 + stop[at]) {
+    uint32_t len = stop[at];
+    if (len == 0 || len > KAI_AI_MAX_STOP_TOKENS || at + 1 + len > req.stop_words) return Errno::Invalid;
+    if (++seqs > KAI_AI_MAX_STOP_SEQS) return Errno::Invalid;
+  }
+  return {};
+}
+
+ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt, uint32_t* stop) {
+  if (req.flags & ~uint32_t(KAI_AI_NONBLOCK | KAI_AI_INT8 | KAI_AI_STOP_AT_EOS)) return Errno::Invalid;
+  for (uint32_t word : req.reserved)
+    if (word != 0) return Errno::Invalid;   // kept for later
+  if (!sampling_ok(req.sampling)) return Errno::Invalid;
   if (req.priority > KAI_AI_MAX_PRIORITY) return Errno::Invalid;
   if (req.prompt_len == 0 || req.n_predict == 0) return Errno::Invalid;   // before any copy
   if (req.prompt_len > KAI_AI_MAX_PROMPT) return Errno::TooBig;          // bounds the copy below
@@ -46,6 +79,7 @@ ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt) {
   if (copied.is_error()) return copied.error() == Errno::NameTooLong ? Errno::NoEnt : Errno::Fault;
   TRY(copyin(me()->pagetable, prompt, reinterpret_cast<uint64_t>(req.prompt),
              uint64_t(req.prompt_len) * sizeof(uint32_t)));
+  TRY(copy_stop(req, stop));
 
   SpinlockGuard guard(lock);
   while (!models_known) {
@@ -67,7 +101,8 @@ SyscallResult sys_ai_submit() {
   if (copyin(me()->pagetable, &req, arg_raw(0), sizeof(req)).is_error()) return reject(Errno::Fault);
   static_assert(KAI_AI_MAX_PROMPT * 4 <= 1024, "prompt copy lives on the kernel stack");
   uint32_t prompt[KAI_AI_MAX_PROMPT];
-  auto model = validate(req, prompt);
+  uint32_t stop[KAI_AI_MAX_STOP_WORDS];
+  auto model = validate(req, prompt, stop);
   if (model.is_error()) return reject(model.error());
 
   SpinlockGuard guard(lock);
@@ -87,7 +122,7 @@ SyscallResult sys_ai_submit() {
     sleep(&slot_freed_chan, lock);
   }
   Request* r = submit(NewRequest{me()->pid, model.value(), prompt, req.prompt_len, req.n_predict,
-                                 req.flags, req.priority});
+                                 req.flags, req.priority, req.sampling, stop, req.stop_words});
   return static_cast<uint64_t>(r->id);
 }
 
@@ -119,6 +154,7 @@ SyscallResult sys_ai_wait() {
   res.t_finish_ns = r->t_finish;
   res.iterations = r->iterations;
   res.batch_sum = static_cast<uint32_t>(r->batch_sum);
+  res.finish_reason = r->finish_reason;
   // A bad buffer keeps the result: the caller may wait again with a good one.
   if (r->n_generated > 0) TRY(copyout(me()->pagetable, out, r->output, r->n_generated * sizeof(uint32_t)));
   if (result_addr != 0) TRY(copyout(me()->pagetable, result_addr, &res, sizeof(res)));
@@ -132,11 +168,32 @@ SyscallResult sys_ai_query() {
   {
     SpinlockGuard guard(lock);
     Request* r = TRY(owned_request(id));
-    st.state = abi_state(r->state);
-    st.n_generated = r->n_generated;
+    st = status_of(*r);
   }
   TRY(copyout(me()->pagetable, arg_raw(1), &st, sizeof(st)));
   return 0;
+}
+
+// Streaming: see ai_abi.h. Wakes at every published token (the worker
+// wakes the slot's channel) and at the end.
+SyscallResult sys_ai_read() {
+  int64_t id = arg_int(0);
+  uint64_t from = arg_raw(1), out = arg_raw(2), capacity = arg_raw(3), status_addr = arg_raw(4);
+  SpinlockGuard guard(lock);
+  Request* r = TRY(owned_request(id));
+  while (r->n_generated <= from && !finished(r->state)) {
+    if (current_killed()) return Errno::Interrupted;
+    sleep(r, lock);
+    r = TRY(owned_request(id));   // collected meanwhile by another thread of ours?
+  }
+  uint64_t n = r->n_generated > from ? r->n_generated - from : 0;
+  if (n > capacity) n = capacity;
+  if (n > 0) TRY(copyout(me()->pagetable, out, r->output + from, n * sizeof(uint32_t)));
+  if (status_addr != 0) {
+    kai_ai_status st = status_of(*r);
+    TRY(copyout(me()->pagetable, status_addr, &st, sizeof(st)));
+  }
+  return n;
 }
 
 SyscallResult sys_ai_cancel() {

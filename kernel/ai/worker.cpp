@@ -39,6 +39,9 @@ struct BatchSlot {
   EngineModel* model;       // immutable once the model is READY
   bool int8;
   bool fresh;               // admitted this iteration: its session must be begun
+  bool sampled;             // next tokens come from the sampler, not the argmax
+  llm::SamplingParams params;
+  llm::Rng rng;             // the request's generator, seeded at admission
   // The plan for this iteration (items[first .. first+count) of the batch):
   uint32_t first, count;
   bool prefill;             // a prompt chunk (else one decode token)
@@ -48,7 +51,10 @@ struct BatchSlot {
 class Worker {
  public:
   explicit Worker(uint32_t id) : id_(id) {
-    for (uint32_t i = 0; i < kMaxBatch; i++) slots_[i] = BatchSlot{nullptr, engine_session(id, i), nullptr, false, false, 0, 0, false, 0};
+    for (uint32_t i = 0; i < kMaxBatch; i++) {
+      slots_[i] = BatchSlot{};
+      slots_[i].session = engine_session(id, i);
+    }
   }
 
   [[noreturn]] void run() {
@@ -68,6 +74,7 @@ class Worker {
       if (!riscv::intr_get()) panic("ai-worker%u: about to compute with interrupts off", id_);
       begin_sessions();
       forward_all();
+      sample_all();
       SpinlockGuard guard(lock);
       publish();
     }
@@ -151,6 +158,47 @@ class Worker {
       if (s.request == nullptr || !s.fresh) continue;
       s.fresh = false;
       if (engine_session_begin(s.session, s.model, s.int8).is_error()) s.error = KAI_ENOMEM;
+      set_sampling(s, s.request->sampling);
+    }
+  }
+
+  // The ABI's thousandths become the sampler's floats here, in a kernel
+  // thread (system calls do no floating point).
+  static void set_sampling(BatchSlot& s, const kai_ai_sampling& a) {
+    llm::SamplingParams p;
+    p.temperature = float(a.temperature_milli) / 1000.0f;
+    p.top_k = a.top_k;
+    p.top_p = a.top_p_milli == 0 ? 1.0f : float(a.top_p_milli) / 1000.0f;
+    p.min_p = float(a.min_p_milli) / 1000.0f;
+    p.repeat_penalty = a.repeat_penalty_milli == 0 ? 1.0f : float(a.repeat_penalty_milli) / 1000.0f;
+    p.repeat_last_n = a.repeat_last_n == 0 ? 64 : a.repeat_last_n;
+    s.params = p;
+    s.rng = llm::rng_from_seed(a.seed);
+    s.sampled = !p.greedy() || p.repeat_penalty != 1.0f;
+  }
+
+  // For sampled requests, replace the argmax of each new token by a draw.
+  // No lock: the prompt and output of a Running request change only here
+  // and in publish(), both on this worker.
+  void sample_all() {
+    for (auto& s : slots_) {
+      Request* r = s.request;
+      if (r == nullptr || s.count == 0 || s.error || !s.sampled) continue;
+      BatchToken& last = items_[s.first + s.count - 1];
+      if (!last.want_next) continue;
+      // The last repeat_last_n tokens of prompt + output, oldest first.
+      static constexpr uint32_t kWindow = 256;
+      uint32_t recent[kWindow];
+      uint32_t total = r->prompt_len + r->n_generated;
+      uint32_t want = s.params.repeat_last_n < kWindow ? s.params.repeat_last_n : kWindow;
+      uint32_t n = total < want ? total : want;
+      for (uint32_t i = 0; i < n; i++) {
+        uint32_t at = total - n + i;
+        recent[i] = at < r->prompt_len ? r->prompt[at] : r->output[at - r->prompt_len];
+      }
+      auto next = engine_sample(id_, s.session, s.params, s.rng, recent, n);
+      if (next.is_error()) s.error = static_cast<int32_t>(next.error());
+      else last.next = next.value();
     }
   }
 
@@ -205,9 +253,12 @@ class Worker {
       if (!last.want_next) continue;   // a prompt chunk that is not the last
       if (r->n_generated == 0) r->t_first = now;
       if (r->n_generated < kMaxOutput) r->output[r->n_generated++] = last.next;
-      if (r->n_generated >= r->n_predict) {
-        complete(r);
+      r->t_last = now;
+      if (uint32_t why = stop_reason(*r); why != KAI_AI_FINISH_NONE) {
+        complete(r, why);
         s.request = nullptr;
+      } else {
+        wakeup(r);   // a streaming reader (ai_read) sees the token now
       }
     }
     counters.iterations++;

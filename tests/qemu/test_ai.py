@@ -216,3 +216,55 @@ def test_batched_tokens_equal_solo(image, smp, workers, max_batch):
     assert "in_flight=0" in stat, stat
     mean = float(re.search(r"mean_batch=([\d.]+)", stat).group(1))
     assert (mean > 1.0) if max_batch > 1 else (mean == 1.0), stat
+
+
+def _ids(text):
+    """The first line of token ids in a command's output."""
+    for line in text.splitlines():
+        if re.fullmatch(r"\d+( \d+)*", line.strip()):
+            return [int(t) for t in line.split()]
+    return None
+
+
+def test_streaming_sampling_and_stop_sequences(image):
+    """Streaming: `ai --stream` gets the first token long before the request
+    ends (both clocks are the `time` CSR), and the same tokens as a one-shot
+    request. Sampling: the same seed gives the same tokens, and they differ
+    from greedy. A stop sequence ends generation where it appears, with
+    finish=stop; a bad value is refused naming the option."""
+    img, bundles = image
+    base = "ai --model LLAMA --predict 24 1 2 3"
+    commands = [base, base.replace("ai ", "ai --stream --timing ", 1),
+                base.replace("ai ", "ai --temp 1.2 --seed 7 ", 1),
+                base.replace("ai ", "ai --temp 1.2 --seed 7 --timing ", 1),
+                base.replace("ai ", "ai --temp 1.2 --seed 8 ", 1),
+                "ai --model LLAMA --top-p 1.5 1 2", "ai --model LLAMA --stop 'x' 1 2"]
+    res = boot(img, commands, models_of(bundles))
+    assert res.ok, res.error + "\n" + res.transcript
+    greedy = _ids(res.outputs[commands[0]])
+    assert greedy and len(greedy) == 24, res.outputs[commands[0]]
+
+    streamed = res.outputs[commands[1]]
+    assert _ids(streamed) == greedy, streamed
+    m = re.search(r"stream: first token reached ai (\d+) us after submit; the request finished (\d+) us", streamed)
+    assert m, streamed
+    first_us, finish_us = int(m.group(1)), int(m.group(2))
+    assert first_us < finish_us / 2, streamed      # 23 more tokens came after the first
+    assert "finish=length" in streamed
+
+    s7a, s7b, s8 = (_ids(res.outputs[c]) for c in commands[2:5])
+    assert s7a == s7b, (s7a, s7b)                   # the same seed, the same tokens
+    assert s7a != greedy and s8 != s7a, (greedy, s7a, s8)
+    assert "finish=length" in res.outputs[commands[3]]
+
+    assert "--top-p: '1.5' is not a fraction from 0 to 1" in res.outputs[commands[5]]
+    assert "--stop: 'x' is not" in res.outputs[commands[6]]
+
+    # A stop sequence taken from the greedy output: generation ends right there.
+    stop = greedy[5:7]
+    cut = next(i for i in range(1, len(greedy)) if greedy[i - 1:i + 1] == stop) + 1
+    cmd = f"ai --model LLAMA --predict 24 --timing --stop '{stop[0]} {stop[1]}' 1 2 3"
+    res = boot(img, [cmd], models_of(bundles))
+    assert res.ok, res.error
+    assert _ids(res.outputs[cmd]) == greedy[:cut], res.outputs[cmd]
+    assert "finish=stop" in res.outputs[cmd], res.outputs[cmd]

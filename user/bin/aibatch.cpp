@@ -4,7 +4,8 @@
 // N clients submit the same requests at the same moment, so the kernel's
 // workers run them together in batches: different prompt lengths (prefill
 // chunks of different sizes), different lengths of output (requests leave
-// and others keep going), int8 and float activations mixed. Each client
+// and others keep going), int8 and float activations mixed, greedy and
+// sampled (each sampled request has its own seed). Each client
 // compares its tokens with the solo run's, bit for bit. Also checks that
 // batching really happened (some request's mean batch size above 1) when
 // the service allows batches (ai.max_batch > 1).
@@ -18,6 +19,7 @@ static constexpr uint32_t kMaxPredict = 24;
 struct Job {
   uint32_t prompt[64];
   uint32_t prompt_len, n_predict, flags;
+  kai_ai_sampling sampling;   // every third client samples, with its own seed
   uint32_t solo[kMaxPredict];
   long solo_n;
 };
@@ -34,15 +36,17 @@ static void make_job(Job& j, uint32_t i, const kai_ai_model_info& mi) {
   while (j.prompt_len + j.n_predict > mi.runtime_seq_len && j.n_predict > 1) j.n_predict--;
   for (uint32_t t = 0; t < j.prompt_len; t++) j.prompt[t] = (i * 31 + t * 17 + 1) % mi.vocab_size;
   j.flags = (i % 2) ? KAI_AI_INT8 : 0;   // both activation kinds, mixed in one batch
+  j.sampling = kai_ai_sampling{};
+  if (i % 3 == 2) {   // sampled: the generator is the request's own, so batching cannot change it
+    j.sampling.temperature_milli = 900;
+    j.sampling.top_k = 40;
+    j.sampling.seed = 1000 + i;
+  }
 }
 
 static long run(const Job& j, uint32_t* out, kai_ai_result* res) {
-  kai_ai_submit r{};
-  r.model = model;
-  r.prompt = j.prompt;
-  r.prompt_len = j.prompt_len;
-  r.n_predict = j.n_predict;
-  r.flags = j.flags;
+  kai_ai_submit r = ai_request(model, j.prompt, j.prompt_len, j.n_predict, j.flags);
+  r.sampling = j.sampling;
   int64_t id = ai_submit(&r);
   if (id < 0) return id;
   return ai_wait(id, out, kMaxPredict, res);
@@ -60,8 +64,9 @@ static long run(const Job& j, uint32_t* out, kai_ai_result* res) {
   bool same = n == j.solo_n;
   for (long t = 0; same && t < n; t++) same = out[t] == j.solo[t];
   uint32_t batch_x100 = res.iterations ? uint32_t(uint64_t(res.batch_sum) * 100 / res.iterations) : 0;
-  printf("client %u: prompt %u, %u tokens, %s, %s solo, %u iterations, mean batch %u.%02u\n", i,
+  printf("client %u: prompt %u, %u tokens, %s%s, %s solo, %u iterations, mean batch %u.%02u\n", i,
          j.prompt_len, j.n_predict, (j.flags & KAI_AI_INT8) ? "int8" : "float",
+         j.sampling.temperature_milli ? " sampled" : "",
          same ? "same tokens as" : "DIFFERENT tokens from", res.iterations, batch_x100 / 100,
          batch_x100 % 100);
   exit(!same ? 1 : (batch_x100 > 100 ? 0 : 2));

@@ -47,3 +47,29 @@ struct ai_latency {
 struct ai_latency ai_latency_of(const struct kai_ai_result* res);
 const char* ai_state_name(int32_t state);
 }
+
+extern "C" {
+// ---- generation options shared by the AI programs' command lines ----------
+// What a request asks for beyond its prompt: sampling, stop sequences and
+// the end-of-sequence flag. ai_generation_option() recognises
+//   --temp X  --top-k N  --top-p X  --min-p X  --repeat-penalty X
+//   --repeat-last-n N  --seed N  --stop "ID ID ..." (repeatable)  --stop-eos
+// at argv[*i] (consuming its value: *i advances); returns 1 if it took the
+// option, 0 if argv[*i] is none of these, -1 after printing why the value
+// is bad ("PROG: --top-p: '1.5' is not a fraction from 0 to 1").
+struct ai_generation {
+  struct kai_ai_sampling sampling;
+  uint32_t stop[KAI_AI_MAX_STOP_WORDS];
+  uint32_t stop_words;
+  uint32_t flags;   // KAI_AI_STOP_AT_EOS
+};
+int ai_generation_option(const char* prog, int argc, char** argv, int* i, struct ai_generation* g);
+// Copies g's sampling, stop sequences and flags into a request.
+void ai_apply_generation(struct kai_ai_submit* req, const struct ai_generation* g);
+// "length", "eos", "stop", "cancelled", "failed" or "-".
+const char* ai_finish_name(uint32_t reason);
+
+// "0.7" -> 700, "1" -> 1000, "1.25" -> 1250: a decimal with at most three
+// digits after the point, at most max_milli. 0, or -KAI_EINVAL / -KAI_ERANGE.
+int parse_milli(const char* s, uint32_t max_milli, uint32_t* out);
+}
