@@ -121,20 +121,26 @@ def test_shell_answers_while_a_request_runs_on_one_hart():
 
 
 def test_wakeup_lateness_under_load_on_one_hart():
+    """In exact mode (QEMU -icount: the guest clock counts instructions), so
+    that what is measured is kai's scheduling and not how often the shared
+    host deschedules QEMU: on a busy host, real-time lateness shows the
+    host's stalls (hundreds of ms) whatever the kernel does. A worker that
+    kept its hart would still show up, as whole requests of virtual time."""
     img = smol_image()
-    with qemu_run.Session(img, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=180) as s:
+    with qemu_run.Session(img, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=300,
+                          deterministic=True) as s:
         assert s.booted, s.transcript
-        assert s.wait_log(r"ai: model SMOL (ready|failed)", timeout=240)
+        assert s.wait_log(r"ai: model SMOL (ready|failed)", timeout=300)
         fuzz = run_in_session(s, "sysfuzz --calls 5000 --seed 7", 400)
         assert "all returned" in fuzz, fuzz
-        out = run_in_session(s, "lateness --seconds 60 --load SMOL --int8 --predict 8", 300)
+        out = run_in_session(s, "lateness --seconds 30 --load SMOL --int8 --predict 8", 900)
         print(f"\n{out.strip()}")
         m = re.search(r"lateness: samples=(\d+) max_us=(\d+) p99_us=(\d+) mean_us=(\d+) "
                       r"over_2_ticks=(\d+) requests=(\d+)", out)
         assert m, out
         samples, max_us, p99_us, mean_us, over, requests = map(int, m.groups())
         assert requests >= 3, out             # the load really ran back to back
-        assert samples >= 2000, out           # ~one sample per 20 ms over a minute
+        assert samples >= 1000, out           # ~one sample per 20 ms over 30 s
         # A few timer ticks (10 ms each) at most; a hart kept by a worker
         # would show whole requests (seconds).
         assert max_us <= 50000, out

@@ -1,7 +1,7 @@
 // aibench: concurrent clients of the AI service, for queueing experiments.
 //
 //   aibench [--model NAME] [--clients C] [--requests R] [--prompt P]
-//           [--predict N] [--think MS | --rate RPS] [--seed S] [--int8] [--csv]
+//           [--predict N] [--think MS | --rate RPS] [--seed S] [--priority P] [--int8] [--csv]
 //           [--progress] [--die-after N [--die-clients K]]
 //
 // Forks C client processes. Closed loop (default): each client sends R
@@ -30,6 +30,7 @@ struct Options {
   char model[KAI_AI_MODEL_NAME_MAX] = "";
   int clients = 2, requests = 4, prompt = 8, predict = 8;
   int think_ms = 0;
+  uint32_t priority = 0;   // kai_ai_submit.priority of every request (priority policy)
   double rate = 0;   // requests per second over all clients; 0 = closed loop
   uint64_t seed = 1;
   uint32_t flags = 0;
@@ -79,17 +80,9 @@ uint32_t vocab;
 
 void usage() {
   fprintf(2, "usage: aibench [--model NAME] [--clients C] [--requests R] [--prompt P] [--predict N]\n"
-             "               [--think MS | --rate RPS] [--seed S] [--int8] [--csv] [--progress]\n"
+             "               [--think MS | --rate RPS] [--seed S] [--priority P] [--int8] [--csv] [--progress]\n"
              "               [--die-after N [--die-clients K]]\n");
   exit(2);
-}
-
-double parse_double(const char* s) {
-  double whole = 0, frac = 0, scale = 1;
-  while (*s >= '0' && *s <= '9') whole = whole * 10 + (*s++ - '0');
-  if (*s == '.')
-    for (s++; *s >= '0' && *s <= '9'; s++) frac += (*s - '0') * (scale /= 10);
-  return whole + frac;
 }
 
 // P distinct token ids for request (client, index), reproducible from the seed.
@@ -116,7 +109,7 @@ int64_t submit(int client, int index) {
   uint32_t prompt[KAI_AI_MAX_PROMPT];
   make_prompt(client, index, prompt);
   kai_ai_submit req = ai_request(opt.model, prompt, static_cast<uint32_t>(opt.prompt),
-                                 static_cast<uint32_t>(opt.predict), opt.flags);
+                                 static_cast<uint32_t>(opt.predict), opt.flags, opt.priority);
   return ai_submit(&req);
 }
 
@@ -210,6 +203,17 @@ void print_stat(const char* name, uint64_t* v, int n) {
          (unsigned long)(n ? v[n - 1] / 1000 : 0));
 }
 
+// One numeric option: a whole number in [lo, hi], or a message naming the
+// option and the value, and exit status 2 (nothing runs).
+int number_arg(const char* option, const char* value, uint32_t lo, uint32_t hi) {
+  uint32_t v;
+  if (parse_u32(value, hi, &v) < 0 || v < lo) {
+    fprintf(2, "aibench: %s: '%s' is not a number from %u to %u\n", option, value, lo, hi);
+    exit(2);
+  }
+  return static_cast<int>(v);
+}
+
 void parse_args(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
@@ -217,21 +221,34 @@ void parse_args(int argc, char** argv) {
     if (strcmp(a, "--csv") == 0) opt.csv = true;
     else if (strcmp(a, "--progress") == 0) opt.progress = true;
     else if (strcmp(a, "--int8") == 0) opt.flags |= KAI_AI_INT8;
-    else if (!has) usage();
+    else if (!has) {
+      fprintf(2, "aibench: %s: unknown option or missing value\n", a);
+      usage();
+    }
     else if (strcmp(a, "--model") == 0) strncpy(opt.model, argv[++i], sizeof(opt.model) - 1);
-    else if (strcmp(a, "--clients") == 0) opt.clients = atoi(argv[++i]);
-    else if (strcmp(a, "--requests") == 0) opt.requests = atoi(argv[++i]);
-    else if (strcmp(a, "--prompt") == 0) opt.prompt = atoi(argv[++i]);
-    else if (strcmp(a, "--predict") == 0) opt.predict = atoi(argv[++i]);
-    else if (strcmp(a, "--think") == 0) opt.think_ms = atoi(argv[++i]);
-    else if (strcmp(a, "--rate") == 0) opt.rate = parse_double(argv[++i]);
-    else if (strcmp(a, "--seed") == 0) opt.seed = strtoul(argv[++i], nullptr, 10);
-    else if (strcmp(a, "--die-after") == 0) opt.die_after = atoi(argv[++i]);
-    else if (strcmp(a, "--die-clients") == 0) opt.die_clients = atoi(argv[++i]);
-    else usage();
+    else if (strcmp(a, "--clients") == 0) opt.clients = number_arg(a, argv[++i], 1, 64);
+    else if (strcmp(a, "--requests") == 0) opt.requests = number_arg(a, argv[++i], 1, 1024);
+    else if (strcmp(a, "--prompt") == 0) opt.prompt = number_arg(a, argv[++i], 1, KAI_AI_MAX_PROMPT);
+    else if (strcmp(a, "--predict") == 0) opt.predict = number_arg(a, argv[++i], 1, KAI_AI_MAX_OUTPUT);
+    else if (strcmp(a, "--think") == 0) opt.think_ms = number_arg(a, argv[++i], 0, 3600000);
+    else if (strcmp(a, "--priority") == 0) opt.priority = number_arg(a, argv[++i], 0, KAI_AI_MAX_PRIORITY);
+    else if (strcmp(a, "--rate") == 0) {
+      uint32_t milli;
+      const char* v = argv[++i];
+      if (parse_milli(v, 1000000, &milli) < 0 || milli == 0) {
+        fprintf(2, "aibench: --rate: '%s' is not a rate from 0.001 to 1000 requests per second\n", v);
+        exit(2);
+      }
+      opt.rate = milli / 1000.0;
+    }
+    else if (strcmp(a, "--seed") == 0) opt.seed = number_arg(a, argv[++i], 0, 0xffffffffu);
+    else if (strcmp(a, "--die-after") == 0) opt.die_after = number_arg(a, argv[++i], 0, 1024);
+    else if (strcmp(a, "--die-clients") == 0) opt.die_clients = number_arg(a, argv[++i], 1, 64);
+    else {
+      fprintf(2, "aibench: unknown option %s\n", a);
+      usage();
+    }
   }
-  if (opt.clients < 1 || opt.clients > 64 || opt.requests < 1 || opt.requests > 1024 || opt.prompt < 1 ||
-      opt.prompt > KAI_AI_MAX_PROMPT || opt.predict < 1) usage();
 }
 
 }  // namespace
