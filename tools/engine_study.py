@@ -187,7 +187,7 @@ def main(argv=None):
         a.clients, a.requests, a.prompt, a.predict = [1, 4], 1, 4, 4
         a.short_clients, a.long_clients, a.long_prompt, a.long_predict = 3, 1, 48, 8
         a.policy_batch, a.aging_ms = 1, 60000
-        a.budgets, a.hol_clients, a.hol_predict, a.long_len = [8, 256], 2, 24, 64
+        a.budgets, a.hol_clients, a.hol_predict, a.long_len = [8, 256], 2, 60, 32
     else:
         a.clients, a.requests, a.prompt, a.predict = [1, 8], 1, 8, 8
         a.short_clients, a.long_clients, a.long_prompt, a.long_predict = 6, 2, 128, 16

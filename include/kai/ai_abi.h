@@ -175,11 +175,14 @@ struct kai_ai_info {
 //   int64_t ai_submit(const struct kai_ai_submit* req);            -> id > 0
 //   int ai_wait(int64_t id, uint32_t* out, uint32_t capacity, struct kai_ai_result* res);
 //   int ai_query(int64_t id, struct kai_ai_status* st);
-//   int ai_read(int64_t id, uint32_t from, uint32_t* out, uint32_t capacity, struct kai_ai_status* st);
+//   int ai_read(int64_t id, uint32_t from, uint32_t* out, uint32_t capacity,
+//               struct kai_ai_status* st, uint64_t* times);
 //     Streaming: sleeps until the request has more than `from` tokens or is
 //     finished, then copies tokens [from, from + capacity) that exist to out
 //     and returns how many (0: finished and nothing after `from`). st (may be
-//     null) gets the state. The result is still collected with ai_wait.
+//     null) gets the state; times (may be null) gets, for each copied token,
+//     the kernel clock_ns() at which it was published. The result is still
+//     collected with ai_wait.
 //   int ai_cancel(int64_t id);
 //   int ai_info(struct kai_ai_info* info);
 //   int ai_control(uint32_t cmd, uint64_t arg);   -> 0, -KAI_EPERM, -KAI_EINVAL

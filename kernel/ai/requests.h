@@ -61,6 +61,7 @@ struct Request {
   uint32_t stop[KAI_AI_MAX_STOP_WORDS];
   uint32_t prompt[KAI_AI_MAX_PROMPT];
   uint32_t output[kMaxOutput];
+  uint64_t output_ns[kMaxOutput];  // when each output token was published (ai_read hands them out)
 };
 
 extern Spinlock lock;

@@ -179,6 +179,7 @@ SyscallResult sys_ai_query() {
 SyscallResult sys_ai_read() {
   int64_t id = arg_int(0);
   uint64_t from = arg_raw(1), out = arg_raw(2), capacity = arg_raw(3), status_addr = arg_raw(4);
+  uint64_t times_addr = arg_raw(5);
   SpinlockGuard guard(lock);
   Request* r = TRY(owned_request(id));
   while (r->n_generated <= from && !finished(r->state)) {
@@ -189,6 +190,8 @@ SyscallResult sys_ai_read() {
   uint64_t n = r->n_generated > from ? r->n_generated - from : 0;
   if (n > capacity) n = capacity;
   if (n > 0) TRY(copyout(me()->pagetable, out, r->output + from, n * sizeof(uint32_t)));
+  if (n > 0 && times_addr != 0)
+    TRY(copyout(me()->pagetable, times_addr, r->output_ns + from, n * sizeof(uint64_t)));
   if (status_addr != 0) {
     kai_ai_status st = status_of(*r);
     TRY(copyout(me()->pagetable, status_addr, &st, sizeof(st)));

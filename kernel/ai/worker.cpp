@@ -252,7 +252,10 @@ class Worker {
       const BatchToken& last = items_[s.first + s.count - 1];
       if (!last.want_next) continue;   // a prompt chunk that is not the last
       if (r->n_generated == 0) r->t_first = now;
-      if (r->n_generated < kMaxOutput) r->output[r->n_generated++] = last.next;
+      if (r->n_generated < kMaxOutput) {
+        r->output_ns[r->n_generated] = now;
+        r->output[r->n_generated++] = last.next;
+      }
       r->t_last = now;
       if (uint32_t why = stop_reason(*r); why != KAI_AI_FINISH_NONE) {
         complete(r, why);

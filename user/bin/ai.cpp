@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
     uint32_t from = 0;
     for (;;) {
       kai_ai_status st{};
-      long k = ai_read(id, from, out + from, predict - from, &st);
+      long k = ai_read(id, from, out + from, predict - from, &st, nullptr);
       if (k <= 0) break;
       if (from == 0) t_first_seen = clock_ns();
       for (long j = 0; j < k; j++) printf(from + j ? " %u" : "%u", out[from + j]);

@@ -2,7 +2,7 @@
 // head-of-line blocking, measured with the kernel's own clock.
 //
 // K clients each stream one request (a 4-token prompt, N tokens) and record
-// when every token was published (ai_read's t_last_token_ns). While they
+// when every token was published (the kernel's times from ai_read). While they
 // are generating, a long request arrives: an L-token prompt (default 255)
 // that needs one token. With chunked prefill its prompt is spread over
 // several iterations and the running requests keep getting tokens; with an
@@ -46,14 +46,12 @@ uint64_t percentile(uint64_t* v, uint32_t n, uint32_t pct) {
   int64_t id = ai_submit(&r);
   if (id < 0) exit(1);
   static uint32_t out[kMaxTokens];
+  static uint64_t times[kMaxTokens];
   uint32_t from = 0;
   for (;;) {
-    kai_ai_status st{};
-    long k = ai_read(id, from, out + from, o.predict - from, &st);
+    long k = ai_read(id, from, out + from, o.predict - from, nullptr, times + from);
     if (k <= 0) break;
-    // Tokens published in one iteration share its timestamp; a chunk of
-    // k > 1 only happens if this client was slow to read.
-    for (long j = 0; j < k; j++) write(fd, &st.t_last_token_ns, sizeof(uint64_t));
+    write(fd, times + from, uint64_t(k) * sizeof(uint64_t));
     from += uint32_t(k);
   }
   uint64_t end = 0;
@@ -105,9 +103,14 @@ int main(int argc, char** argv) {
     close(p[1]);
     fds[i] = p[0];
   }
-  // Let the clients reach their decode phase (a few of their tokens), then
-  // send the long prompt.
-  sleep(20);
+  // Let the clients reach their decode phase: all admitted (running),
+  // then two more ticks for their first tokens. Then the long prompt.
+  static kai_ai_info info;
+  for (int tick = 0; tick < 3000; tick++) {
+    if (ai_info(&info) == 0 && info.running >= o.clients) break;
+    sleep(1);
+  }
+  sleep(2);
   static uint32_t long_prompt[KAI_AI_MAX_PROMPT];
   for (uint32_t t = 0; t < o.long_len; t++) long_prompt[t] = (t * 11 + 5) % mi.vocab_size;
   kai_ai_submit lr = ai_request(o.model, long_prompt, o.long_len, 1, o.flags);
@@ -136,7 +139,6 @@ int main(int argc, char** argv) {
     close(fds[i]);
   }
   for (uint32_t i = 0; i < o.clients; i++) wait(nullptr);
-  static kai_ai_info info;
   ai_info(&info);
   uint64_t solo_p50 = percentile(solo, n_solo, 50);
   uint64_t d_max = n_during ? (qsort(during, n_during, sizeof(uint64_t), cmp_u64), during[n_during - 1]) : 0;
