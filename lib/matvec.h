@@ -1,6 +1,13 @@
-// Matrix-vector products and the classifier argmax: the only place where the
+// Matrix products and the classifier argmax: the only place where the
 // forward pass touches weight matrices, so faster kernels (hand-unrolled,
 // multi-hart by row ranges, ...) plug in here without changing the model code.
+// The seam is matrix x matrix: one weight matrix times the activation vectors
+// of n items (tokens) of a batch; the vector case is n == 1. A kernel loads
+// each weight once per call and uses it for every item: that is what makes
+// prefill and batched decode cheaper per token than one token at a time.
+// Every kernel computes each (row, item) value with the same operations in the
+// same order whatever n, the row range or the kernel's blocking: results are
+// bit-identical to the single-vector case.
 //
 // Two kernel sets exist:
 //   kMatvecFloat: exact course semantics, y[r] = scale[r] * sum_c q[r][c]*x[c]
@@ -50,6 +57,12 @@ struct ArgMax {
   float value = 0;
 };
 
+// The argmax order: a larger value wins, NaN loses to every number, equal
+// values keep the lower index (callers scan rows upwards). It is a total
+// order, so the best of several row ranges combined in row order equals the
+// best of one scan: row ranges can run on different harts.
+inline bool argmax_beats(float v, float best) { return v > best || (best != best && v == v); }
+
 enum class MatvecKind : uint8_t { Float = 0, Int8 = 1 };
 
 struct MatvecOps {
@@ -59,7 +72,17 @@ struct MatvecOps {
   void (*matvec)(const Matrix& w, const ActVec& x, float* y, uint32_t r0, uint32_t r1);
   // argmax over rows [r0, r1) of w x; the lowest index wins ties.
   ArgMax (*argmax)(const Matrix& w, const ActVec& x, uint32_t r0, uint32_t r1);
+  // The batch forms: items i < n, rows r in [r0, r1).
+  //   matmul:        y[i * y_stride + (r - r0)] = (w x[i])[r]   (y starts at row r0)
+  //   argmax_batch:  best[i] = argmax over [r0, r1) of w x[i]
+  // All x[i] are prepared the same way (all int8-quantised or all float).
+  void (*matmul)(const Matrix& w, const ActVec* x, uint32_t n, float* y, size_t y_stride, uint32_t r0,
+                 uint32_t r1);
+  void (*argmax_batch)(const Matrix& w, const ActVec* x, uint32_t n, ArgMax* best, uint32_t r0, uint32_t r1);
 };
+
+// argmax_batch works through this many items at a time (stack buffer).
+constexpr uint32_t kMaxArgmaxItems = 16;
 
 extern const MatvecOps kMatvecFloat;
 extern const MatvecOps kMatvecInt8;
