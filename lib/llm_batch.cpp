@@ -17,7 +17,7 @@ uint32_t max_cols(const Config& c) { return max2(max2(c.dim, c.hidden_dim), max2
 // Offsets of every scratch array in the caller's block.
 struct BatchLayout {
   size_t off = 0;
-  size_t x, xb, xb2, q, k, v, ao, hb, hb2, z, ab, actq, shift, acts, att, tmp, best, which, pos;
+  size_t x, xb, xb2, q, k, v, ao, hb, hb2, z, ab, actq, shift, pair, cross, acts, att, tmp, best, which, pos;
   size_t take(size_t bytes) {
     size_t at = off;
     off += pad64(bytes);
@@ -41,6 +41,8 @@ BatchLayout batch_layout(const Config& c, uint32_t m) {
   L.ab = L.take(m * floats_row(2 * c.lin_v_heads) * f);
   L.actq = L.take(m * pad64(max_cols(c)));
   L.shift = L.take(m * pad64(max_cols(c)));
+  L.pair = L.take(size_t(m / 2) * max_cols(c) * 8);
+  L.cross = L.take(size_t(max_cols(c)) / 2 * 8 + 8);
   L.acts = L.take(m * sizeof(ActVec));
   L.att = L.take(size_t(c.runtime_seq_len) * f);
   L.tmp = L.take(size_t(c.lin_v_dim) * f);
@@ -88,6 +90,8 @@ ErrorOr<void, Error> Batch::init(const Model& model, void* mem, size_t size, uin
   actq_ = reinterpret_cast<int8_t*>(base + L.actq);
   shift_ = base + L.shift;
   actq_stride_ = pad64(max_cols(c));
+  pair_ = reinterpret_cast<int64_t*>(base + L.pair);
+  cross_ = reinterpret_cast<uint64_t*>(base + L.cross);
   acts_ = reinterpret_cast<ActVec*>(base + L.acts);
   att_ = F(L.att);
   tmp_ = F(L.tmp);
@@ -149,6 +153,7 @@ ActVec Batch::prepare_one(const float* x, uint32_t len, uint32_t slot) {
 // The inputs of one product: item i's vector is x + i * stride.
 const ActVec* Batch::prepare(const float* x, size_t stride, uint32_t len) {
   for (uint32_t i = 0; i < n_; i++) acts_[i] = prepare_one(x + i * stride, len, i);
+  if (ops_->kind == MatvecKind::Int8) pack_int8_batch(acts_, n_, pair_, max_cols(*cfg_), cross_);
   return acts_;
 }
 
@@ -226,6 +231,7 @@ void Batch::classify(const float* rows, size_t stride, const uint32_t* which, ui
   }
   // Prepare only the classified items' vectors (acts_[j] for which[j]).
   for (uint32_t j = 0; j < m; j++) acts_[j] = prepare_one(rows + which[j] * stride, c.dim, j);
+  if (ops_->kind == MatvecKind::Int8) pack_int8_batch(acts_, m, pair_, max_cols(c), cross_);
   RowJob job{ops_, &emb, acts_, m, parts_of(par_), nullptr, 0, part_best_};
   if (job.parts == 1) RowJob::argmax_part(&job, 0);
   else par_->run(par_->ctx, job.parts, RowJob::argmax_part, &job);

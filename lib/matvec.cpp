@@ -1,4 +1,5 @@
 #include "matvec.h"
+#include "matmul_int8.h"
 
 namespace llm {
 namespace {
@@ -34,11 +35,6 @@ float row_dot_f32(const float* w, const float* x, uint32_t n) {
 float row_float(const Matrix& w, const ActVec& x, uint32_t r) {
   if (w.f) return row_dot_f32(w.f + size_t(r) * w.cols, x.x, w.cols);
   return w.scale(r) * row_dot_q8(w.q + size_t(r) * w.cols, x.x, w.cols);
-}
-
-// total * S / 2^kMaxShift * row scale
-inline float finish_int8(int64_t total, const ActVec& x, float row_scale) {
-  return float(total) * (x.scale * (1.0f / float(1u << kMaxShift))) * row_scale;
 }
 
 float row_int8(const Matrix& w, const ActVec& x, uint32_t r) {
@@ -140,9 +136,11 @@ bool int8_fast_all(const Matrix& w, const ActVec* x, uint32_t n) {
   return true;
 }
 
-// Rows [r0, r1) of every item: the outer loop walks the rows, so a block of
-// weight rows is fetched from memory once and then served from the cache for
-// every item (the register-blocked kernels below do better).
+// Rows [r0, r1) of every item: the outer loop walks blocks of 4 rows, so a
+// block of weight rows is fetched once and serves every item; items go in
+// fours and twos through the packed "pairs" kernel, a single packed item
+// through the "cross" kernel (matmul_int8.cpp), an unpacked one through the
+// plain 4-row kernel above. All give the same bits.
 void matmul_int8(const Matrix& w, const ActVec* x, uint32_t n, float* y, size_t stride, uint32_t r0, uint32_t r1) {
   if (w.f || !x[0].q) {
     for (uint32_t r = r0; r < r1; r++)
@@ -154,11 +152,28 @@ void matmul_int8(const Matrix& w, const ActVec* x, uint32_t n, float* y, size_t 
       for (uint32_t i = 0; i < n; i++) y[i * stride + (r - r0)] = row_int8(w, x[i], r);
     return;
   }
-  uint32_t r = r0;
-  for (; r + 4 <= r1; r += 4)
-    for (uint32_t i = 0; i < n; i++) int8_rows4(w, x[i], r, y + i * stride + (r - r0));
-  for (; r < r1; r++)
-    for (uint32_t i = 0; i < n; i++) y[i * stride + (r - r0)] = int8_row1(w, x[i], r);
+  for (uint32_t r = r0; r < r1; r += 4) {
+    uint32_t rows = r1 - r < 4 ? r1 - r : 4;
+    float* yr = y + (r - r0);
+    uint32_t i = 0;
+    while (i < n) {
+      if (i + 4 <= n && x[i].pair && x[i + 2].pair) {
+        int8_pairs(w, x + i, 2, r, rows, yr + i * stride, stride);
+        i += 4;
+      } else if (i + 2 <= n && x[i].pair) {
+        int8_pairs(w, x + i, 1, r, rows, yr + i * stride, stride);
+        i += 2;
+      } else if (x[i].cross) {
+        int8_cross(w, x[i], r, rows, yr + i * stride);
+        i++;
+      } else {
+        if (rows == 4) int8_rows4(w, x[i], r, yr + i * stride);
+        else
+          for (uint32_t k = 0; k < rows; k++) yr[i * stride + k] = int8_row1(w, x[i], r + k);
+        i++;
+      }
+    }
+  }
 }
 
 void matmul_float(const Matrix& w, const ActVec* x, uint32_t n, float* y, size_t stride, uint32_t r0, uint32_t r1) {
