@@ -41,7 +41,7 @@ BatchLayout batch_layout(const Config& c, uint32_t m) {
   L.ab = L.take(m * floats_row(2 * c.lin_v_heads) * f);
   L.actq = L.take(m * pad64(max_cols(c)));
   L.shift = L.take(m * pad64(max_cols(c)));
-  L.pair = L.take(size_t(m / 2) * max_cols(c) * 8);
+  L.pair = L.take(size_t((m + 1) / 2) * max_cols(c) * 8);
   L.cross = L.take(size_t(max_cols(c)) / 2 * 8 + 8);
   L.acts = L.take(m * sizeof(ActVec));
   L.att = L.take(size_t(c.runtime_seq_len) * f);

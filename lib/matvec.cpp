@@ -137,8 +137,8 @@ bool int8_fast_all(const Matrix& w, const ActVec* x, uint32_t n) {
 }
 
 // Rows [r0, r1) of every item: the outer loop walks blocks of 4 rows, so a
-// block of weight rows is fetched once and serves every item; items go in
-// fours and twos through the packed "pairs" kernel, a single packed item
+// block of weight rows is fetched once and serves every item; packed items
+// go through the "triples"/"pairs" kernels up to 6 at a time, a single item
 // through the "cross" kernel (matmul_int8.cpp), an unpacked one through the
 // plain 4-row kernel above. All give the same bits.
 void matmul_int8(const Matrix& w, const ActVec* x, uint32_t n, float* y, size_t stride, uint32_t r0, uint32_t r1) {
@@ -157,12 +157,8 @@ void matmul_int8(const Matrix& w, const ActVec* x, uint32_t n, float* y, size_t 
     float* yr = y + (r - r0);
     uint32_t i = 0;
     while (i < n) {
-      if (i + 4 <= n && x[i].pair && x[i + 2].pair) {
-        int8_pairs(w, x + i, 2, r, rows, yr + i * stride, stride);
-        i += 4;
-      } else if (i + 2 <= n && x[i].pair) {
-        int8_pairs(w, x + i, 1, r, rows, yr + i * stride, stride);
-        i += 2;
+      if (uint32_t done = int8_packed(w, x + i, n - i, r, rows, yr + i * stride, stride)) {
+        i += done;
       } else if (x[i].cross) {
         int8_cross(w, x[i], r, rows, yr + i * stride);
         i++;

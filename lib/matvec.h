@@ -52,7 +52,8 @@ struct ActVec {
   uint32_t group = 0;              // values per group (the last one may be shorter)
   // Packed copies of q for the register-blocked int8 kernels (matmul_int8.cpp),
   // made by pack_int8_batch; null: not packed (the plain int8 kernel runs).
-  const int64_t* pair = nullptr;    // [n] q[c] + q'[c] * 2^32, q' = the next item's q
+  const int64_t* pair = nullptr;    // [n] q[c] + q'[c] * 2^32, q' = the next item's q (0 if none)
+  const int64_t* triple = nullptr;  // [n] q[c] + q'[c] * 2^21 + q''[c] * 2^42, the next two items'
   const uint64_t* cross = nullptr;  // [n/8][4] q[8k+j] * 2^32 + q[8k+j+4], j < 4 (mod 2^64)
   int64_t cross_fix = 0;            // sum over groups of 128 * (sum of the group's q) << (15 - k)
 };
@@ -87,7 +88,7 @@ struct MatvecOps {
 };
 
 // argmax_batch works through this many items at a time (stack buffer).
-constexpr uint32_t kMaxArgmaxItems = 16;
+constexpr uint32_t kMaxArgmaxItems = 18;  // a multiple of 2 and 3: packed words stay whole
 
 extern const MatvecOps kMatvecFloat;
 extern const MatvecOps kMatvecInt8;
@@ -97,10 +98,12 @@ const MatvecOps& matvec_ops(MatvecKind kind);
 // group == 0 means one group for the whole vector.
 constexpr uint32_t kMaxShift = 15;
 ActVec quantize_act(const float* x, uint32_t n, uint32_t group, int8_t* q, uint8_t* shift);
-// Packs the prepared int8 vectors x[0..n) for the fast kernels: items
-// (0,1), (2,3), ... into pairs (pair_mem + (i/2) * pair_stride), and an odd
-// last item into cross_mem ([n/8][4] words). Only when the shape allows it
-// (n % 8 == 0, group % 8 == 0, aligned q); otherwise nothing is packed.
+// Packs the prepared int8 vectors x[0..n) for the fast kernels: one item
+// crosswise into cross_mem ([n/8][4] words); several in triples (0,1,2),
+// (3,4,5), ... when group <= 64, else pairs (0,1), (2,3), ..., word j at
+// pair_mem + j * pair_stride (ceil(n/2) words of pair_stride >= n values),
+// a short last word padded with zeros. Only when the shape allows it
+// (n % 8 == 0, group % 8 == 0); otherwise nothing is packed.
 void pack_int8_batch(ActVec* x, uint32_t n, int64_t* pair_mem, size_t pair_stride, uint64_t* cross_mem);
 
 // total * S / 2^kMaxShift * row scale: the float end of every int8 kernel.
