@@ -227,37 +227,37 @@ inline uint64_t cross8(uint64_t word, uint64_t p0, uint64_t p1, uint64_t p2, uin
 
 inline int64_t cross_group(uint64_t acc) { return high_lane(acc, low_lane(acc)); }
 
-// The hot loop of the cross kernel: words [k0, k0 + count) of 4 weight rows
-// (w0, row stride nw words) times one crosswise-packed item (xc at k0).
-[[gnu::noinline, gnu::optimize("sched-pressure")]] void sums_cross_4(const uint64_t* w0, size_t nw,
-                                                                     const uint64_t* xc, uint32_t count,
-                                                                     uint64_t out[4]) {
-  const uint64_t *w1 = w0 + nw, *w2 = w1 + nw, *w3 = w2 + nw, *end = w0 + count;
-  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  for (; w0 < end; w0++, w1++, w2++, w3++, xc += 4) {
-    uint64_t p0 = xc[0], p1 = xc[1], p2 = xc[2], p3 = xc[3];
-    s0 += cross8(*w0, p0, p1, p2, p3);
-    s1 += cross8(*w1, p0, p1, p2, p3);
-    s2 += cross8(*w2, p0, p1, p2, p3);
-    s3 += cross8(*w3, p0, p1, p2, p3);
-  }
-  out[0] = s0; out[1] = s1; out[2] = s2; out[3] = s3;
-}
-
-// Rows r..r+3 times one item (x.cross packed), into y[k].
-void cross_4(const Matrix& w, const ActVec& x, uint32_t r, float* y) {
+// Rows r..r+3 times one item (x.cross packed), into y[k]: all blocks of
+// the row in one out-of-line function (its loop state is small enough for
+// the registers), so a block costs only its extraction, not a call.
+[[gnu::noinline, gnu::optimize("sched-pressure")]] void cross_4(const Matrix& w, const ActVec& x, uint32_t r,
+                                                                float* y) {
   uint32_t n = w.cols, g = group_of(w, x);
   const auto* w0 = reinterpret_cast<const uint64_t*>(w.q + size_t(r) * n);
-  int64_t t[4] = {};
-  uint32_t gi = 0;
-  for (uint32_t c0 = 0; c0 < n; c0 += g, gi++) {
-    uint32_t c1 = c0 + g < n ? c0 + g : n;
-    uint64_t s[4];
-    sums_cross_4(w0 + c0 / 8, n / 8, x.cross + c0 / 2, (c1 - c0) / 8, s);
-    uint32_t sh = kMaxShift - x.shift[gi];
-    for (uint32_t k = 0; k < 4; k++) t[k] += cross_group(s[k]) << sh;
+  const uint64_t *w1 = w0 + n / 8, *w2 = w1 + n / 8, *w3 = w2 + n / 8;
+  const uint64_t* xc = x.cross;
+  const uint8_t* shift = x.shift;
+  int64_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+  for (uint32_t c0 = 0; c0 < n; c0 += g) {
+    const uint64_t* end = w0 + (c0 + g < n ? g : n - c0) / 8;
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (; w0 < end; w0++, w1++, w2++, w3++, xc += 4) {
+      uint64_t p0 = xc[0], p1 = xc[1], p2 = xc[2], p3 = xc[3];
+      s0 += cross8(*w0, p0, p1, p2, p3);
+      s1 += cross8(*w1, p0, p1, p2, p3);
+      s2 += cross8(*w2, p0, p1, p2, p3);
+      s3 += cross8(*w3, p0, p1, p2, p3);
+    }
+    uint32_t sh = kMaxShift - *shift++;
+    t0 += cross_group(s0) << sh;
+    t1 += cross_group(s1) << sh;
+    t2 += cross_group(s2) << sh;
+    t3 += cross_group(s3) << sh;
   }
-  for (uint32_t k = 0; k < 4; k++) y[k] = finish_int8(t[k] - x.cross_fix, x, w.scale(r + k));
+  y[0] = finish_int8(t0 - x.cross_fix, x, w.scale(r));
+  y[1] = finish_int8(t1 - x.cross_fix, x, w.scale(r + 1));
+  y[2] = finish_int8(t2 - x.cross_fix, x, w.scale(r + 2));
+  y[3] = finish_int8(t3 - x.cross_fix, x, w.scale(r + 3));
 }
 
 void cross_1(const Matrix& w, const ActVec& x, uint32_t r, float* y) {
