@@ -261,6 +261,16 @@ BENCH_ARGS ?=
 bench: kernel user smol-assets
 	$(PYTHON) tools/bench.py --out $(BENCH_OUT) $(BENCH_ARGS)
 
+# ---------------------------------------------------------------- perf
+# The batched forward pass (lib/llm_batch.h) on the SmolLM2-135M shape, int8:
+# instructions per multiply-add in exact mode (QEMU -icount) and tokens/s in
+# one real-time boot, decode@1..16 and prefill@16/64/255 (docs/runtime.md).
+# A benchmark, not a test; about 10 minutes here. PERF_ARGS=--quick: 3 cases.
+.PHONY: perf
+PERF_ARGS ?=
+perf: kernel user $(B)/fs-smol.img
+	$(PYTHON) tools/perf.py $(PERF_ARGS)
+
 # ---------------------------------------------------------------- tests
 # The build before the tests uses every core (CI has 2; a serial build takes
 # about as long as the qemu suite there).

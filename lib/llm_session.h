@@ -12,18 +12,22 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "llm_model.h"
+#include "llm_batch.h"
 #include "matvec.h"
 
 namespace llm {
 
-struct SessionOptions {
-  MatvecKind matvec = MatvecKind::Float;
-  uint32_t int8_group = 32;  // int8 activations: values per power-of-two block gain (0 = one block)
-};
-
 // Called after each layer with the residual stream x (layer 0..n_layers-1)
-// and once more with the final RMS-normed hidden vector (layer == n_layers).
-using LayerObserver = void (*)(void* ctx, uint32_t layer, const float* x, uint32_t dim);
+// and once more with the final RMS-normed hidden vector (layer == n_layers),
+// for the token at position pos. A batched pass reports layer by layer over
+// its items, so calls of different positions interleave.
+using LayerObserver = void (*)(void* ctx, uint32_t pos, uint32_t layer, const float* x, uint32_t dim);
+
+// Where one position's key and value rows live in a session's KV cache.
+struct KvRows {
+  float* k;  // [kv_dim]
+  float* v;  // [kv_dim]
+};
 
 // Request checks with the course's wording and one code per cause:
 // EmptyRequest (no prompt or n_predict == 0), PromptTooLong (> 255),
@@ -36,61 +40,83 @@ class Session {
  public:
   constexpr Session() = default;
 
-  // Bytes of caller memory a session of this model needs (64-byte aligned).
+  // Tokens one internal forward pass of prefill() takes (a prompt chunk).
+  static constexpr uint32_t kPrefillChunk = 16;
+
+  // Bytes of caller memory a session of this model needs (64-byte multiple):
+  // its state plus a Batch of kPrefillChunk items for feed/prefill/step.
   static size_t bytes_needed(const Config& cfg);
 
   // Lays the session out in mem[0..size) and resets it. mem must be
   // 16-byte aligned; it is owned by the caller and must outlive the session.
   ErrorOr<void, Error> init(const Model& model, void* mem, size_t size, const SessionOptions& opt = {});
 
-  // Forget everything: position 0, zero recurrent states.
+  // Forget everything: position 0, zero recurrent states, zero work counts.
   void reset();
 
   // Runs the forward pass for one token at position(), then advances.
+  // Charged to Phase::Prefill.
   ErrorOr<void, Error> feed(uint32_t token);
   // Greedy next token from the last feed (argmax of the tied classifier,
-  // lowest index wins ties). Only valid after at least one feed.
+  // lowest index wins ties). Only valid after at least one feed. Charged to
+  // the phase of the last token fed.
   uint32_t argmax();
   // All vocab_size logits of the last feed into out.
   void logits(float* out);
 
-  // feed() every prompt token, then argmax(): the first generated token.
+  // The prompt in batched passes of kPrefillChunk tokens (matrix x matrix),
+  // then the classifier once: the first generated token.
   ErrorOr<uint32_t, Error> prefill(const uint32_t* tokens, uint32_t n);
-  // feed(token) then argmax(): the next generated token.
+  // One decode token (Phase::Decode) and the classifier: the next token.
   ErrorOr<uint32_t, Error> step(uint32_t token);
 
   uint32_t position() const { return pos_; }
   const float* hidden() const { return hidden_; }  // final RMS-normed vector
   const Model& model() const { return *model_; }
   const MatvecOps& ops() const { return *ops_; }
+  const SessionOptions& options() const { return opt_; }
+  const WorkCounts& work(Phase p) const { return work_[uint32_t(p)]; }
   void set_observer(LayerObserver fn, void* ctx) { obs_ = fn; obs_ctx_ = ctx; }
+  // The session's own Batch (feed/prefill/step) runs its products in parallel.
+  void set_parallel(const Parallel* p) { own_.set_parallel(p); }
+
+  // THE place that knows where a K/V row is: full-attention layer `slot`
+  // (index among the full layers), position pos < runtime_seq_len. Today a
+  // contiguous [n_full][runtime_seq_len][kv_dim] array per K and V; a paged
+  // cache changes only this function.
+  KvRows kv_rows(uint32_t slot, uint32_t pos) const {
+    size_t row = (size_t(slot) * cfg_->runtime_seq_len + pos) * cfg_->kv_dim();
+    return {kcache_ + row, vcache_ + row};
+  }
 
  private:
-  ActVec prepare(const float* x, uint32_t n);
-  void mv(const Matrix& w, const ActVec& a, float* y) { ops_->matvec(w, a, y, 0, w.rows); }
-  void attention(const LayerView& L, uint32_t slot);
-  void deltanet(const LayerView& L, uint32_t slot);
-  void mlp(const LayerView& L);
+  friend class Batch;
+  float* conv_state(uint32_t slot) const {  // [conv_dim][conv_kernel], oldest input first
+    return conv_ + size_t(slot) * cfg_->conv_dim() * cfg_->conv_kernel;
+  }
+  float* ssm_state(uint32_t slot, uint32_t head) const {  // [k_head_dim][v_head_dim]
+    const Config& c = *cfg_;
+    return ssm_ + (size_t(slot) * c.lin_v_heads + head) * c.lin_k_dim * c.lin_v_dim;
+  }
 
   const Model* model_ = nullptr;
   const Config* cfg_ = nullptr;
   const MatvecOps* ops_ = nullptr;
-  uint32_t group_ = 32;
-  uint32_t pos_ = 0;
+  SessionOptions opt_;
+  uint32_t pos_ = 0;         // tokens fed so far = position of the next one
   bool fed_ = false;
-  // activations and scratch
-  float *x_ = nullptr, *xb_ = nullptr, *xb2_ = nullptr, *hidden_ = nullptr;
-  float *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *att_ = nullptr, *ao_ = nullptr;
-  float *hb_ = nullptr, *hb2_ = nullptr, *z_ = nullptr, *ab_ = nullptr, *tmp_ = nullptr;
-  int8_t* actq_ = nullptr;
-  float* acts_ = nullptr;
-  // state
-  float *kcache_ = nullptr, *vcache_ = nullptr;  // [n_full][runtime_seq_len][kv_dim]
-  float* conv_ = nullptr;                         // [n_linear][conv_dim][conv_kernel]
-  float* ssm_ = nullptr;                          // [n_linear][v_heads][k_dim][v_dim]
-  uint8_t slot_[kMaxLayers] = {};                 // layer -> index among its kind
+  Phase last_phase_ = Phase::Prefill;
+  WorkCounts work_[2];       // per Phase
+  // State, in the caller's memory:
+  float* hidden_ = nullptr;  // [dim] final RMS-normed vector of the last token fed (classifier input)
+  float* kcache_ = nullptr;  // [n_full][runtime_seq_len][kv_dim] keys (only via kv_rows)
+  float* vcache_ = nullptr;  // [n_full][runtime_seq_len][kv_dim] values (only via kv_rows)
+  float* conv_ = nullptr;    // [n_linear][conv_dim][conv_kernel] last inputs of the causal conv
+  float* ssm_ = nullptr;     // [n_linear][v_heads][k_dim][v_dim] DeltaNet recurrent states
+  uint8_t slot_[kMaxLayers] = {};  // layer -> index among its kind (full or linear)
   LayerObserver obs_ = nullptr;
   void* obs_ctx_ = nullptr;
+  Batch own_;                // scratch for this session's own passes
 };
 
 }  // namespace llm

@@ -1,4 +1,5 @@
 #include "matvec.h"
+#include "matmul_int8.h"
 
 namespace llm {
 namespace {
@@ -34,11 +35,6 @@ float row_dot_f32(const float* w, const float* x, uint32_t n) {
 float row_float(const Matrix& w, const ActVec& x, uint32_t r) {
   if (w.f) return row_dot_f32(w.f + size_t(r) * w.cols, x.x, w.cols);
   return w.scale(r) * row_dot_q8(w.q + size_t(r) * w.cols, x.x, w.cols);
-}
-
-// total * S / 2^kMaxShift * row scale
-inline float finish_int8(int64_t total, const ActVec& x, float row_scale) {
-  return float(total) * (x.scale * (1.0f / float(1u << kMaxShift))) * row_scale;
 }
 
 float row_int8(const Matrix& w, const ActVec& x, uint32_t r) {
@@ -134,65 +130,94 @@ float int8_row1(const Matrix& w, const ActVec& x, uint32_t r) {
   return finish_int8(a0, x, w.scale(r));
 }
 
-void matvec_int8(const Matrix& w, const ActVec& x, float* y, uint32_t r0, uint32_t r1) {
-  if (!int8_fast_ok(w, x)) {
-    for (uint32_t r = r0; r < r1; r++) y[r] = row_int8(w, x, r);
+bool int8_fast_all(const Matrix& w, const ActVec* x, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    if (!int8_fast_ok(w, x[i])) return false;
+  return true;
+}
+
+// Rows [r0, r1) of every item: the outer loop walks blocks of 4 rows, so a
+// block of weight rows is fetched once and serves every item; packed items
+// go through the "triples"/"pairs" kernels up to 6 at a time, a single item
+// through the "cross" kernel (matmul_int8.cpp), an unpacked one through the
+// plain 4-row kernel above. All give the same bits.
+void matmul_int8(const Matrix& w, const ActVec* x, uint32_t n, float* y, size_t stride, uint32_t r0, uint32_t r1) {
+  if (w.f || !x[0].q) {
+    for (uint32_t r = r0; r < r1; r++)
+      for (uint32_t i = 0; i < n; i++) y[i * stride + (r - r0)] = row_float(w, x[i], r);
     return;
   }
-  uint32_t r = r0;
-  for (; r + 4 <= r1; r += 4) int8_rows4(w, x, r, y + r);
-  for (; r < r1; r++) y[r] = int8_row1(w, x, r);
-}
-
-ArgMax argmax_int8(const Matrix& w, const ActVec& x, uint32_t r0, uint32_t r1) {
-  ArgMax best;
-  best.index = r0;
-  bool first = true;
-  auto consider = [&](uint32_t r, float v) {
-    if (first || v > best.value) {  // strict: the lowest index wins ties
-      best.index = r;
-      best.value = v;
-      first = false;
-    }
-  };
-  bool fast = int8_fast_ok(w, x);
-  uint32_t r = r0;
-  if (fast) {
-    for (; r + 4 <= r1; r += 4) {
-      float v[4];
-      int8_rows4(w, x, r, v);
-      for (uint32_t i = 0; i < 4; i++) consider(r + i, v[i]);
+  if (!int8_fast_all(w, x, n)) {
+    for (uint32_t r = r0; r < r1; r++)
+      for (uint32_t i = 0; i < n; i++) y[i * stride + (r - r0)] = row_int8(w, x[i], r);
+    return;
+  }
+  for (uint32_t r = r0; r < r1; r += 4) {
+    uint32_t rows = r1 - r < 4 ? r1 - r : 4;
+    float* yr = y + (r - r0);
+    uint32_t i = 0;
+    while (i < n) {
+      if (uint32_t done = int8_packed(w, x + i, n - i, r, rows, yr + i * stride, stride)) {
+        i += done;
+      } else if (x[i].cross) {
+        int8_cross(w, x[i], r, rows, yr + i * stride);
+        i++;
+      } else {
+        if (rows == 4) int8_rows4(w, x[i], r, yr + i * stride);
+        else
+          for (uint32_t k = 0; k < rows; k++) yr[i * stride + k] = int8_row1(w, x[i], r + k);
+        i++;
+      }
     }
   }
-  for (; r < r1; r++) consider(r, fast ? int8_row1(w, x, r) : row_int8(w, x, r));
-  return best;
 }
 
-template <float (*Row)(const Matrix&, const ActVec&, uint32_t)>
-void matvec_rows(const Matrix& w, const ActVec& x, float* y, uint32_t r0, uint32_t r1) {
-  for (uint32_t r = r0; r < r1; r++) y[r] = Row(w, x, r);
+void matmul_float(const Matrix& w, const ActVec* x, uint32_t n, float* y, size_t stride, uint32_t r0, uint32_t r1) {
+  for (uint32_t r = r0; r < r1; r++)
+    for (uint32_t i = 0; i < n; i++) y[i * stride + (r - r0)] = row_float(w, x[i], r);
 }
 
-template <float (*Row)(const Matrix&, const ActVec&, uint32_t)>
-ArgMax argmax_rows(const Matrix& w, const ActVec& x, uint32_t r0, uint32_t r1) {
-  ArgMax best;
-  best.index = r0;
-  bool first = true;
-  for (uint32_t r = r0; r < r1; r++) {
-    float v = Row(w, x, r);
-    if (first || v > best.value) {  // strict: the lowest index wins ties
-      best.index = r;
-      best.value = v;
-      first = false;
+// The classifier: vocab_size rows, so the logits of a block of rows go
+// through a small buffer instead of a vocab-sized one per item.
+template <void (*Matmul)(const Matrix&, const ActVec*, uint32_t, float*, size_t, uint32_t, uint32_t)>
+void argmax_batch(const Matrix& w, const ActVec* x, uint32_t n, ArgMax* best, uint32_t r0, uint32_t r1) {
+  constexpr uint32_t kBlock = 16;
+  float v[kBlock * kMaxArgmaxItems];
+  for (uint32_t i = 0; i < n; i++) best[i] = ArgMax{r0, 0};
+  for (uint32_t i0 = 0; i0 < n; i0 += kMaxArgmaxItems) {
+    uint32_t m = n - i0 < kMaxArgmaxItems ? n - i0 : kMaxArgmaxItems;
+    for (uint32_t b0 = r0; b0 < r1; b0 += kBlock) {
+      uint32_t b1 = b0 + kBlock < r1 ? b0 + kBlock : r1;
+      Matmul(w, x + i0, m, v, kBlock, b0, b1);
+      for (uint32_t i = 0; i < m; i++) {
+        ArgMax& b = best[i0 + i];
+        for (uint32_t r = b0; r < b1; r++) {
+          float val = v[i * kBlock + (r - b0)];
+          if (r == r0 || argmax_beats(val, b.value)) b = ArgMax{r, val};
+        }
+      }
     }
   }
+}
+
+template <void (*Matmul)(const Matrix&, const ActVec*, uint32_t, float*, size_t, uint32_t, uint32_t)>
+void matvec_one(const Matrix& w, const ActVec& x, float* y, uint32_t r0, uint32_t r1) {
+  Matmul(w, &x, 1, y + r0, 0, r0, r1);
+}
+
+template <void (*Matmul)(const Matrix&, const ActVec*, uint32_t, float*, size_t, uint32_t, uint32_t)>
+ArgMax argmax_one(const Matrix& w, const ActVec& x, uint32_t r0, uint32_t r1) {
+  ArgMax best;
+  argmax_batch<Matmul>(w, &x, 1, &best, r0, r1);
   return best;
 }
 
 }  // namespace
 
-const MatvecOps kMatvecFloat = {"float", MatvecKind::Float, matvec_rows<row_float>, argmax_rows<row_float>};
-const MatvecOps kMatvecInt8 = {"int8", MatvecKind::Int8, matvec_int8, argmax_int8};
+const MatvecOps kMatvecFloat = {"float", MatvecKind::Float, matvec_one<matmul_float>, argmax_one<matmul_float>,
+                                matmul_float, argmax_batch<matmul_float>};
+const MatvecOps kMatvecInt8 = {"int8", MatvecKind::Int8, matvec_one<matmul_int8>, argmax_one<matmul_int8>,
+                               matmul_int8, argmax_batch<matmul_int8>};
 
 const MatvecOps& matvec_ops(MatvecKind kind) {
   return kind == MatvecKind::Int8 ? kMatvecInt8 : kMatvecFloat;

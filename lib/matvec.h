@@ -1,6 +1,13 @@
-// Matrix-vector products and the classifier argmax: the only place where the
+// Matrix products and the classifier argmax: the only place where the
 // forward pass touches weight matrices, so faster kernels (hand-unrolled,
 // multi-hart by row ranges, ...) plug in here without changing the model code.
+// The seam is matrix x matrix: one weight matrix times the activation vectors
+// of n items (tokens) of a batch; the vector case is n == 1. A kernel loads
+// each weight once per call and uses it for every item: that is what makes
+// prefill and batched decode cheaper per token than one token at a time.
+// Every kernel computes each (row, item) value with the same operations in the
+// same order whatever n, the row range or the kernel's blocking: results are
+// bit-identical to the single-vector case.
 //
 // Two kernel sets exist:
 //   kMatvecFloat: exact course semantics, y[r] = scale[r] * sum_c q[r][c]*x[c]
@@ -43,12 +50,24 @@ struct ActVec {
   const uint8_t* shift = nullptr;  // per group: k, x ~ q * scale / 2^k
   float scale = 0;                 // S = max|x| / 127
   uint32_t group = 0;              // values per group (the last one may be shorter)
+  // Packed copies of q for the register-blocked int8 kernels (matmul_int8.cpp),
+  // made by pack_int8_batch; null: not packed (the plain int8 kernel runs).
+  const int64_t* pair = nullptr;    // [n] q[c] + q'[c] * 2^32, q' = the next item's q (0 if none)
+  const int64_t* triple = nullptr;  // [n] q[c] + q'[c] * 2^21 + q''[c] * 2^42, the next two items'
+  const uint64_t* cross = nullptr;  // [n/8][4] q[8k+j] * 2^32 + q[8k+j+4], j < 4 (mod 2^64)
+  int64_t cross_fix = 0;            // sum over groups of 128 * (sum of the group's q) << (15 - k)
 };
 
 struct ArgMax {
   uint32_t index = 0;
   float value = 0;
 };
+
+// The argmax order: a larger value wins, NaN loses to every number, equal
+// values keep the lower index (callers scan rows upwards). It is a total
+// order, so the best of several row ranges combined in row order equals the
+// best of one scan: row ranges can run on different harts.
+inline bool argmax_beats(float v, float best) { return v > best || (best != best && v == v); }
 
 enum class MatvecKind : uint8_t { Float = 0, Int8 = 1 };
 
@@ -59,7 +78,17 @@ struct MatvecOps {
   void (*matvec)(const Matrix& w, const ActVec& x, float* y, uint32_t r0, uint32_t r1);
   // argmax over rows [r0, r1) of w x; the lowest index wins ties.
   ArgMax (*argmax)(const Matrix& w, const ActVec& x, uint32_t r0, uint32_t r1);
+  // The batch forms: items i < n, rows r in [r0, r1).
+  //   matmul:        y[i * y_stride + (r - r0)] = (w x[i])[r]   (y starts at row r0)
+  //   argmax_batch:  best[i] = argmax over [r0, r1) of w x[i]
+  // All x[i] are prepared the same way (all int8-quantised or all float).
+  void (*matmul)(const Matrix& w, const ActVec* x, uint32_t n, float* y, size_t y_stride, uint32_t r0,
+                 uint32_t r1);
+  void (*argmax_batch)(const Matrix& w, const ActVec* x, uint32_t n, ArgMax* best, uint32_t r0, uint32_t r1);
 };
+
+// argmax_batch works through this many items at a time (stack buffer).
+constexpr uint32_t kMaxArgmaxItems = 18;  // a multiple of 2 and 3: packed words stay whole
 
 extern const MatvecOps kMatvecFloat;
 extern const MatvecOps kMatvecInt8;
@@ -69,6 +98,19 @@ const MatvecOps& matvec_ops(MatvecKind kind);
 // group == 0 means one group for the whole vector.
 constexpr uint32_t kMaxShift = 15;
 ActVec quantize_act(const float* x, uint32_t n, uint32_t group, int8_t* q, uint8_t* shift);
+// Packs the prepared int8 vectors x[0..n) for the fast kernels: one item
+// crosswise into cross_mem ([n/8][4] words); several in triples (0,1,2),
+// (3,4,5), ... when group <= 64, else pairs (0,1), (2,3), ..., word j at
+// pair_mem + j * pair_stride (ceil(n/2) words of pair_stride >= n values),
+// a short last word padded with zeros. Only when the shape allows it
+// (n % 8 == 0, group % 8 == 0); otherwise nothing is packed.
+void pack_int8_batch(ActVec* x, uint32_t n, int64_t* pair_mem, size_t pair_stride, uint64_t* cross_mem);
+
+// total * S / 2^kMaxShift * row scale: the float end of every int8 kernel.
+inline float finish_int8(int64_t total, const ActVec& x, float row_scale) {
+  return float(total) * (x.scale * (1.0f / float(1u << kMaxShift))) * row_scale;
+}
+
 inline uint32_t act_groups(uint32_t n, uint32_t group) {
   return group == 0 ? 1 : (n + group - 1) / group;
 }

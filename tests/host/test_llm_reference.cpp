@@ -30,10 +30,11 @@ constexpr uint32_t kSteps = 32;
 struct Recorder {
   uint32_t n_layers = 0, dim = 0;
   std::vector<float> data;  // [position][n_layers+1][dim]
-  static void on_layer(void* ctx, uint32_t layer, const float* x, uint32_t dim) {
+  static void on_layer(void* ctx, uint32_t pos, uint32_t layer, const float* x, uint32_t dim) {
     auto* r = static_cast<Recorder*>(ctx);
-    (void)layer;
-    r->data.insert(r->data.end(), x, x + dim);
+    size_t at = (size_t(pos) * (r->n_layers + 1) + layer) * dim;
+    if (r->data.size() < at + dim) r->data.resize(at + dim);
+    std::copy(x, x + dim, r->data.begin() + long(at));
   }
   const float* at(uint32_t pos, uint32_t layer) const {
     return data.data() + (size_t(pos) * (n_layers + 1) + layer) * dim;

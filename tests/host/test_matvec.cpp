@@ -3,6 +3,8 @@
 // its generic path (bit-identical), and the int8 error on Gaussian data.
 #include <catch2/catch.hpp>
 
+#include <string.h>
+
 #include <cmath>
 #include <random>
 #include <vector>
@@ -141,5 +143,57 @@ TEST_CASE("int8 activation error on Gaussian data", "[matvec][int8]") {
     double rel = std::sqrt(e / n);
     WARN("int8 matvec, group " << group << ": relative L2 error " << rel);
     CHECK(rel < 0.01);
+  }
+}
+
+// The packed int8 kernels (items in triples or pairs, one item crosswise)
+// against the plain int8 kernel: bit-identical for every item count, row
+// remainders, group sizes, and the extreme values that bound the lanes
+// (all products +127*127 or all -127*127: the largest lane sums).
+TEST_CASE("packed int8 matmul is bit-identical to the plain int8 kernel", "[matvec]") {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> N(0, 1);
+  for (uint32_t cols : {8u, 64u, 576u, 1536u}) {
+    for (uint32_t group : {0u, 8u, 32u, 64u, 128u}) {
+      for (int extreme = 0; extreme < 4; extreme++) {
+        uint32_t rows = 11;
+        QMat q = make_qmat(rng, rows, cols, 0);
+        if (extreme) {  // every weight at +-127 (mixed, all +, all -)
+          auto* qv = const_cast<int8_t*>(q.m.q);
+          for (size_t i = 0; i < size_t(rows) * cols; i++)
+            qv[i] = extreme == 1 ? ((i % 3) ? -127 : 127) : extreme == 2 ? 127 : -127;
+        }
+        constexpr uint32_t kItems = 9;
+        std::vector<std::vector<float>> xs(kItems, std::vector<float>(cols));
+        std::vector<std::vector<int8_t>> qs(kItems, std::vector<int8_t>(cols + 8));
+        std::vector<std::vector<uint8_t>> sh(kItems, std::vector<uint8_t>(cols));
+        std::vector<llm::ActVec> acts(kItems);
+        for (uint32_t i = 0; i < kItems; i++) {
+          for (uint32_t c = 0; c < cols; c++)
+            xs[i][c] = extreme == 1 ? ((c + i) % 2 ? -1.0f : 1.0f) : extreme ? 1.0f : N(rng) * (c % 7 == 0 ? 0.01f : 1.0f);
+          acts[i] = llm::quantize_act(xs[i].data(), cols, group, qs[i].data(), sh[i].data());
+        }
+        std::vector<int64_t> pairs((kItems + 1) / 2 * cols);
+        std::vector<uint64_t> cross(cols / 2);
+        for (uint32_t n = 1; n <= kItems; n++) {
+          INFO("cols " << cols << " group " << group << " extreme " << extreme << " items " << n);
+          std::vector<llm::ActVec> packed(acts.begin(), acts.begin() + n);
+          llm::pack_int8_batch(packed.data(), n, pairs.data(), cols, cross.data());
+          uint32_t g = group ? group : cols;
+          REQUIRE((packed[0].triple != nullptr) == (n >= 2 && g <= 64));
+          REQUIRE((packed[0].pair != nullptr) == (n >= 2 && g > 64));
+          REQUIRE((packed[0].cross != nullptr) == (n == 1));
+          for (uint32_t r0 : {0u, 1u, 3u}) {
+            std::vector<float> y(size_t(n) * rows, -1.0f);
+            llm::kMatvecInt8.matmul(q.m, packed.data(), n, y.data(), rows, r0, rows);
+            for (uint32_t i = 0; i < n; i++) {
+              std::vector<float> want(rows);
+              llm::kMatvecInt8.matvec(q.m, acts[i], want.data(), r0, rows);  // unpacked: plain kernel
+              for (uint32_t r = r0; r < rows; r++) REQUIRE(memcmp(&y[i * rows + (r - r0)], &want[r], 4) == 0);
+            }
+          }
+        }
+      }
+    }
   }
 }

@@ -217,7 +217,8 @@ def test_timing_line(guest):
     for flag, kernel in (("", "float"), (" --int8", "int8")):
         _, out = g.ids(f"llmrun --asset-dir /AI/QWEN --predict 6 --timing{flag} 1 17 42")
         m = re.search(r"^timing model=QWEN load_us=(\d+) init_us=(\d+) prompt=3 ttft_us=(\d+) gen=6 "
-                      r"tpot_us=(\d+) total_us=(\d+) bytes_read=(\d+) matvec=(\S+)$", out, re.M)
+                      r"tpot_us=(\d+) total_us=(\d+) bytes_read=(\d+) matvec=(\S+) prefill_macs=(\d+) .*"
+                      r"decode_macs=(\d+) .*$", out, re.M)
         assert m, out
         load, init, ttft, tpot, total, nbytes = map(int, m.groups()[:6])
         assert nbytes == size                    # every bundle file, once
@@ -225,6 +226,7 @@ def test_timing_line(guest):
         assert load > 0 and ttft > 0 and tpot > 0
         assert ttft + 5 * tpot <= total + 5      # rounding of the mean
         assert total < 60_000_000
+        assert int(m.group(8)) > 0 and int(m.group(9)) > 0   # work counts (issue 12)
 
 
 def test_coldwarm_parses_llmrun(guest):

@@ -200,14 +200,21 @@ struct Runner {
     t.chr('\n');
     out(line);
     if (timing) {
-      char b[320];
+      char b[640];
       TextBuf tb(b, sizeof b);
       uint64_t ttft = (t1 - t0) / 1000, total = (t2 - t0) / 1000;
       uint64_t tpot = n_predict > 1 ? (t2 - t1) / 1000 / (n_predict - 1) : 0;
       tb.str("timing model=").str(name).str(" load_us=").u64(load_us).str(" init_us=").u64(init_us);
       tb.str(" prompt=").u64(n_prompt).str(" ttft_us=").u64(ttft).str(" gen=").u64(n_predict);
       tb.str(" tpot_us=").u64(tpot).str(" total_us=").u64(total).str(" bytes_read=").u64(bytes_read);
-      tb.str(" matvec=").str(session.ops().name).chr('\n');
+      tb.str(" matvec=").str(session.ops().name);
+      // Work counted by the runtime (lib/llm_batch.h WorkCounts), per phase.
+      const llm::WorkCounts& p = session.work(llm::Phase::Prefill);
+      const llm::WorkCounts& d = session.work(llm::Phase::Decode);
+      tb.str(" prefill_macs=").u64(p.macs).str(" prefill_weight_bytes=").u64(p.weight_bytes);
+      tb.str(" prefill_kv_read=").u64(p.kv_read_bytes).str(" prefill_kv_write=").u64(p.kv_write_bytes);
+      tb.str(" decode_macs=").u64(d.macs).str(" decode_weight_bytes=").u64(d.weight_bytes);
+      tb.str(" decode_kv_read=").u64(d.kv_read_bytes).str(" decode_kv_write=").u64(d.kv_write_bytes).chr('\n');
       err(b);
     }
     return true;

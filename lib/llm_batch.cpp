@@ -1,0 +1,318 @@
+// The Batch: scratch layout, request checks, the pass driver (embedding,
+// layers, final norm, classifier) and the seam to the matrix kernels (row
+// ranges over parts, work counts). The layer blocks are in llm_forward.cpp.
+#include "llm_batch.h"
+#include "llm_math.h"
+#include "llm_session.h"
+
+namespace llm {
+namespace {
+
+size_t pad64(size_t bytes) { return (bytes + 63) & ~size_t(63); }
+size_t floats_row(uint32_t n) { return pad64(size_t(n) * 4) / 4; }  // a row's stride in floats
+
+uint32_t max2(uint32_t a, uint32_t b) { return a > b ? a : b; }
+uint32_t max_cols(const Config& c) { return max2(max2(c.dim, c.hidden_dim), max2(c.q_dim(), c.value_dim())); }
+
+// Offsets of every scratch array in the caller's block.
+struct BatchLayout {
+  size_t off = 0;
+  size_t x, xb, xb2, q, k, v, ao, hb, hb2, z, ab, actq, shift, pair, cross, acts, att, tmp, best, which, pos;
+  size_t take(size_t bytes) {
+    size_t at = off;
+    off += pad64(bytes);
+    return at;
+  }
+};
+
+BatchLayout batch_layout(const Config& c, uint32_t m) {
+  BatchLayout L;
+  size_t f = 4;
+  L.x = L.take(m * floats_row(c.dim) * f);
+  L.xb = L.take(m * floats_row(c.dim) * f);
+  L.xb2 = L.take(m * floats_row(c.dim) * f);
+  L.q = L.take(m * floats_row(max2(c.q_proj_rows(), c.conv_dim())) * f);
+  L.k = L.take(m * floats_row(c.kv_dim()) * f);
+  L.v = L.take(m * floats_row(c.kv_dim()) * f);
+  L.ao = L.take(m * floats_row(max2(c.q_dim(), c.value_dim())) * f);
+  L.hb = L.take(m * floats_row(c.hidden_dim) * f);
+  L.hb2 = L.take(m * floats_row(c.hidden_dim) * f);
+  L.z = L.take(m * floats_row(c.value_dim()) * f);
+  L.ab = L.take(m * floats_row(2 * c.lin_v_heads) * f);
+  L.actq = L.take(m * pad64(max_cols(c)));
+  L.shift = L.take(m * pad64(max_cols(c)));
+  L.pair = L.take(size_t((m + 1) / 2) * max_cols(c) * 8);
+  L.cross = L.take(size_t(max_cols(c)) / 2 * 8 + 8);
+  L.acts = L.take(m * sizeof(ActVec));
+  L.att = L.take(size_t(c.runtime_seq_len) * f);
+  L.tmp = L.take(size_t(c.lin_v_dim) * f);
+  L.best = L.take(size_t(kMaxParts + 1) * m * sizeof(ArgMax));
+  L.which = L.take(m * 4);
+  L.pos = L.take(m * 4);
+  return L;
+}
+
+uint64_t matrix_bytes(const Matrix& w) {
+  uint64_t cells = uint64_t(w.rows) * w.cols;
+  return w.f ? 4 * cells : cells + 4 * uint64_t(w.rows);
+}
+
+}  // namespace
+
+size_t Batch::bytes_needed(const Config& cfg, uint32_t max_items) { return batch_layout(cfg, max_items).off; }
+
+ErrorOr<void, Error> Batch::init(const Model& model, void* mem, size_t size, uint32_t max_items,
+                                 const SessionOptions& opt) {
+  if (!model.loaded()) return Error::make(ErrorCode::BadField).str("batch: model not loaded");
+  if (max_items == 0) return Error::make(ErrorCode::BadField).str("batch: max_items must be at least 1");
+  const Config& c = model.config();
+  BatchLayout L = batch_layout(c, max_items);
+  if (size < L.off)
+    return Error::make(ErrorCode::NoMemory).str("not enough memory: batch of ").num(max_items).str(" needs ").num(L.off).str(" bytes, have ").num(size);
+  if (reinterpret_cast<uintptr_t>(mem) % 16)
+    return Error::make(ErrorCode::BadAlignment).str("batch: memory is not 16-byte aligned");
+  auto* base = static_cast<uint8_t*>(mem);
+  auto F = [&](size_t off) { return reinterpret_cast<float*>(base + off); };
+  model_ = &model;
+  cfg_ = &c;
+  ops_ = &matvec_ops(opt.matvec);
+  group_ = opt.int8_group;
+  max_ = max_items;
+  x_ = F(L.x); xb_ = F(L.xb); xb2_ = F(L.xb2); q_ = F(L.q); k_ = F(L.k); v_ = F(L.v);
+  ao_ = F(L.ao); hb_ = F(L.hb); hb2_ = F(L.hb2); z_ = F(L.z); ab_ = F(L.ab);
+  dim_stride_ = floats_row(c.dim);
+  q_stride_ = floats_row(max2(c.q_proj_rows(), c.conv_dim()));
+  kv_stride_ = floats_row(c.kv_dim());
+  ao_stride_ = floats_row(max2(c.q_dim(), c.value_dim()));
+  hid_stride_ = floats_row(c.hidden_dim);
+  z_stride_ = floats_row(c.value_dim());
+  ab_stride_ = floats_row(2 * c.lin_v_heads);
+  actq_ = reinterpret_cast<int8_t*>(base + L.actq);
+  shift_ = base + L.shift;
+  actq_stride_ = pad64(max_cols(c));
+  pair_ = reinterpret_cast<int64_t*>(base + L.pair);
+  cross_ = reinterpret_cast<uint64_t*>(base + L.cross);
+  acts_ = reinterpret_cast<ActVec*>(base + L.acts);
+  att_ = F(L.att);
+  tmp_ = F(L.tmp);
+  part_best_ = reinterpret_cast<ArgMax*>(base + L.best);
+  which_ = reinterpret_cast<uint32_t*>(base + L.which);
+  pos_ = reinterpret_cast<uint32_t*>(base + L.pos);
+  return {};
+}
+
+ErrorOr<void, Error> Batch::check(const BatchItem* items, uint32_t n) const {
+  const Config& c = *cfg_;
+  if (n > max_) return Error::make(ErrorCode::BadField).str("batch: ").num(n).str(" items, at most ").num(max_);
+  // Single-item passes (Session::feed) keep the one-token messages.
+  auto at = [&](ErrorCode code, uint32_t i) {
+    Error e = Error::make(code);
+    if (n > 1) e.str("batch item ").num(i).str(": ");
+    return e;
+  };
+  uint32_t pos = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const Session* s = items[i].session;
+    if (!s || !s->model_) return at(ErrorCode::BadField, i).str("no session");
+    if (s->model_ != model_) return at(ErrorCode::BadField, i).str("session of another model");
+    const SessionOptions& o = s->opt_;
+    if (o.matvec != ops_->kind || (o.matvec == MatvecKind::Int8 && o.int8_group != group_))
+      return at(ErrorCode::BadField, i).str("session options (matvec ").str(matvec_ops(o.matvec).name).str(", group ").num(o.int8_group).str(") differ from the batch's");
+    if (items[i].token >= c.vocab_size)
+      return at(ErrorCode::TokenOutOfRange, i).str("token id ").num(items[i].token).str(" out of range (vocab_size=").num(c.vocab_size).str(")");
+    bool continues = i > 0 && items[i - 1].session == s;
+    if (!continues) {
+      for (uint32_t j = 0; j < i; j++)
+        if (items[j].session == s)
+          return at(ErrorCode::BadField, i).str("session also at item ").num(j).str(" (one session's items must be consecutive)");
+      pos = s->pos_;
+    } else {
+      pos++;
+    }
+    if (pos >= c.runtime_seq_len)
+      return at(ErrorCode::RequestTooLong, i).str("request too long for runtime_seq_len=").num(c.runtime_seq_len);
+  }
+  return {};
+}
+
+WorkCounts& Batch::work(uint32_t item) const {
+  return items_[item].session->work_[uint32_t(items_[item].phase)];
+}
+
+// An input vector as the kernels take it: int8-quantised into scratch row
+// `slot`, or the floats themselves.
+ActVec Batch::prepare_one(const float* x, uint32_t len, uint32_t slot) {
+  if (ops_->kind == MatvecKind::Int8)
+    return quantize_act(x, len, group_, actq_ + slot * actq_stride_, shift_ + slot * actq_stride_);
+  ActVec a;
+  a.x = x;
+  a.n = len;
+  return a;
+}
+
+// The inputs of one product: item i's vector is x + i * stride.
+const ActVec* Batch::prepare(const float* x, size_t stride, uint32_t len) {
+  for (uint32_t i = 0; i < n_; i++) acts_[i] = prepare_one(x + i * stride, len, i);
+  if (ops_->kind == MatvecKind::Int8) pack_int8_batch(acts_, n_, pair_, max_cols(*cfg_), cross_);
+  return acts_;
+}
+
+// Every matrix product of the pass, for the n_ items in a_[0..n_).
+struct Batch::RowJob {
+  const MatvecOps* ops;
+  const Matrix* w;
+  const ActVec* a;
+  uint32_t n, parts;
+  float* y;          // matmul: y[i * stride + r]
+  size_t stride;
+  ArgMax* best;      // argmax: best[part * n + i]
+
+  // Part p gets the 4-row blocks [B p / parts, B (p+1) / parts).
+  void range(uint32_t part, uint32_t* r0, uint32_t* r1) const {
+    uint64_t blocks = (uint64_t(w->rows) + 3) / 4;
+    uint64_t b0 = blocks * part / parts, b1 = blocks * (part + 1) / parts;
+    *r0 = uint32_t(b0 * 4 < w->rows ? b0 * 4 : w->rows);
+    *r1 = uint32_t(b1 * 4 < w->rows ? b1 * 4 : w->rows);
+  }
+  static void matmul_part(void* arg, uint32_t part) {
+    auto* j = static_cast<RowJob*>(arg);
+    uint32_t r0, r1;
+    j->range(part, &r0, &r1);
+    if (r0 < r1) j->ops->matmul(*j->w, j->a, j->n, j->y + r0, j->stride, r0, r1);
+  }
+  static void argmax_part(void* arg, uint32_t part) {
+    auto* j = static_cast<RowJob*>(arg);
+    uint32_t r0, r1;
+    j->range(part, &r0, &r1);
+    if (r0 < r1) j->ops->argmax_batch(*j->w, j->a, j->n, j->best + size_t(part) * j->n, r0, r1);
+  }
+};
+
+namespace {
+uint32_t parts_of(const Parallel* p) {
+  if (!p || !p->run || p->parts <= 1) return 1;
+  return p->parts < kMaxParts ? p->parts : kMaxParts;
+}
+}  // namespace
+
+// Charges one product with w to the items of the pass: rows x cols
+// multiply-adds each, and each its share of the bytes of w (read once).
+void Batch::charge_matrix(const Matrix& w) {
+  uint64_t bytes = matrix_bytes(w), macs = uint64_t(w.rows) * w.cols;
+  for (uint32_t i = 0; i < n_; i++) {
+    WorkCounts& wc = work(i);
+    wc.macs += macs;
+    wc.weight_bytes += bytes * (i + 1) / n_ - bytes * i / n_;
+  }
+}
+
+// y[i] = w a[i] for every item: the one matrix x matrix product, its rows
+// split over the Parallel parts (each row computed the same way wherever it
+// runs, so the split never changes a bit).
+void Batch::project(const Matrix& w, const ActVec* a, float* y, size_t y_stride) {
+  charge_matrix(w);
+  RowJob job{ops_, &w, a, n_, parts_of(par_), y, y_stride, nullptr};
+  if (job.parts == 1) RowJob::matmul_part(&job, 0);
+  else par_->run(par_->ctx, job.parts, RowJob::matmul_part, &job);
+}
+
+// The tied classifier for the m items which[0..m) (their normed vectors at
+// rows + which[j] * stride): best[j] = greedy next token. One product over
+// the vocabulary for all of them; with parts, each part's winner per item is
+// combined in row order (argmax_beats is a total order, so this is exact).
+void Batch::classify(const float* rows, size_t stride, const uint32_t* which, uint32_t m, ArgMax* best) {
+  const Config& c = *cfg_;
+  Matrix emb = model_->embedding();
+  uint64_t bytes = matrix_bytes(emb), macs = uint64_t(emb.rows) * emb.cols;
+  for (uint32_t j = 0; j < m; j++) {
+    WorkCounts& wc = work(which[j]);
+    wc.macs += macs;
+    wc.weight_bytes += bytes * (j + 1) / m - bytes * j / m;
+  }
+  // Prepare only the classified items' vectors (acts_[j] for which[j]).
+  for (uint32_t j = 0; j < m; j++) acts_[j] = prepare_one(rows + which[j] * stride, c.dim, j);
+  if (ops_->kind == MatvecKind::Int8) pack_int8_batch(acts_, m, pair_, max_cols(c), cross_);
+  RowJob job{ops_, &emb, acts_, m, parts_of(par_), nullptr, 0, part_best_};
+  if (job.parts == 1) RowJob::argmax_part(&job, 0);
+  else par_->run(par_->ctx, job.parts, RowJob::argmax_part, &job);
+  for (uint32_t j = 0; j < m; j++) {
+    best[j] = part_best_[j];
+    for (uint32_t p = 1; p < job.parts; p++) {
+      uint32_t r0, r1;
+      job.range(p, &r0, &r1);
+      const ArgMax& b = part_best_[size_t(p) * m + j];
+      if (r0 < r1 && argmax_beats(b.value, best[j].value)) best[j] = b;
+    }
+  }
+}
+
+ErrorOr<void, Error> Batch::forward(BatchItem* items, uint32_t n) {
+  if (n == 0) return {};
+  TRY(check(items, n));
+  const Config& c = *cfg_;
+  items_ = items;
+  n_ = n;
+  for (uint32_t i = 0; i < n; i++) {
+    Session* s = items[i].session;
+    pos_[i] = i > 0 && items[i - 1].session == s ? pos_[i - 1] + 1 : s->pos_;
+  }
+  // Embedding: each item's residual stream starts as its token's row
+  // (dequantised), a read of one row, not a product.
+  Matrix emb = model_->embedding();
+  for (uint32_t i = 0; i < n; i++) {
+    float* x = x_ + i * dim_stride_;
+    for (uint32_t d = 0; d < c.dim; d++) x[d] = emb.at(items[i].token, d);
+    work(i).weight_bytes += emb.f ? 4 * uint64_t(c.dim) : c.dim + 4;
+  }
+  for (uint32_t l = 0; l < c.n_layers; l++) {
+    LayerView L = model_->layer(l);
+    uint32_t slot = items[0].session->slot_[l];  // same model: same slots in every session
+    // Pre-norm: the mixer sees the residual stream at unit RMS.
+    for (uint32_t i = 0; i < n; i++) rmsnorm(xb_ + i * dim_stride_, x_ + i * dim_stride_, L.in_norm, c.dim, c.rms_eps);
+    // Mixer: attention over the KV cache, or the DeltaNet recurrence; out in xb2.
+    if (c.is_linear(l)) deltanet(L, slot);
+    else attention(L, slot);
+    // Residual: the block adds to the stream instead of replacing it.
+    for (uint32_t i = 0; i < n; i++) {
+      float* x = x_ + i * dim_stride_;
+      const float* o = xb2_ + i * dim_stride_;
+      for (uint32_t d = 0; d < c.dim; d++) x[d] += o[d];
+    }
+    // MLP on the normed stream, added the same way.
+    for (uint32_t i = 0; i < n; i++) rmsnorm(xb_ + i * dim_stride_, x_ + i * dim_stride_, L.post_norm, c.dim, c.rms_eps);
+    mlp(L);
+    for (uint32_t i = 0; i < n; i++) {
+      float* x = x_ + i * dim_stride_;
+      const float* o = xb2_ + i * dim_stride_;
+      for (uint32_t d = 0; d < c.dim; d++) x[d] += o[d];
+      Session* s = items[i].session;
+      if (s->obs_) s->obs_(s->obs_ctx_, pos_[i], l, x, c.dim);
+    }
+  }
+  // Final norm: the classifier's input, kept by each session for its last item.
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    float* h = xb_ + i * dim_stride_;
+    rmsnorm(h, x_ + i * dim_stride_, model_->final_norm(), c.dim, c.rms_eps);
+    Session* s = items[i].session;
+    if (s->obs_) s->obs_(s->obs_ctx_, pos_[i], c.n_layers, h, c.dim);
+    if (items[i].want_next) which_[m++] = i;
+    if (i + 1 == n || items[i + 1].session != s) {
+      copy_floats(s->hidden_, h, c.dim);
+      s->pos_ = pos_[i] + 1;
+      s->fed_ = true;
+      s->last_phase_ = items[i].phase;
+    }
+  }
+  // Classifier: greedy next token for the items that asked, in one product.
+  if (m > 0) {
+    ArgMax* best = part_best_ + size_t(kMaxParts) * max_;  // after the parts' slots
+    classify(xb_, dim_stride_, which_, m, best);
+    for (uint32_t j = 0; j < m; j++) items[which_[j]].next = best[j].index;
+  }
+  items_ = nullptr;
+  n_ = 0;
+  return {};
+}
+
+}  // namespace llm

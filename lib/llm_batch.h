@@ -1,0 +1,153 @@
+// The batched forward pass: one call advances many tokens at once, each an
+// item (session, token). The items may be several consecutive tokens of one
+// prompt (prefill: causal among themselves), one next token of each of several
+// requests at different positions (batched decode), or a mix.
+//
+// Why batch: a decode step for one token multiplies every weight once (matrix
+// x vector) and is bound by reading the weights; eight requests decoded apart
+// read all weights eight times. In a batch every projection and the MLP are
+// one matrix x matrix product over the items, so each weight loaded serves
+// every item; attention and the Gated DeltaNet recurrence depend on each
+// request's own history and run per item.
+//
+//   Batch b;  TRY(b.init(model, mem, Batch::bytes_needed(cfg, 8), 8, opt));
+//   BatchItem items[2] = {{&s1, tok1, Phase::Decode, true, 0}, {&s2, tok2, Phase::Decode, true, 0}};
+//   TRY(b.forward(items, 2));      // items[i].next = each request's next token
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include "llm_model.h"
+#include "matvec.h"
+
+namespace llm {
+
+class Session;
+
+struct SessionOptions {
+  MatvecKind matvec = MatvecKind::Float;
+  uint32_t int8_group = 32;  // int8 activations: values per power-of-two block gain (0 = one block)
+};
+
+// Which work counters of a session a token is charged to.
+enum class Phase : uint8_t { Prefill, Decode };
+
+// What the forward pass did for one session in one phase, counted where the
+// work happens (not from a formula):
+//   macs           multiply-adds: rows x cols of every matrix product per item
+//                  (projections, MLP, classifier), attention's q.k and p.v,
+//                  DeltaNet's causal conv taps and its three state products
+//                  (S^T k, S += k delta^T, S^T q; the decay S *= g is a
+//                  multiply, not counted). Norms, RoPE and softmax are not.
+//   weight_bytes   bytes of weight matrices read (int8 values + row scales, or
+//                  f32 values) plus the embedding row. One pass reads a matrix
+//                  once for all its items: item i of n is charged
+//                  floor(B (i+1) / n) - floor(B i / n) of its B bytes, so the
+//                  items' shares add up to exactly B.
+//   kv_read_bytes  K and V cache bytes attention reads: rows 0..pos of the
+//                  item's KV head, once per KV head (GQA query heads sharing
+//                  it read the same rows again from the cache; not counted).
+//   kv_write_bytes K and V rows written (one of each per full layer and token).
+struct WorkCounts {
+  uint64_t macs = 0, weight_bytes = 0, kv_read_bytes = 0, kv_write_bytes = 0;
+};
+
+struct BatchItem {   // one token of one request
+  Session* session;  // its KV cache / recurrent state advance by one position
+  uint32_t token;    // fed at session->position() (+ earlier items of the same session)
+  Phase phase;       // which work counters of the session it is charged to
+  bool want_next;    // run the classifier (last prompt token, or a decode token)
+  uint32_t next;     // out: greedy next token (argmax, lowest index wins ties)
+};
+
+// Runs fn(arg, part) for part in [0, parts) possibly in parallel, returns when
+// all are done. The kernel implements it with harts, host tests with
+// std::thread; nullptr run (or parts 1) = serial on the caller.
+struct Parallel {
+  uint32_t parts = 1;
+  void* ctx = nullptr;
+  void (*run)(void* ctx, uint32_t parts, void (*fn)(void* arg, uint32_t part), void* arg) = nullptr;
+};
+constexpr uint32_t kMaxParts = 16;  // parts beyond this are not used
+
+// Scratch for one forward pass over up to max_items tokens. Holds no request
+// state (that lives in the Sessions), so one Batch can serve any sessions of
+// its model, one pass at a time.
+class Batch {
+ public:
+  constexpr Batch() = default;
+
+  // Bytes of caller memory for a Batch of max_items items (64-byte multiple).
+  static size_t bytes_needed(const Config& cfg, uint32_t max_items);
+  // Lays the scratch out in mem[0..size) (16-byte aligned, owned by the caller).
+  ErrorOr<void, Error> init(const Model& model, void* mem, size_t size, uint32_t max_items,
+                            const SessionOptions& opt);
+  void set_parallel(const Parallel* p) { par_ = p; }  // nullptr = serial
+
+  // Items of one session must be consecutive and in position order (a prompt
+  // chunk); every session must belong to this Batch's model and use the same
+  // SessionOptions (matvec kind, and group for int8); tokens < vocab_size and
+  // positions < runtime_seq_len. Otherwise an Error naming the bad item, and
+  // nothing changed. Each item's effect == session->feed(token) (+ argmax()
+  // when want_next), bit for bit. n == 0 does nothing.
+  ErrorOr<void, Error> forward(BatchItem* items, uint32_t n);
+
+  uint32_t max_items() const { return max_; }
+  const MatvecOps& ops() const { return *ops_; }
+
+ private:
+  friend class Session;
+  // Which row range of a product a part computes (row blocks of 4, so the
+  // kernels' 4-row blocking never straddles parts; any split is exact).
+  struct RowJob;
+  ErrorOr<void, Error> check(const BatchItem* items, uint32_t n) const;
+  ActVec prepare_one(const float* x, uint32_t len, uint32_t slot);
+  const ActVec* prepare(const float* x, size_t stride, uint32_t len);
+  void project(const Matrix& w, const ActVec* a, float* y, size_t y_stride);
+  void classify(const float* rows, size_t stride, const uint32_t* which, uint32_t m, ArgMax* best);
+  void charge_matrix(const Matrix& w);
+  void attention(const LayerView& L, uint32_t slot);
+  void deltanet(const LayerView& L, uint32_t slot);
+  void mlp(const LayerView& L);
+  WorkCounts& work(uint32_t item) const;
+
+  const Model* model_ = nullptr;
+  const Config* cfg_ = nullptr;
+  const MatvecOps* ops_ = nullptr;
+  const Parallel* par_ = nullptr;
+  uint32_t group_ = 32;
+  uint32_t max_ = 0;
+  // The pass in progress: its items, each item's position.
+  BatchItem* items_ = nullptr;
+  uint32_t n_ = 0;
+  uint32_t* pos_ = nullptr;         // [max_items] position of item i in its session
+
+  // Activations, one row per item, each row padded to a 64-byte multiple
+  // (the *_stride_ values, in floats):
+  float* x_ = nullptr;    // [max_items][dim] residual stream
+  float* xb_ = nullptr;   // [max_items][dim] RMS-normed input of a block (then the final normed vector)
+  float* xb2_ = nullptr;  // [max_items][dim] output of a block, added to x
+  float* q_ = nullptr;    // [max_items][max(q_proj_rows, conv_dim)] queries (+gates), or DeltaNet's q|k|v
+  float* k_ = nullptr;    // [max_items][kv_dim] this token's key
+  float* v_ = nullptr;    // [max_items][kv_dim] this token's value
+  float* ao_ = nullptr;   // [max_items][max(q_dim, value_dim)] attention / DeltaNet output per head
+  float* hb_ = nullptr;   // [max_items][hidden_dim] MLP gate, then silu(gate) * up
+  float* hb2_ = nullptr;  // [max_items][hidden_dim] MLP up
+  float* z_ = nullptr;    // [max_items][value_dim] DeltaNet output gate
+  float* ab_ = nullptr;   // [max_items][2 * v_heads] DeltaNet a (decay) then b (beta) per head
+  size_t dim_stride_ = 0, q_stride_ = 0, kv_stride_ = 0, ao_stride_ = 0, hid_stride_ = 0;
+  size_t z_stride_ = 0, ab_stride_ = 0;
+  // int8 activations: each item's input vector quantised once per product.
+  int8_t* actq_ = nullptr;    // [max_items][max_cols] int8 values
+  uint8_t* shift_ = nullptr;  // [max_items][max_cols] power-of-two gain per group (<= one per value)
+  size_t actq_stride_ = 0;
+  int64_t* pair_ = nullptr;   // [(max_items + 1) / 2][max_cols] items packed 2 or 3 per word (matmul_int8.cpp)
+  uint64_t* cross_ = nullptr; // [max_cols / 2] a lone item packed crosswise (matmul_int8.cpp)
+  ActVec* acts_ = nullptr;    // [max_items] the prepared inputs of the current product
+  // Per pass, shared by the items (used one item at a time):
+  float* att_ = nullptr;      // [runtime_seq_len] attention scores of one head
+  float* tmp_ = nullptr;      // [lin_v_dim] DeltaNet S^T k then delta
+  ArgMax* part_best_ = nullptr;  // [kMaxParts + 1][max_items] classifier winners per row range, then overall
+  uint32_t* which_ = nullptr;    // [max_items] items that want a next token
+};
+
+}  // namespace llm

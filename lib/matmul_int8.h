@@ -1,0 +1,17 @@
+// Internal to matvec.cpp: the register-blocked int8 kernels of
+// matmul_int8.cpp (see there for how and why they are exact).
+#pragma once
+#include "matvec.h"
+
+namespace llm {
+
+// rows r..r+rows-1 (rows <= 4) times the packed items starting at x[0]
+// (x[0].triple or x[0].pair; at most two packed words, `left` items remain):
+// y[i * stride + k] for item i, row r + k. Returns how many items it did,
+// 0 if x[0] is not packed.
+uint32_t int8_packed(const Matrix& w, const ActVec* x, uint32_t left, uint32_t r, uint32_t rows, float* y,
+                     size_t stride);
+// rows r..r+rows-1 (rows <= 4) times one item (x.cross packed): y[k].
+void int8_cross(const Matrix& w, const ActVec& x, uint32_t r, uint32_t rows, float* y);
+
+}  // namespace llm

@@ -1,0 +1,332 @@
+// The batched forward pass (lib/llm_batch.h) against one token at a time:
+// the residual stream after every layer, the final hidden vector, the logits
+// and the greedy tokens must be bit-identical (memcmp, not a tolerance) for
+// prompts split into chunks of every size 1..16, and for batches of 1..16
+// items mixing several sessions at different positions. On every test model
+// (tiny llama and qwen, q8 and f32, stories260K when exported), with float
+// and int8 activations. Also: the Batch's request checks, and Parallel row
+// ranges on std::threads giving the same bits as one thread.
+#include <catch2/catch.hpp>
+
+#include <string.h>
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "llm_test_util.h"
+#include "test_skip.h"
+
+using namespace testutil;
+
+namespace {
+
+const char* const kModels[] = {"tiny-llama", "tiny-llama-f32", "tiny-qwen", "tiny-qwen-f32", "stories260K",
+                               "stories260K-q8"};
+
+// Records the observer's vectors by (position, layer).
+struct Trace {
+  uint32_t n_layers = 0, dim = 0;
+  std::vector<float> data;  // [pos][n_layers + 1][dim]
+  std::vector<uint8_t> seen;
+  static void on_layer(void* ctx, uint32_t pos, uint32_t layer, const float* x, uint32_t dim) {
+    auto* t = static_cast<Trace*>(ctx);
+    size_t at = size_t(pos) * (t->n_layers + 1) + layer;
+    if (t->seen.size() <= at) {
+      t->seen.resize(at + 1);
+      t->data.resize((at + 1) * dim);
+    }
+    memcpy(t->data.data() + at * dim, x, dim * sizeof(float));
+    t->seen[at] = 1;
+  }
+};
+
+struct Mem {
+  std::vector<uint8_t> bytes;
+  void* get(size_t n) {
+    bytes.assign(n + 64, 0);
+    return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(bytes.data()) + 63) & ~uintptr_t(63));
+  }
+};
+
+struct Sess {
+  llm::Session s;
+  Mem mem;
+  Trace trace;
+  Sess(const llm::Model& m, llm::SessionOptions opt) {
+    size_t n = llm::Session::bytes_needed(m.config());
+    REQUIRE(!s.init(m, mem.get(n), n, opt).is_error());
+    trace.n_layers = m.config().n_layers;
+    trace.dim = m.config().dim;
+    s.set_observer(Trace::on_layer, &trace);
+  }
+};
+
+// One token at a time: per position the trace, logits and greedy token.
+struct Reference {
+  Trace trace;
+  std::vector<std::vector<float>> logits;
+  std::vector<uint32_t> next;
+};
+
+Reference reference(const llm::Model& m, llm::SessionOptions opt, const std::vector<uint32_t>& seq) {
+  Sess one(m, opt);
+  Reference r;
+  for (uint32_t t : seq) {
+    REQUIRE(!one.s.feed(t).is_error());
+    std::vector<float> lg(m.config().vocab_size);
+    one.s.logits(lg.data());
+    r.logits.push_back(lg);
+    r.next.push_back(one.s.argmax());
+  }
+  r.trace = one.trace;
+  return r;
+}
+
+bool same_bits(const void* a, const void* b, size_t bytes) { return memcmp(a, b, bytes) == 0; }
+
+std::vector<uint32_t> random_tokens(std::mt19937& rng, uint32_t n, uint32_t vocab) {
+  std::vector<uint32_t> v(n);
+  for (auto& t : v) t = rng() % vocab;
+  return v;
+}
+
+struct Loaded {
+  Files files;
+  llm::Model model;
+  bool ok = false;
+};
+
+bool load(const std::string& name, Loaded* out) {
+  if (!read_bundle_dir(models_dir() + "/" + name, &out->files)) return false;
+  MapBundle b(out->files);
+  out->ok = !out->model.load(b).is_error();
+  return out->ok;
+}
+
+struct BatchMem {
+  llm::Batch b;
+  Mem mem;
+  BatchMem(const llm::Model& m, uint32_t max_items, llm::SessionOptions opt) {
+    size_t n = llm::Batch::bytes_needed(m.config(), max_items);
+    REQUIRE(!b.init(m, mem.get(n), n, max_items, opt).is_error());
+  }
+};
+
+const llm::SessionOptions kOptions[] = {{llm::MatvecKind::Float, 32}, {llm::MatvecKind::Int8, 32},
+                                        {llm::MatvecKind::Int8, 0}};
+
+// Every position of `got` the reference has, bit for bit.
+void check_trace(const Trace& got, const Trace& want, uint32_t positions) {
+  size_t per = size_t(want.n_layers + 1);
+  REQUIRE(got.seen.size() >= positions * per);
+  for (size_t i = 0; i < positions * per; i++) REQUIRE(got.seen[i]);
+  REQUIRE(same_bits(got.data.data(), want.data.data(), positions * per * want.dim * sizeof(float)));
+}
+
+// A parallel hook on std::thread: parts run at once, in any order.
+void run_threads(void* ctx, uint32_t parts, void (*fn)(void*, uint32_t), void* arg) {
+  (void)ctx;
+  std::vector<std::thread> ts;
+  for (uint32_t p = 0; p < parts; p++) ts.emplace_back(fn, arg, p);
+  for (auto& t : ts) t.join();
+}
+
+}  // namespace
+
+TEST_CASE("batched prefill in chunks of every size is bit-identical to one token at a time", "[batch]") {
+  uint32_t tested = 0;
+  for (const char* name : kModels) {
+    Loaded m;
+    if (!load(name, &m)) continue;
+    tested++;
+    const llm::Config& c = m.model.config();
+    std::mt19937 rng(5);
+    uint32_t len = std::min<uint32_t>(c.runtime_seq_len, 40);
+    std::vector<uint32_t> seq = random_tokens(rng, len, c.vocab_size);
+    for (const auto& opt : kOptions) {
+      INFO(name << " matvec " << int(opt.matvec) << " group " << opt.int8_group);
+      Reference ref = reference(m.model, opt, seq);
+      BatchMem bm(m.model, 16, opt);
+      for (uint32_t chunk = 1; chunk <= 16; chunk++) {
+        INFO("chunk " << chunk);
+        Sess s(m.model, opt);
+        std::vector<float> lg(c.vocab_size);
+        for (uint32_t i0 = 0; i0 < len; i0 += chunk) {
+          uint32_t n = std::min(chunk, len - i0);
+          std::vector<llm::BatchItem> items;
+          for (uint32_t i = 0; i < n; i++) items.push_back({&s.s, seq[i0 + i], llm::Phase::Prefill, true, 0});
+          REQUIRE(!bm.b.forward(items.data(), n).is_error());
+          for (uint32_t i = 0; i < n; i++) REQUIRE(items[i].next == ref.next[i0 + i]);
+          REQUIRE(s.s.position() == i0 + n);
+          s.s.logits(lg.data());
+          REQUIRE(same_bits(lg.data(), ref.logits[i0 + n - 1].data(), lg.size() * 4));
+          REQUIRE(s.s.argmax() == ref.next[i0 + n - 1]);
+        }
+        check_trace(s.trace, ref.trace, len);
+      }
+      // Session::prefill (chunks of kPrefillChunk) then step, as llmrun runs it.
+      Sess p(m.model, opt);
+      uint32_t n_prompt = len / 2 + 3;
+      auto first = p.s.prefill(seq.data(), n_prompt);
+      REQUIRE(!first.is_error());
+      CHECK(first.value() == ref.next[n_prompt - 1]);
+      for (uint32_t i = n_prompt; i < len; i++) {
+        auto nx = p.s.step(seq[i]);
+        REQUIRE(!nx.is_error());
+        REQUIRE(nx.value() == ref.next[i]);
+      }
+      check_trace(p.trace, ref.trace, len);
+    }
+  }
+  if (tested == 0) KAI_SKIP("no test models in " << models_dir() << " (make test-models)");
+}
+
+TEST_CASE("batches of 1..16 items mixing sessions at different positions are bit-identical", "[batch]") {
+  uint32_t tested = 0;
+  for (const char* name : kModels) {
+    Loaded m;
+    if (!load(name, &m)) continue;
+    tested++;
+    const llm::Config& c = m.model.config();
+    for (const auto& opt : kOptions) {
+      INFO(name << " matvec " << int(opt.matvec) << " group " << opt.int8_group);
+      std::mt19937 rng(17);
+      constexpr uint32_t kSessions = 6;
+      uint32_t len = std::min<uint32_t>(c.runtime_seq_len, 24);
+      std::vector<std::vector<uint32_t>> seqs;
+      std::vector<Reference> refs;
+      for (uint32_t k = 0; k < kSessions; k++) {
+        seqs.push_back(random_tokens(rng, len, c.vocab_size));
+        refs.push_back(reference(m.model, opt, seqs.back()));
+      }
+      BatchMem bm(m.model, 16, opt);
+      for (uint32_t max_batch = 1; max_batch <= 16; max_batch++) {
+        INFO("batch " << max_batch);
+        std::vector<std::unique_ptr<Sess>> ss;
+        for (uint32_t k = 0; k < kSessions; k++) ss.emplace_back(new Sess(m.model, opt));
+        // Random schedules: each pass takes sessions in a random order, a
+        // random chunk of each (a prompt chunk or a single decode token).
+        uint32_t passes = 0;
+        for (;;) {
+          std::vector<llm::BatchItem> items;
+          std::vector<uint32_t> order(kSessions);
+          for (uint32_t k = 0; k < kSessions; k++) order[k] = k;
+          std::shuffle(order.begin(), order.end(), rng);
+          for (uint32_t k : order) {
+            uint32_t at = ss[k]->s.position(), left = len - at;
+            uint32_t room = max_batch - uint32_t(items.size());
+            if (left == 0 || room == 0) continue;
+            uint32_t take = std::min<uint32_t>({left, room, uint32_t(1 + rng() % 5)});
+            for (uint32_t i = 0; i < take; i++)
+              items.push_back({&ss[k]->s, seqs[k][at + i], i + 1 == take ? llm::Phase::Decode : llm::Phase::Prefill,
+                               (rng() % 3) != 0, 0});
+          }
+          if (items.empty()) break;
+          std::vector<uint32_t> pos(items.size());
+          for (size_t i = 0; i < items.size(); i++)
+            pos[i] = i > 0 && items[i - 1].session == items[i].session ? pos[i - 1] + 1 : items[i].session->position();
+          REQUIRE(!bm.b.forward(items.data(), uint32_t(items.size())).is_error());
+          passes++;
+          for (size_t i = 0; i < items.size(); i++) {
+            uint32_t k = 0;
+            while (&ss[k]->s != items[i].session) k++;
+            if (items[i].want_next) REQUIRE(items[i].next == refs[k].next[pos[i]]);
+          }
+        }
+        std::vector<float> lg(c.vocab_size);
+        for (uint32_t k = 0; k < kSessions; k++) {
+          check_trace(ss[k]->trace, refs[k].trace, len);
+          ss[k]->s.logits(lg.data());
+          REQUIRE(same_bits(lg.data(), refs[k].logits[len - 1].data(), lg.size() * 4));
+        }
+        CHECK(passes >= (len * kSessions + max_batch - 1) / max_batch);
+      }
+    }
+  }
+  if (tested == 0) KAI_SKIP("no test models in " << models_dir() << " (make test-models)");
+}
+
+TEST_CASE("Parallel row ranges on threads give the same bits as one thread", "[batch][parallel]") {
+  uint32_t tested = 0;
+  for (const char* name : kModels) {
+    Loaded m;
+    if (!load(name, &m)) continue;
+    tested++;
+    const llm::Config& c = m.model.config();
+    std::mt19937 rng(23);
+    uint32_t len = std::min<uint32_t>(c.runtime_seq_len, 20);
+    std::vector<uint32_t> seq = random_tokens(rng, len, c.vocab_size);
+    for (const auto& opt : kOptions) {
+      Reference ref = reference(m.model, opt, seq);
+      for (uint32_t parts : {2u, 3u, 5u, 16u, 40u}) {
+        INFO(name << " matvec " << int(opt.matvec) << " parts " << parts);
+        llm::Parallel par;
+        par.parts = parts;
+        par.run = run_threads;
+        Sess s(m.model, opt);
+        s.s.set_parallel(&par);
+        auto first = s.s.prefill(seq.data(), len - 4);
+        REQUIRE(!first.is_error());
+        CHECK(first.value() == ref.next[len - 5]);
+        for (uint32_t i = len - 4; i < len; i++) {
+          auto nx = s.s.step(seq[i]);
+          REQUIRE(!nx.is_error());
+          REQUIRE(nx.value() == ref.next[i]);
+        }
+        check_trace(s.trace, ref.trace, len);
+        std::vector<float> lg(c.vocab_size);
+        s.s.logits(lg.data());
+        REQUIRE(same_bits(lg.data(), ref.logits[len - 1].data(), lg.size() * 4));
+      }
+    }
+  }
+  if (tested == 0) KAI_SKIP("no test models in " << models_dir() << " (make test-models)");
+}
+
+TEST_CASE("Batch::forward refuses bad items and changes nothing", "[batch]") {
+  Loaded m;
+  if (!load("tiny-llama", &m)) KAI_SKIP("no tiny-llama in " << models_dir() << " (make test-models)");
+  const llm::Config& c = m.model.config();
+  llm::SessionOptions fl{llm::MatvecKind::Float, 32}, i8{llm::MatvecKind::Int8, 32}, i8g{llm::MatvecKind::Int8, 64};
+  BatchMem bm(m.model, 4, fl);
+  Sess a(m.model, fl), b(m.model, fl), q(m.model, i8);
+  REQUIRE(!a.s.feed(3).is_error());
+  auto msg = [&](std::vector<llm::BatchItem> items) {
+    auto r = bm.b.forward(items.data(), uint32_t(items.size()));
+    REQUIRE(r.is_error());
+    return std::string(r.error().message);
+  };
+  using llm::Phase;
+  CHECK(msg({{&a.s, 1, Phase::Decode, true, 0}, {&b.s, 1, Phase::Decode, true, 0}, {&a.s, 2, Phase::Decode, true, 0}}) ==
+        "batch item 2: session also at item 0 (one session's items must be consecutive)");
+  CHECK(msg({{&a.s, 1, Phase::Decode, true, 0}, {&b.s, c.vocab_size, Phase::Decode, true, 0}}) ==
+        "batch item 1: token id " + std::to_string(c.vocab_size) + " out of range (vocab_size=" +
+            std::to_string(c.vocab_size) + ")");
+  CHECK(msg({{&b.s, 1, Phase::Decode, true, 0}, {&q.s, 1, Phase::Decode, true, 0}}) ==
+        "batch item 1: session options (matvec int8, group 32) differ from the batch's");
+  CHECK(msg({{&a.s, 1, Phase::Decode, true, 0}, {nullptr, 1, Phase::Decode, true, 0}}) == "batch item 1: no session");
+  std::vector<llm::BatchItem> five(5, llm::BatchItem{&b.s, 1, Phase::Prefill, false, 0});
+  CHECK(msg(five) == "batch: 5 items, at most 4");
+  // A session whose cache is full, then one from another model.
+  Sess full(m.model, fl);
+  for (uint32_t i = 0; i < c.runtime_seq_len; i++) REQUIRE(!full.s.feed(1).is_error());
+  CHECK(msg({{&b.s, 1, Phase::Decode, true, 0}, {&full.s, 1, Phase::Decode, true, 0}}) ==
+        "batch item 1: request too long for runtime_seq_len=" + std::to_string(c.runtime_seq_len));
+  Loaded other;
+  REQUIRE(load("tiny-llama", &other));
+  Sess alien(other.model, fl);
+  CHECK(msg({{&alien.s, 1, Phase::Decode, true, 0}}) == "session of another model");
+  // Nothing moved: the failed passes left every session where it was.
+  CHECK(a.s.position() == 1);
+  CHECK(b.s.position() == 0);
+  CHECK(q.s.position() == 0);
+  // Int8 batches also compare the group.
+  BatchMem bq(m.model, 2, i8g);
+  llm::BatchItem it{&q.s, 1, Phase::Decode, true, 0};
+  auto r = bq.b.forward(&it, 1);
+  REQUIRE(r.is_error());
+  CHECK(std::string(r.error().message) == "session options (matvec int8, group 32) differ from the batch's");
+  CHECK(!bm.b.forward(nullptr, 0).is_error());  // an empty pass does nothing
+}

@@ -1,0 +1,177 @@
+// perfbench [--asset-dir D] [--float] [--group G] [--quick]: the cost of the
+// batched forward pass (lib/llm_batch.h) on a model bundle (default /AI/SMOL),
+// int8 activations unless --float. tools/perf.py (make perf) runs it twice:
+// in exact mode (QEMU -icount: the guest clock counts instructions, 1 ns
+// each) for instructions per multiply-add, and in real time for tokens/s.
+//
+//   decode@B   B sessions, each after an 8-token prompt, one decode token
+//              each in one pass (B items of B sessions)
+//   prefill@N  one session, an N-token prompt in one pass (first token out)
+//
+// One line per case:
+//   perf case=decode batch=8 tokens=8 macs=N ns=N weight_bytes=N
+// macs are the runtime's own work counts for the pass (Session::work).
+// --quick: decode@1, decode@8 and prefill@64 only.
+#include "kai.h"
+#include "llm.h"
+
+namespace {
+
+// Bundle files from a directory, each read whole into its own buffer.
+class DirBundle : public llm::BundleSource {
+ public:
+  explicit DirBundle(const char* dir) : dir_(dir) {}
+  bool get(const char* name, llm::Bytes* out) override {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir_, name);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return false;
+    kai_stat st;
+    if (fstat(fd, &st) < 0) {
+      close(fd);
+      return false;
+    }
+    auto* buf = static_cast<uint8_t*>(aligned_alloc(4096, st.size ? st.size : 64));
+    uint64_t got = 0;
+    while (buf && got < st.size) {
+      long r = read(fd, buf + got, st.size - got);
+      if (r <= 0) break;
+      got += uint64_t(r);
+    }
+    close(fd);
+    if (!buf || got != st.size) {
+      fprintf(2, "perfbench: cannot read %s\n", path);
+      return false;
+    }
+    out->data = buf;
+    out->size = st.size;
+    return true;
+  }
+
+ private:
+  const char* dir_;
+};
+
+void* alloc64(size_t n) { return aligned_alloc(4096, n); }
+
+struct Bench {
+  llm::Model model;
+  llm::SessionOptions opt;
+  llm::Batch batch;
+  llm::Session* sessions = nullptr;
+  uint32_t n_sessions = 0;
+
+  uint32_t token(uint32_t i) const { return (i * 7919u + 13u) % model.config().vocab_size; }
+
+  void report(const char* kind, uint32_t size, uint32_t tokens, uint64_t macs, uint64_t ns, uint64_t wbytes) {
+    printf("perf case=%s batch=%u tokens=%u macs=%lu ns=%lu weight_bytes=%lu\n", kind, size, tokens,
+           (unsigned long)macs, (unsigned long)ns, (unsigned long)wbytes);
+  }
+
+  bool decode(uint32_t b) {
+    llm::BatchItem items[16];
+    // Every session has a prompt of 8 tokens behind it (prefill not measured).
+    for (uint32_t s = 0; s < b; s++) {
+      sessions[s].reset();
+      uint32_t prompt[8];
+      for (uint32_t i = 0; i < 8; i++) prompt[i] = token(s * 8 + i);
+      if (sessions[s].prefill(prompt, 8).is_error()) return false;
+    }
+    uint64_t before = 0, wb = 0;
+    for (uint32_t s = 0; s < b; s++) {
+      before += sessions[s].work(llm::Phase::Decode).macs;
+      wb += sessions[s].work(llm::Phase::Decode).weight_bytes;
+      items[s] = llm::BatchItem{&sessions[s], token(1000 + s), llm::Phase::Decode, true, 0};
+    }
+    uint64_t t0 = clock_ns();
+    auto r = batch.forward(items, b);
+    uint64_t t1 = clock_ns();
+    if (r.is_error()) {
+      fprintf(2, "perfbench: %s\n", r.error().message);
+      return false;
+    }
+    uint64_t macs = 0, wa = 0;
+    for (uint32_t s = 0; s < b; s++) {
+      macs += sessions[s].work(llm::Phase::Decode).macs;
+      wa += sessions[s].work(llm::Phase::Decode).weight_bytes;
+    }
+    report("decode", b, b, macs - before, t1 - t0, wa - wb);
+    return true;
+  }
+
+  bool prefill(uint32_t n) {
+    llm::Session& s = sessions[0];
+    s.reset();
+    static llm::BatchItem items[256];
+    for (uint32_t i = 0; i < n; i++) items[i] = llm::BatchItem{&s, token(i), llm::Phase::Prefill, i + 1 == n, 0};
+    uint64_t t0 = clock_ns();
+    auto r = batch.forward(items, n);
+    uint64_t t1 = clock_ns();
+    if (r.is_error()) {
+      fprintf(2, "perfbench: %s\n", r.error().message);
+      return false;
+    }
+    const llm::WorkCounts& w = s.work(llm::Phase::Prefill);
+    report("prefill", n, n, w.macs, t1 - t0, w.weight_bytes);
+    return true;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* dir = "/AI/SMOL";
+  static Bench b;
+  b.opt.matvec = llm::MatvecKind::Int8;
+  bool quick = false;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--asset-dir") == 0 && i + 1 < argc) dir = argv[++i];
+    else if (strcmp(argv[i], "--float") == 0) b.opt.matvec = llm::MatvecKind::Float;
+    else if (strcmp(argv[i], "--group") == 0 && i + 1 < argc) b.opt.int8_group = uint32_t(atoi(argv[++i]));
+    else if (strcmp(argv[i], "--quick") == 0) quick = true;
+    else {
+      fprintf(2, "usage: perfbench [--asset-dir D] [--float] [--group G] [--quick]\n");
+      return 2;
+    }
+  }
+  DirBundle files(dir);
+  auto loaded = b.model.load(files);
+  if (loaded.is_error()) {
+    fprintf(2, "perfbench: %s (bundle %s)\n", loaded.error().message, dir);
+    return 1;
+  }
+  const llm::Config& c = b.model.config();
+  uint32_t max_prefill = c.runtime_seq_len < 255 ? c.runtime_seq_len : 255;
+  size_t bb = llm::Batch::bytes_needed(c, max_prefill);
+  void* bm = alloc64(bb);
+  if (!bm || b.batch.init(b.model, bm, bb, max_prefill, b.opt).is_error()) {
+    fprintf(2, "perfbench: not enough memory for a batch of %u\n", max_prefill);
+    return 1;
+  }
+  b.n_sessions = quick ? 8 : 16;
+  static llm::Session sessions[16];
+  b.sessions = sessions;
+  size_t sb = llm::Session::bytes_needed(c);
+  for (uint32_t s = 0; s < b.n_sessions; s++) {
+    void* m = alloc64(sb);
+    if (!m || sessions[s].init(b.model, m, sb, b.opt).is_error()) {
+      fprintf(2, "perfbench: not enough memory for %u sessions\n", b.n_sessions);
+      return 1;
+    }
+  }
+  printf("perfbench model=%s matvec=%s group=%u\n", dir, b.batch.ops().name, b.opt.int8_group);
+  static const uint32_t kDecode[] = {1, 2, 4, 8, 16}, kQuickDecode[] = {1, 8};
+  static const uint32_t kPrefill[] = {16, 64, 255}, kQuickPrefill[] = {64};
+  const uint32_t* dec = quick ? kQuickDecode : kDecode;
+  uint32_t n_dec = quick ? 2 : 5;
+  for (uint32_t i = 0; i < n_dec; i++)
+    if (!b.decode(dec[i])) return 1;
+  const uint32_t* pre = quick ? kQuickPrefill : kPrefill;
+  uint32_t n_pre = quick ? 1 : 3;
+  for (uint32_t i = 0; i < n_pre; i++) {
+    uint32_t n = pre[i] < max_prefill ? pre[i] : max_prefill;
+    if (!b.prefill(n)) return 1;
+  }
+  printf("perfbench done\n");
+  return 0;
+}
