@@ -240,18 +240,57 @@ uint32_t engine_team_parts(uint32_t worker) {
   return worker < uint32_t(kMaxWorkers) ? teams[worker].parts() : 0;
 }
 
+// Per worker: the runtime's Batch (scratch for one pass over up to
+// token_budget tokens), bound to the (model, activation kind) it last ran,
+// the item array handed to it, and the row team behind its Parallel hook.
+struct EngineBatch {
+  llm::Batch batch;
+  void* mem = nullptr;
+  size_t bytes = 0;
+  EngineModel* bound_model = nullptr;
+  bool bound_int8 = false;
+  llm::Parallel parallel;
+  llm::BatchItem items[kMaxBudget];
+};
+static EngineBatch batches[kMaxWorkers];
+
+namespace {
+
+// llm::Parallel's run(): the worker's row team runs every part.
+void team_run(void* ctx, uint32_t parts, void (*fn)(void* arg, uint32_t part), void* arg) {
+  (void)parts;   // == the team's parts (set in engine_forward)
+  static_cast<RowTeam*>(ctx)->run(fn, arg);
+}
+
+}  // namespace
+
 ErrorOr<void> engine_forward(uint32_t worker, EngineModel* em, bool int8_activations,
                              BatchToken* items, uint32_t n) {
-  (void)worker;
-  (void)em;
-  (void)int8_activations;
-  // One token at a time through each session, in order: the reference
-  // semantics that the batched pass reproduces bit for bit.
-  for (uint32_t i = 0; i < n; i++) {
-    llm::Session& s = items[i].session->session;
-    if (s.feed(items[i].token).is_error()) return Errno::Invalid;
-    if (items[i].want_next) items[i].next = s.argmax();
+  if (worker >= uint32_t(kMaxWorkers) || n > kMaxBudget) return Errno::Invalid;
+  EngineBatch& eb = batches[worker];
+  if (eb.bound_model != em || eb.bound_int8 != int8_activations) {
+    const llm::Config& cfg = em->model.config();
+    TRY(ensure_memory(eb.mem, eb.bytes, llm::Batch::bytes_needed(cfg, kMaxBudget)));
+    if (eb.batch.init(em->model, eb.mem, eb.bytes, kMaxBudget, options_for(int8_activations)).is_error())
+      return Errno::NoMem;
+    eb.parallel.parts = teams[worker].parts();
+    eb.parallel.ctx = &teams[worker];
+    eb.parallel.run = team_run;
+    eb.batch.set_parallel(&eb.parallel);
+    eb.bound_model = em;
+    eb.bound_int8 = int8_activations;
   }
+  for (uint32_t i = 0; i < n; i++) {
+    eb.items[i].session = &items[i].session->session;
+    eb.items[i].token = items[i].token;
+    eb.items[i].phase = items[i].prefill ? llm::Phase::Prefill : llm::Phase::Decode;
+    eb.items[i].want_next = items[i].want_next;
+    eb.items[i].next = 0;
+  }
+  // One pass over the weights for all n tokens; each token's result is
+  // exactly what it would be alone (lib/llm_batch.h).
+  if (eb.batch.forward(eb.items, n).is_error()) return Errno::Invalid;
+  for (uint32_t i = 0; i < n; i++) items[i].next = eb.items[i].next;
   return {};
 }
 
