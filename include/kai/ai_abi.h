@@ -124,6 +124,8 @@ struct kai_ai_result {
   uint32_t batch_sum;         // sum over those iterations of the requests in each batch:
                               // mean batch size = batch_sum / iterations
   uint32_t finish_reason;     // KAI_AI_FINISH_*
+  uint32_t cached_tokens;     // prompt tokens taken from the prefix cache (not computed)
+  uint32_t preemptions;       // times its KV blocks were taken back and it was recomputed
   uint32_t reserved;          // 0
 };
 
@@ -168,6 +170,13 @@ struct kai_ai_info {
   uint64_t iterations;        // batched forward passes run so far, all workers
   uint64_t batch_requests;    // sum over iterations of the requests in each: / iterations = mean batch
   uint64_t batch_tokens;      // sum over iterations of the tokens in each: / iterations = tokens per iteration
+  // The paged KV cache (all models' pools): blocks of kv_block positions.
+  uint32_t kv_block;          // positions per block (ai.kv_block)
+  uint32_t prefix_cache;      // 1: full prompt blocks are cached and shared (ai.prefix_cache)
+  uint64_t kv_blocks_total, kv_blocks_used, kv_blocks_cached;   // cached: unreferenced, evictable
+  uint64_t prefix_hit_requests;   // requests that reused a cached prefix
+  uint64_t prefix_hit_tokens;     // prompt tokens they did not compute
+  uint64_t preemptions;           // running requests whose blocks were taken back
   struct kai_ai_model_info models[KAI_AI_MAX_MODELS];
 };
 

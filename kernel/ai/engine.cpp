@@ -217,13 +217,25 @@ ErrorOr<void> ensure_memory(void*& mem, size_t& have, size_t bytes) {
 
 }  // namespace
 
-ErrorOr<void> engine_session_begin(EngineSession* s, EngineModel* em, bool int8_activations) {
-  size_t bytes = llm::Session::bytes_needed(em->model.config());
+ErrorOr<void> engine_session_begin(EngineSession* s, EngineModel* em, bool int8_activations,
+                                   const llm::KvPool* pool) {
+  llm::SessionOptions options = options_for(int8_activations);
+  options.paged_kv = pool != nullptr;
+  size_t bytes = llm::Session::bytes_needed(em->model.config(), options.paged_kv);
   TRY(ensure_memory(s->mem, s->bytes, bytes));
   // init() lays the session out and resets every state, so reused memory
   // starts exactly as fresh memory would.
-  if (s->session.init(em->model, s->mem, s->bytes, options_for(int8_activations)).is_error())
-    return Errno::NoMem;
+  if (s->session.init(em->model, s->mem, s->bytes, options).is_error()) return Errno::NoMem;
+  return {};
+}
+
+void engine_session_map(EngineSession* s, const llm::KvPool* pool, const uint32_t* table, uint32_t n) {
+  if (pool) s->session.set_kv_pages(pool, table, n);
+}
+
+ErrorOr<void> engine_session_resume(EngineSession* s, uint32_t pos) {
+  if (pos == 0) return {};
+  if (s->session.resume_at(pos).is_error()) return Errno::Invalid;
   return {};
 }
 

@@ -8,6 +8,7 @@
 #include "../error.h"
 #include "llm_config.h"
 #include "llm_sample.h"
+#include "llm_session.h"
 
 namespace ai {
 
@@ -40,8 +41,15 @@ struct EngineSession;
 EngineSession* engine_session(uint32_t worker, uint32_t index);
 
 // Makes `s` a fresh session of `model` (position 0, states zeroed), growing
-// its memory if this model needs more. Errno::NoMem if memory is short.
-ErrorOr<void> engine_session_begin(EngineSession* s, EngineModel* model, bool int8_activations);
+// its memory if this model needs more. With a pool, its KV cache is paged
+// (kv_cache.h) and its own memory holds no KV rows. Errno::NoMem if memory
+// is short.
+ErrorOr<void> engine_session_begin(EngineSession* s, EngineModel* model, bool int8_activations,
+                                   const llm::KvPool* pool);
+// A cached prefix: the session continues at position pos (0: nothing to do).
+ErrorOr<void> engine_session_resume(EngineSession* s, uint32_t pos);
+// The session's block table for the next pass (paged sessions only).
+void engine_session_map(EngineSession* s, const llm::KvPool* pool, const uint32_t* table, uint32_t n);
 
 // One token of one request in a batched forward pass.
 struct BatchToken {

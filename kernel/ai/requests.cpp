@@ -62,6 +62,7 @@ void release_slot(Request* r) {
 // Common end of every finishing arrow: stamp, count, wake the owner (or
 // free the slot at once when nobody is left to collect it).
 void finish_as(Request* r, RequestState outcome, int32_t error, uint32_t reason) {
+  kv_release(r);   // its blocks go back (full prompt blocks stay cached)
   r->state = outcome;
   r->finish_reason = reason;
   r->error = error;
@@ -186,7 +187,8 @@ Request* submit(const NewRequest& n) {
   r->orphaned = false;
   r->error = 0;
   r->worker = 0;
-  r->prefilled = 0;
+  r->fed = 0;
+  r->kv_blocks = r->kv_registered = r->cached_tokens = r->preemptions = 0;
   r->iterations = 0;
   r->batch_sum = 0;
   r->finish_reason = KAI_AI_FINISH_NONE;
@@ -194,6 +196,7 @@ Request* submit(const NewRequest& n) {
   r->t_submit = clock_ns();
   r->t_start = r->t_first = r->t_finish = r->t_last = 0;
   r->sampling = n.sampling;
+  r->rng_state = n.sampling.seed;
   r->stop_words = n.stop_words;
   memcpy(r->stop, n.stop, n.stop_words * sizeof(uint32_t));
   memcpy(r->prompt, n.prompt, n.prompt_len * sizeof(uint32_t));
@@ -210,6 +213,23 @@ void admit(Request* r, uint32_t worker) {
   r->state = RequestState::Running;
   r->worker = worker;
   r->t_start = clock_ns();
+}
+
+void preempt(Request* r) {
+  must_be(r, RequestState::Running, "preempt");
+  kv_release(r);
+  r->fed = 0;
+  r->preemptions++;
+  kv_count_preemption();
+  // Back in arrival order (by t_submit), so it keeps its place under fcfs
+  // and aging, and it is admitted again before anyone who came later.
+  int at = fifo_len;
+  while (at > 0 && slots[fifo[at - 1]].t_submit > r->t_submit) at--;
+  for (int i = fifo_len; i > at; i--) fifo[i] = fifo[i - 1];
+  fifo[at] = static_cast<int>(r - slots);
+  fifo_len++;
+  r->state = RequestState::Queued;
+  wakeup(&queue_nonempty_chan);
 }
 
 void complete(Request* r, uint32_t reason) {

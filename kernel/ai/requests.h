@@ -21,6 +21,7 @@
 #include "../../include/kai/ai_abi.h"
 #include "service.h"
 #include "policy.h"
+#include "kv_cache.h"
 
 namespace ai {
 
@@ -48,8 +49,12 @@ struct Request {
   // -KAI_ESRCH) and slots_in_use() does not count it; only the worker still
   // touches it, and frees the slot when it notices cancel_requested.
   bool orphaned;
-  // Progress, written by the worker that runs it (under the lock):
-  uint32_t prefilled;       // prompt tokens already through the model (0..prompt_len)
+  // Progress, written by the worker that runs it (under the lock). The
+  // request's context is prompt ++ output; `fed` of its tokens are in the
+  // session (its position). It is generating once fed == prompt_len +
+  // n_generated - 1; less means a prompt (or, after a preemption, the
+  // context) still to feed.
+  uint32_t fed;
   uint32_t iterations;      // engine iterations (batched forward passes) it took part in
   uint64_t batch_sum;       // sum over those iterations of the requests in the batch
   uint32_t queue_depth_at_submit, worker;
@@ -57,8 +62,15 @@ struct Request {
   uint64_t t_submit, t_start, t_first, t_finish;
   uint64_t t_last;          // when output[n_generated-1] was known (ai_read reports it)
   kai_ai_sampling sampling; // as submitted; the worker turns it into llm::SamplingParams
+  uint64_t rng_state;       // the sampler's generator (starts at sampling.seed)
   uint32_t stop_words;      // stop[0..stop_words): validated stop sequences (ABI format)
   uint32_t stop[KAI_AI_MAX_STOP_WORDS];
+  // The paged KV cache (kv_cache.h): block i holds positions [i*B, (i+1)*B).
+  uint32_t kv_blocks;         // entries of kv_table in use
+  uint32_t kv_registered;     // leading prompt blocks already offered to the prefix cache
+  uint32_t cached_tokens;     // prompt tokens taken from the prefix cache at admission
+  uint32_t preemptions;       // times its blocks were taken back (it was recomputed)
+  uint32_t kv_table[kMaxKvBlocks];
   uint32_t prompt[KAI_AI_MAX_PROMPT];
   uint32_t output[kMaxOutput];
   uint64_t output_ns[kMaxOutput];  // when each output token was published (ai_read hands them out)
@@ -120,6 +132,11 @@ bool slot_available();                  // submit() would find a free slot
 uint32_t queued_count();
 uint32_t running_count();
 uint32_t slots_in_use();                // visible slots: what ai_info calls in_flight
+// Tokens of r's context (prompt ++ output) and its length so far.
+inline uint32_t context_token(const Request& r, uint32_t i) {
+  return i < r.prompt_len ? r.prompt[i] : r.output[i - r.prompt_len];
+}
+inline uint32_t context_len(const Request& r) { return r.prompt_len + r.n_generated; }
 // Why r must stop after its newest token, or KAI_AI_FINISH_NONE: the
 // model's end-of-sequence id (when asked for), a stop sequence, the length.
 uint32_t stop_reason(const Request& r);
@@ -132,6 +149,7 @@ Request* pick_next();
 // ---- transitions: one per arrow (lock held) -----------------------------
 Request* submit(const NewRequest& n);   // Free -> Queued; needs slot_available(); returns it with its id
 void admit(Request* r, uint32_t worker);         // Queued -> Running (a worker took it)
+void preempt(Request* r);                        // Running -> Queued (its KV blocks were taken back)
 void complete(Request* r, uint32_t reason);      // Running -> Done (KAI_AI_FINISH_LENGTH/EOS/STOP)
 void fail(Request* r, int32_t error);            // Queued or Running -> Failed
 void cancel_queued(Request* r);                  // Queued -> Cancelled (ai_cancel)

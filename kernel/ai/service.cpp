@@ -7,6 +7,7 @@
 #include "worker.h"
 #include "engine.h"
 #include "row_team.h"
+#include "kv_cache.h"
 #include "../cpu.h"
 #include "../fdt.h"
 #include "../boot.h"
@@ -44,6 +45,12 @@ void start() {
     kprintf("ai: ai.budget=%u is below ai.max_batch=%u; using budget %u\n", token_budget, max_batch, max_batch);
     token_budget = max_batch;
   }
+  option_u32("ai.kv_mb", 1, 65536, &kv_mb);
+  option_u32("ai.kv_block", 1, 256, &kv_block_size);
+  option_u32("ai.kv_blocks", 0, 1u << 20, &kv_blocks_override);
+  uint32_t prefix = 1;
+  option_u32("ai.prefix_cache", 0, 1, &prefix);
+  prefix_cache_enabled = prefix != 0;
   char name[16];
   if (bootarg_str(g_boot, "ai.policy", name, sizeof name) && !policy_from_name(name, &policy))
     kprintf("ai: unknown ai.policy=%s (fcfs, sjf or priority); using %s\n", name, policy_name(policy));

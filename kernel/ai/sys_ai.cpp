@@ -91,6 +91,8 @@ ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt, uint32_t* stop
   const Model& model = models[m];
   if (model.state == KAI_AI_MODEL_FAILED) return Errno::NoDevice;
   TRY(engine_check_request(model.summary, prompt, req.prompt_len, req.n_predict));
+  // Bigger than the model's whole KV pool: it could never run (ai.kv_mb).
+  if (!kv_could_fit(m, req.prompt_len + req.n_predict)) return Errno::NoMem;
   return m;
 }
 
@@ -155,6 +157,8 @@ SyscallResult sys_ai_wait() {
   res.iterations = r->iterations;
   res.batch_sum = static_cast<uint32_t>(r->batch_sum);
   res.finish_reason = r->finish_reason;
+  res.cached_tokens = r->cached_tokens;
+  res.preemptions = r->preemptions;
   // A bad buffer keeps the result: the caller may wait again with a good one.
   if (r->n_generated > 0) TRY(copyout(me()->pagetable, out, r->output, r->n_generated * sizeof(uint32_t)));
   if (result_addr != 0) TRY(copyout(me()->pagetable, result_addr, &res, sizeof(res)));
@@ -238,6 +242,15 @@ SyscallResult sys_ai_info() {
     info.iterations = counters.iterations;
     info.batch_requests = counters.batch_requests;
     info.batch_tokens = counters.batch_tokens;
+    KvStats kv = kv_stats();
+    info.kv_block = kv_block_size;
+    info.prefix_cache = prefix_cache_enabled;
+    info.kv_blocks_total = kv.blocks_total;
+    info.kv_blocks_used = kv.blocks_used;
+    info.kv_blocks_cached = kv.blocks_cached;
+    info.prefix_hit_requests = kv.prefix_hit_requests;
+    info.prefix_hit_tokens = kv.prefix_hit_tokens;
+    info.preemptions = kv.preemptions;
     for (int i = 0; i < n_models; i++) {
       const Model& m = models[i];
       kai_ai_model_info& mi = info.models[i];

@@ -38,13 +38,12 @@ struct BatchSlot {
   EngineSession* session;   // this slot's session (index = slot index)
   EngineModel* model;       // immutable once the model is READY
   bool int8;
+  const llm::KvPool* pool;  // its model's KV block pool (nullptr: contiguous KV)
   bool fresh;               // admitted this iteration: its session must be begun
   bool sampled;             // next tokens come from the sampler, not the argmax
   llm::SamplingParams params;
-  llm::Rng rng;             // the request's generator, seeded at admission
   // The plan for this iteration (items[first .. first+count) of the batch):
   uint32_t first, count;
-  bool prefill;             // a prompt chunk (else one decode token)
   int32_t error;            // positive KAI_E*: fail the request at publish
 };
 
@@ -96,43 +95,72 @@ class Worker {
     }
   }
 
+  // Admission, under the policy (pick_next) and by free KV blocks: a
+  // request comes in only if the blocks for its whole context (its prompt,
+  // less any cached prefix) are free or evictable; otherwise it stays queued
+  // and nobody behind it is admitted this iteration (no overtaking by size).
   void admit_new() {
     for (auto& s : slots_) {
       if (running() >= max_batch) return;
       if (s.request != nullptr) continue;
       Request* r = pick_next();
       if (r == nullptr) return;
+      if (!kv_could_fit(r->model, r->prompt_len + r->n_predict)) {
+        fail(r, KAI_ENOMEM);   // bigger than the whole KV pool: it could never run
+        continue;
+      }
+      if (!kv_admit(r, context_len(*r))) return;
       admit(r, id_);
       s.request = r;
       s.model = models[r->model].engine;
+      s.pool = kv_pool(r->model);
       s.int8 = (r->flags & KAI_AI_INT8) != 0;
       s.fresh = true;
       s.error = 0;
     }
   }
 
-  // Chooses this iteration's tokens: first one decode token for every
-  // request that is generating (so a running request's next token never
-  // waits behind someone's prompt), then prompt chunks in admission order
-  // until the budget is spent. Lock held: reads prefilled/n_generated.
+  // The running request admitted last (vLLM's choice of victim: it has
+  // waited least and holds the fewest computed tokens, usually).
+  BatchSlot* youngest() {
+    BatchSlot* v = nullptr;
+    for (auto& s : slots_)
+      if (s.request && (!v || s.request->t_start > v->request->t_start)) v = &s;
+    return v;
+  }
+
+  // Chooses this iteration's tokens. Each running request has
+  // left = context_len - fed tokens to feed: 1 means it is generating (one
+  // decode token, want_next), more means a prompt (or, after a preemption,
+  // its whole context) still to go in. Decode tokens first (a running
+  // request's next token never waits behind someone's prompt), then chunks
+  // in admission order until the budget is spent. Then each planned request
+  // gets KV blocks for its new positions; when none are left, the youngest
+  // running request is preempted (its blocks freed, recomputed later) until
+  // the blocks suffice. Lock held.
   void plan() {
     uint32_t budget = token_budget;
     for (auto& s : slots_) {
       s.count = 0;
-      Request* r = s.request;
-      if (r && r->prefilled == r->prompt_len) {
-        s.prefill = false;
+      if (s.request && context_len(*s.request) - s.request->fed == 1) {
         s.count = 1;
         budget--;
       }
     }
     for (auto& s : slots_) {
       Request* r = s.request;
-      if (r == nullptr || r->prefilled == r->prompt_len || budget == 0) continue;
-      uint32_t left = r->prompt_len - r->prefilled;
-      s.prefill = true;
+      if (r == nullptr || s.count > 0 || budget == 0) continue;
+      uint32_t left = context_len(*r) - r->fed;
       s.count = left < budget ? left : budget;
       budget -= s.count;
+    }
+    for (auto& s : slots_) {
+      while (s.request && s.count > 0 && !kv_grow(s.request, s.request->fed + s.count)) {
+        BatchSlot* victim = youngest();
+        preempt(victim->request);
+        victim->request = nullptr;
+        victim->count = 0;
+      }
     }
     // Item lists: grouped by (model, activation kind), a request's tokens
     // consecutive, because one forward pass serves one model's weights.
@@ -143,11 +171,12 @@ class Worker {
       s.first = n_items_;
       for (uint32_t i = 0; i < s.count; i++) {
         BatchToken& t = items_[n_items_++];
+        uint32_t at = r->fed + i;
         t.session = s.session;
-        t.prefill = s.prefill;
-        t.token = s.prefill ? r->prompt[r->prefilled + i] : r->output[r->n_generated - 1];
-        // The classifier runs for a decode token and for the last prompt token.
-        t.want_next = !s.prefill || r->prefilled + i + 1 == r->prompt_len;
+        t.prefill = at < r->prompt_len;
+        t.token = context_token(*r, at);
+        // The classifier runs for the last token of the context only.
+        t.want_next = at + 1 == context_len(*r);
         t.next = 0;
       }
     }
@@ -157,8 +186,12 @@ class Worker {
     for (auto& s : slots_) {
       if (s.request == nullptr || !s.fresh) continue;
       s.fresh = false;
-      if (engine_session_begin(s.session, s.model, s.int8).is_error()) s.error = KAI_ENOMEM;
-      set_sampling(s, s.request->sampling);
+      Request* r = s.request;
+      bool ok = !engine_session_begin(s.session, s.model, s.int8, s.pool).is_error();
+      engine_session_map(s.session, s.pool, r->kv_table, r->kv_blocks);
+      if (!ok || engine_session_resume(s.session, r->fed).is_error())
+        s.error = KAI_ENOMEM;
+      set_sampling(s, r->sampling);
     }
   }
 
@@ -173,7 +206,8 @@ class Worker {
     p.repeat_penalty = a.repeat_penalty_milli == 0 ? 1.0f : float(a.repeat_penalty_milli) / 1000.0f;
     p.repeat_last_n = a.repeat_last_n == 0 ? 64 : a.repeat_last_n;
     s.params = p;
-    s.rng = llm::rng_from_seed(a.seed);
+    // The generator lives in the request (rng_state), so a preempted and
+    // recomputed request goes on drawing where it stopped.
     s.sampled = !p.greedy() || p.repeat_penalty != 1.0f;
   }
 
@@ -196,7 +230,9 @@ class Worker {
         uint32_t at = total - n + i;
         recent[i] = at < r->prompt_len ? r->prompt[at] : r->output[at - r->prompt_len];
       }
-      auto next = engine_sample(id_, s.session, s.params, s.rng, recent, n);
+      llm::Rng rng{r->rng_state};
+      auto next = engine_sample(id_, s.session, s.params, rng, recent, n);
+      r->rng_state = rng.state;
       if (next.is_error()) s.error = static_cast<int32_t>(next.error());
       else last.next = next.value();
     }
@@ -217,6 +253,8 @@ class Worker {
         if (s.request == nullptr || s.count == 0 || done[b] || s.error) continue;
         if (s.model != lead.model || s.int8 != lead.int8) continue;
         for (uint32_t i = 0; i < s.count; i++) group_[n++] = items_[s.first + i];
+        // Its block table as plan() left it (only this worker changes it).
+        engine_session_map(s.session, s.pool, s.request->kv_table, s.request->kv_blocks);
         members[n_members++] = b;
         done[b] = true;
       }
@@ -248,7 +286,8 @@ class Worker {
       if (s.count == 0) continue;
       r->iterations++;
       r->batch_sum += batch_requests;
-      if (s.prefill) r->prefilled += s.count;
+      r->fed += s.count;
+      kv_publish(r);   // its newly computed full prompt blocks join the prefix cache
       const BatchToken& last = items_[s.first + s.count - 1];
       if (!last.want_next) continue;   // a prompt chunk that is not the last
       if (r->n_generated == 0) r->t_first = now;
