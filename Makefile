@@ -159,6 +159,11 @@ $(B)/host/llmrun: $(HOST_LIB_OBJS) $(patsubst %,$(B)/host/%.o,$(HOST_RUNNER_SRCS
 	@mkdir -p $(dir $@)
 	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
 
+# toktool: lib/llm_tokenizer on the host (tests compare it with tools/tokenizer.py).
+host: $(B)/host/toktool
+$(B)/host/toktool: $(HOST_LIB_OBJS) $(B)/host/tools/toktool.cpp.o
+	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
+
 # Catch2 host unit tests: tests/host/*.cpp, built with AddressSanitizer.
 HOST_TEST_SRCS := $(wildcard tests/host/*.cpp)
 ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer
@@ -192,10 +197,10 @@ $(B)/models/tiny-qwen/INFO.TXT: $(MODEL_TOOLS)
 	$(PYTHON) tools/make_model.py --preset tiny-qwen --dtype q8 --out $(dir $@)
 $(B)/models/tiny-qwen-f32/INFO.TXT: $(MODEL_TOOLS)
 	$(PYTHON) tools/make_model.py --preset tiny-qwen --dtype f32 --out $(dir $@)
-$(B)/models/stories260K/INFO.TXT: $(MODEL_TOOLS) $(STORIES_BIN)
-	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --dtype f32 --out $(dir $@)
-$(B)/models/stories260K-q8/INFO.TXT: $(MODEL_TOOLS) $(STORIES_BIN)
-	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --dtype q8 --out $(dir $@)
+$(B)/models/stories260K/INFO.TXT: $(MODEL_TOOLS) tools/tokbin.py $(STORIES_BIN) $(KAI_SHARED_MODELS)/stories260K/tok512.bin
+	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --tokenizer $(KAI_SHARED_MODELS)/stories260K/tok512.bin --dtype f32 --out $(dir $@)
+$(B)/models/stories260K-q8/INFO.TXT: $(MODEL_TOOLS) tools/tokbin.py $(STORIES_BIN) $(KAI_SHARED_MODELS)/stories260K/tok512.bin
+	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --tokenizer $(KAI_SHARED_MODELS)/stories260K/tok512.bin --dtype q8 --out $(dir $@)
 
 # ---------------------------------------------------------------- images with models (course spelling)
 # smol-assets / qwen-assets: the bundle from the course's zip (SMOL_ARCHIVE,
