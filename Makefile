@@ -256,6 +256,22 @@ demo: setup
 setup:
 	@bash tools/setup.sh
 
+# ---------------------------------------------------------------- real SmolLM2 weights (network)
+# fetch-smol: downloads SmolLM2-135M and SmolLM2-135M-Instruct from the Hugging
+# Face Hub (KAI_HF_BASE_URL overrides the address), verifies them against the
+# Hub's checksums, exports q8 bundles with TOK.BIN, and packs them at /AI/SMOL
+# and /AI/SMOLI in FETCH_IMG. Offline it says so and fails. Boot the result with
+#   make qemu-run QEMU_IMG=build/fs-smol-real.img RAM=2G
+FETCH_DIR     ?= $(B)/hf
+FETCH_MODELS  ?= $(B)/models
+FETCH_IMG     ?= $(B)/fs-smol-real.img
+FETCH_ARGS    ?=
+.PHONY: fetch-smol
+fetch-smol: $(UPROGS)
+	$(PYTHON) tools/fetch_model.py --download-dir $(FETCH_DIR) --bundle-root $(FETCH_MODELS) $(FETCH_ARGS)
+	$(PYTHON) tools/mkfsimg.py --out $(FETCH_IMG) $(UPROGS) --add-dir AI/SMOL=$(FETCH_MODELS)/SmolLM2-135M --add-dir AI/SMOLI=$(FETCH_MODELS)/SmolLM2-135M-Instruct $(FSIMG_ARGS)
+	@echo "fetch-smol: $(FETCH_IMG) holds /AI/SMOL and /AI/SMOLI; boot it with: make qemu-run QEMU_IMG=$(FETCH_IMG) RAM=2G"
+
 # ---------------------------------------------------------------- benchmarks
 # The standard study (docs/experiments.md): cold vs warm start and a 1..8
 # client sweep with 1 and 2 AI workers on the SmolLM2-135M-shape model, about
