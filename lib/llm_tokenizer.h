@@ -36,7 +36,8 @@ inline constexpr uint32_t kMaxTokVocab = 1u << 20;
 inline constexpr uint32_t kMaxTokenBytes = 256;     // longest token
 
 enum class TokenizerKind : uint32_t { ByteBpe = 1, Scores = 2 };
-enum class SplitRule : uint32_t { None = 0, Gpt2 = 1 };
+// The pre-tokenizer's split rule (regexes spelled out in llm_tokenizer.cpp).
+enum class SplitRule : uint32_t { None = 0, Gpt2 = 1, Qwen2 = 2, Qwen35 = 3 };
 
 // Header flags: the tokenizer's conventions.
 inline constexpr uint32_t kTokAddBos = 1u << 0;         // prompts start with bos_id
@@ -149,5 +150,19 @@ class Decoder {
 // returns the byte count. NoMemory when cap is too small.
 Result<size_t> decode(const Tokenizer& t, const uint32_t* ids, size_t n, char* out, size_t cap,
                       DecodeOptions opt = {});
+
+namespace detail {
+// Compares the concatenation a1+a2 with b as unsigned bytes (<0, 0, >0),
+// without building it: the merge step asks "is left+right a token?".
+inline int compare_concat(const uint8_t* a1, uint32_t n1, const uint8_t* a2, uint32_t n2, const uint8_t* b,
+                          uint32_t nb) {
+  uint32_t n = n1 + n2;
+  for (uint32_t i = 0; i < n && i < nb; i++) {
+    uint8_t c = i < n1 ? a1[i] : a2[i - n1];
+    if (c != b[i]) return c < b[i] ? -1 : 1;
+  }
+  return n == nb ? 0 : (n < nb ? -1 : 1);
+}
+}  // namespace detail
 
 }  // namespace llm

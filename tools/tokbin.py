@@ -45,6 +45,15 @@ ALL_FLAGS = 0x3F
 
 SPLIT_NONE = 0              # the whole text is one piece (llama2.c)
 SPLIT_GPT2 = 1              # GPT-2's regex (ByteLevel use_regex=true)
+SPLIT_QWEN2 = 2             # Qwen2's Split regex
+SPLIT_QWEN35 = 3            # the same with \p{M} counted as letters (Qwen3.5 style)
+# The Split regexes the runtime implements, spelled exactly as in tokenizer.json.
+KNOWN_SPLITS = {
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
+    r"|\s+(?!\S)|\s+": SPLIT_QWEN2,
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+": SPLIT_QWEN35,
+}
 
 TOKF_SKIP = 1 << 0          # decodes to nothing (llama2.c <s>, </s>)
 TOKF_BYTE = 1 << 1          # <0xXX>: decodes to that one byte
@@ -118,21 +127,33 @@ def from_hf(tok, config_path=None, eos_ids=None):
             raise TokBinError(f"normalizer {tok.normalizer} not supported in TOK.BIN (only NFC)")
         flags |= FLAG_NFC
     split = None
+    byte_level = False
     for p in tok.pre:
         t = p.get("type")
         if t == "Digits" and split is None:
             if not p.get("individual_digits"):
                 raise TokBinError("Digits pre-tokenizer without individual_digits is not supported")
             flags |= FLAG_DIGITS_SPLIT
-        elif t == "ByteLevel" and split is None:
+        elif t == "Split" and split is None and not byte_level:
+            pat = p.get("pattern", {}).get("Regex")
+            if pat not in KNOWN_SPLITS or p.get("behavior", "Isolated") != "Isolated" or p.get("invert"):
+                raise TokBinError(f"Split pre-tokenizer {pat!r} ({p.get('behavior')}) is not supported in "
+                                  "TOK.BIN; supported: the Qwen2 and Qwen3.5 regexes, Isolated")
+            split = KNOWN_SPLITS[pat]
+        elif t == "ByteLevel" and not byte_level:
             if p.get("add_prefix_space"):
                 raise TokBinError("ByteLevel add_prefix_space=true is not supported")
-            split = SPLIT_GPT2 if p.get("use_regex", True) else SPLIT_NONE
+            byte_level = True
+            if p.get("use_regex", True):
+                if split is not None:
+                    raise TokBinError("a Split regex followed by ByteLevel's own regex is not supported")
+                split = SPLIT_GPT2
         else:
-            raise TokBinError(f"pre-tokenizer {t} (after {split}) is not supported in TOK.BIN; "
-                              "supported: [Digits(individual)] then ByteLevel")
-    if split is None:
+            raise TokBinError(f"pre-tokenizer {t} is not supported in TOK.BIN here; supported: "
+                              "[Digits(individual)] then ByteLevel, or a Qwen Split then ByteLevel")
+    if not byte_level:
         raise TokBinError("no ByteLevel pre-tokenizer: not a byte-level BPE tokenizer")
+    split = SPLIT_NONE if split is None else split
     if tok.ignore_merges:
         flags |= FLAG_IGNORE_MERGES
     n = max(tok.id_to_token) + 1

@@ -121,16 +121,17 @@ def test_known_encodings(toktool):
         assert run(toktool, p, "info")[1].decode().strip() == "kind 2 vocab 512 bos 1 adds_bos 1 eos 2"
 
 
-def test_random_bytes_decode_like_python_replace(toktool, pair):
+@pytest.mark.parametrize("name", ["smol", "tok512"])     # tok105 has no byte tokens
+def test_random_bytes_decode_like_python_replace(toktool, tmp_path, name):
     """Byte tokens in random order: ill-formed UTF-8 must become U+FFFD exactly
     as bytes.decode('utf-8', 'replace') does, whole and streamed."""
-    name, tok, path = pair
+    tok = T.load(source(name))
+    path = str(tmp_path / "TOK.BIN")
+    tokbin.write_tokbin(source(name), path)
     if name == "smol":
         byte_tok = {b: tok.vocab[tok.b2u[b]] for b in range(256) if tok.b2u[b] in tok.vocab}
-    elif name == "tok512":
-        byte_tok = dict(tok.byte_ids)
     else:
-        pytest.skip("tok105 has no byte tokens")
+        byte_tok = dict(tok.byte_ids)
     rng = random.Random(15)
     pool = sorted(byte_tok)
     heavy = [b for b in pool if b >= 0x80]
@@ -211,3 +212,71 @@ def test_writer_reads_eos_from_config_and_refuses_unsupported(tmp_path):
                         "--tokenizer", str(tmp_path / "tokenizer.json"), "--out", str(tmp_path / "x")],
                        capture_output=True, text=True)
     assert r.returncode == 1 and "tokbin: error: pre-tokenizer Metaspace" in r.stderr
+
+
+# ---------------------------------------------------------------- split rules on synthetic vocabularies
+
+GPT2_SEQ = [{"type": "Digits", "individual_digits": True},
+            {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}]
+SPLIT_CORPUS = [
+    "IT'S the 123 e\u0301te\u0301!! we'LL  go\n\n  x",
+    "(hello) [world]\t\tfoo  \r\n\r\n  end  ",
+    "a  \n  x\n\n\nb...\n\nfoo $3.50!!\r\n",
+    "\u0939\u093f\u0928\u094d\u0926\u0940 \u092d\u093e\u0937\u093e and \u0301\u0301x",
+    "x\u00b2+y\u00b2 \u00bd \u216b \u0663\u0664 \uff15",
+    "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8 \U0001F642\U0001F642 ok",
+    "it'\u017f it'S 'Ve 'rE '' '",
+    "  ", "\t\n", "a", " 1", "\n",
+]
+
+
+def chained_tokenizer(tmp_path, pre_tokenizer):
+    """A byte-level tokenizer.json whose merges spell out every piece the host
+    pre-tokenizer makes of SPLIT_CORPUS, so each correctly split piece is one
+    token and any other split gives different ids."""
+    b2u = T.bytes_to_unicode()
+    vocab = {b2u[b]: b for b in range(256)}
+    j = {"model": {"type": "BPE", "vocab": vocab, "merges": []}, "added_tokens": [],
+         "normalizer": None, "pre_tokenizer": {"type": "Sequence", "pretokenizers": pre_tokenizer}}
+    p = tmp_path / "tokenizer.json"
+    p.write_text(json.dumps(j))
+    tok = T.load(str(p))
+    merges = []
+    for text in SPLIT_CORPUS:
+        for piece in tok._pretokenize(text):
+            for k in range(1, len(piece)):
+                if piece[:k + 1] not in vocab:
+                    vocab[piece[:k + 1]] = len(vocab)
+                    merges.append(f"{piece[:k]} {piece[k]}")
+    j["model"]["merges"] = merges
+    p.write_text(json.dumps(j))
+    return T.load(str(p)), str(p)
+
+
+@pytest.mark.parametrize("rule,pre", [
+    ("gpt2", GPT2_SEQ),
+    ("qwen2", [{"type": "Split", "pattern": {"Regex": r}, "behavior": "Isolated", "invert": False}
+               for r, v in tokbin.KNOWN_SPLITS.items() if v == tokbin.SPLIT_QWEN2] +
+     [{"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]),
+    ("qwen35", [{"type": "Split", "pattern": {"Regex": r}, "behavior": "Isolated", "invert": False}
+                for r, v in tokbin.KNOWN_SPLITS.items() if v == tokbin.SPLIT_QWEN35] +
+     [{"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]),
+])
+def test_split_rules_agree_piece_for_piece(toktool, tmp_path, rule, pre):
+    tok, path = chained_tokenizer(tmp_path, pre)
+    out = tmp_path / "TOK.BIN"
+    d = tokbin.write_tokbin(path, str(out))
+    assert d["split_rule"] == {"gpt2": 1, "qwen2": 2, "qwen35": 3}[rule]
+    pieces = tokens = 0
+    for text in SPLIT_CORPUS:
+        want = tok.encode(text)
+        pieces += len(tok._pretokenize(text))
+        tokens += len(want)
+        rc, got, err = run(toktool, str(out), "encode", "-", stdin=text.encode())
+        assert rc == 0, err
+        assert [int(x) for x in got.split()] == want, (rule, text)
+        rc, got, err = run(toktool, str(out), "decode", *map(str, want))
+        assert got[:-1].decode() == text
+    # most pieces are one token (merges from other pieces can cut a chain), so
+    # the ids show where the host split: a different split gives other ids
+    assert tokens <= 1.5 * pieces, (tokens, pieces)
