@@ -280,3 +280,23 @@ def test_split_rules_agree_piece_for_piece(toktool, tmp_path, rule, pre):
     # most pieces are one token (merges from other pieces can cut a chain), so
     # the ids show where the host split: a different split gives other ids
     assert tokens <= 1.5 * pieces, (tokens, pieces)
+
+
+def random_text(rng):
+    """Mixed scripts, digits, spaces, punctuation, contractions and emoji."""
+    pools = ["abcXYZ", "0123456789", "  ", "\t\n\r", ".,!?'\"()-$%", "éüßñ", "東京日本語",
+             "\u0939\u093f\u0928\u094d", "\U0001F642\U0001F680", "\u00b2\u00bd\u0663", "'s'll'VE"]
+    return "".join(rng.choice(rng.choice(pools)) for _ in range(rng.randint(1, 40)))
+
+
+@pytest.mark.parametrize("name", ["smol", "tok512"])
+def test_random_texts_agree(toktool, tmp_path, name):
+    tok = T.load(source(name))
+    path = str(tmp_path / "TOK.BIN")
+    tokbin.write_tokbin(source(name), path)
+    rng = random.Random(1515)
+    texts = [random_text(rng) for _ in range(60)]
+    for text in texts:
+        rc, out, err = run(toktool, path, "encode", "-", stdin=text.encode())
+        assert rc == 0, (text, err)
+        assert [int(x) for x in out.split()] == tok.encode(text), repr(text)
