@@ -6,22 +6,17 @@ BPE). Expected ids come from tools/tokenizer.py at test time. A bundle
 without TOK.BIN is refused with a message that says so."""
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from kai_boot import KERNEL, MODELS, ROOT, make_image, need_built, need_model, programs, qemu_run, run_in_session
+
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-import qemu_run  # noqa: E402
 import tokbin  # noqa: E402
 import tokenizer as T  # noqa: E402
 
-PYTHON = "/usr/bin/python3"
-KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
-BIN = os.path.join(ROOT, "build", "user", "bin")
-STORIES = os.path.join(ROOT, "build", "models", "stories260K")
-LLAMA = os.path.join(ROOT, "build", "models", "tiny-llama")
+STORIES = os.path.join(MODELS, "stories260K")
 WORK = os.path.join(ROOT, "build", "test-text")
 SHARED = os.environ.get("KAI_SHARED_MODELS", os.path.join(ROOT, "..", "shared", "models"))
 TOK512 = os.path.join(SHARED, "stories260K", "tok512.bin")
@@ -38,40 +33,29 @@ CORPUS = [
 
 @pytest.fixture(scope="module")
 def session():
-    if not os.path.exists(KERNEL) or not os.path.exists(os.path.join(BIN, "tok")):
-        pytest.skip("kernel or user programs not built: run `make`")
+    need_built("tok")
+    llama = need_model("tiny-llama")
     if not os.path.exists(os.path.join(STORIES, "TOK.BIN")) or not os.path.exists(TOK512):
         pytest.skip(f"{STORIES}/TOK.BIN or {TOK512} missing: run `make test-models` with ../shared/models")
-    if not os.path.exists(os.path.join(LLAMA, "CFG.BIN")):
-        pytest.skip("tiny test models missing: run `make test-models`")
     os.makedirs(WORK, exist_ok=True)
-    extra = []
+    dirs = [("AI/STORIES", STORIES), ("AI/LLAMA", llama)]
     if os.path.exists(SMOL_JSON):   # only the tokenizer, outside /AI: no model is loaded for it
         smol_dir = os.path.join(WORK, "smoltok")
         os.makedirs(smol_dir, exist_ok=True)
         tokbin.write_tokbin(SMOL_JSON, os.path.join(smol_dir, "TOK.BIN"))
-        extra = ["--add-dir", f"tok/smol={smol_dir}"]
-    img = os.path.join(WORK, "text.img")
-    progs = [os.path.join(BIN, p) for p in ("init", "sh", "tok", "echo", "halt")]
-    subprocess.check_call([PYTHON, os.path.join(ROOT, "tools", "mkfsimg.py"), "--out", img] + progs +
-                          ["--add-dir", f"AI/STORIES={STORIES}", "--add-dir", f"AI/LLAMA={LLAMA}"] + extra,
-                          stdout=subprocess.DEVNULL)
+        dirs.append(("tok/smol", smol_dir))
+    img = make_image(os.path.join(WORK, "text.img"), programs("init", "sh", "tok", "echo", "halt"), dirs)
     with qemu_run.Session(img, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=180) as s:
         assert s.booted, s.transcript
         assert s.wait_log(r"ai: model LLAMA (ready|failed)", timeout=120)
         assert s.wait_log(r"ai: model STORIES (ready|failed)", timeout=120)
-        s.has_smol = bool(extra)
+        s.has_smol = len(dirs) == 3
         yield s
         s.halt()
 
 
-def output_of(s, cmd, timeout=60):
-    start = s.mark()
-    assert s.command(cmd, timeout=timeout), s.transcript[-2000:]
-    text = s.transcript[start:]
-    text = text[text.find(cmd + "\n") + len(cmd) + 1:]
-    text = text[:-len(qemu_run.PROMPT)] if text.endswith(qemu_run.PROMPT) else text
-    return text.replace("\r\n", "\n")
+def output_of(s, cmd):
+    return run_in_session(s, cmd).replace("\r\n", "\n")
 
 
 def ids_of(out):
