@@ -94,6 +94,11 @@ TokenBytes token_bytes(const Tokenizer& t, uint32_t id);   // id < vocab_size
 // how many the tokenizer has (0 for none: the course bundles have no TOK.BIN
 // at all, so callers treat "no tokenizer" as "no EOS").
 uint32_t eos_ids(const Tokenizer& t, uint32_t* out, uint32_t cap);
+// The same from TOK.BIN's first 128 bytes alone, for a reader that wants the
+// stop ids without loading the vocabulary (the kernel's model probe): checks
+// magic, version, vocab_size, n_eos and each eos id < vocab_size, nothing
+// else. `size` may be the whole file or just the header.
+Result<uint32_t> eos_ids_from_header(const uint8_t* data, size_t size, uint32_t* out, uint32_t cap);
 bool is_eos(const Tokenizer& t, uint32_t id);
 bool adds_bos(const Tokenizer& t);   // true: encode_prompt starts with t.bos_id
 CharClass char_class(const Tokenizer& t, uint32_t code_point);

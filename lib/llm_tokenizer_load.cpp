@@ -161,6 +161,21 @@ ErrorOr<void, Error> check_tables(const Tokenizer& t) {
 }
 }  // namespace
 
+Result<uint32_t> eos_ids_from_header(const uint8_t* d, size_t size, uint32_t* out, uint32_t cap) {
+  if (size < kTokHeaderBytes)
+    return Error::make(ErrorCode::BadSize).str("TOK.BIN: size ").num(size).str(" bytes, smaller than the 128-byte header");
+  if (word(d, 0) != kTokMagic) return field_error(ErrorCode::BadMagic, "magic", word(d, 0), "is not 0x4E4B4F54 (\"TOKN\")");
+  if (word(d, 1) != kTokVersion) return field_error(ErrorCode::BadVersion, "version", word(d, 1), "unknown (expected 1)");
+  uint32_t vocab = word(d, 5), n = word(d, 7);
+  if (vocab == 0 || vocab > kMaxTokVocab) return field_error(ErrorCode::BadField, "vocab_size", vocab, "must be 1..1048576");
+  if (n > kMaxEos) return field_error(ErrorCode::BadField, "n_eos", n, "more than 8");
+  for (uint32_t i = 0; i < n; i++) {
+    if (word(d, 8 + i) >= vocab) return entry_error("eos", i, "out of range");
+    if (i < cap) out[i] = word(d, 8 + i);
+  }
+  return n;
+}
+
 Result<Tokenizer> load_tokenizer(const uint8_t* data, size_t size) {
   Tokenizer t;
   TRY(check_header(data, size, t));

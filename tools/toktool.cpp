@@ -69,6 +69,9 @@ int main(int argc, char** argv) {
     printf("kind %u vocab %u bos %d adds_bos %d eos", unsigned(t.kind), t.vocab_size,
            t.bos_id == llm::kNoToken ? -1 : int(t.bos_id), int(llm::adds_bos(t)));
     for (uint32_t i = 0; i < n; i++) printf(" %u", eos[i]);
+    uint32_t from_header[llm::kMaxEos];
+    auto h = llm::eos_ids_from_header(file.data(), file.size(), from_header, llm::kMaxEos);
+    if (h.is_error() || h.value() != n) return fail("eos_ids_from_header disagrees with eos_ids");
     printf("\n");
     return 0;
   }

@@ -121,6 +121,15 @@ TEST_CASE("hand-built byte-level TOK.BIN: merges, split rule, digits, specials",
   CHECK(llm::char_class(t, 0x6771) == llm::CharClass::Letter);   // 東
   CHECK(llm::char_class(t, '!') == llm::CharClass::Other);
 
+  uint32_t from_header[8] = {};
+  auto h = llm::eos_ids_from_header(file.data(), 128, from_header, 8);
+  REQUIRE(!h.is_error());
+  CHECK(h.value() == 1);
+  CHECK(from_header[0] == kEnd);
+  auto short_header = llm::eos_ids_from_header(file.data(), 100, from_header, 8);
+  REQUIRE(short_header.is_error());
+  CHECK(std::string(short_header.error().message) == "TOK.BIN: size 100 bytes, smaller than the 128-byte header");
+
   uint32_t small[2];
   auto full = llm::encode(t, "a b c", 5, small, 2);
   REQUIRE(full.is_error());
