@@ -246,3 +246,39 @@ TEST_CASE("stories260K TOK.BIN agrees with tools/tokenizer.py", "[tokenizer]") {
     CHECK(dec(t, ids) == text);   // BOS skipped, the dummy prefix's space dropped
   }
 }
+
+TEST_CASE("encode fuzz: random bytes, valid UTF-8 round-trips", "[tokenizer][fuzz]") {
+  std::vector<std::vector<uint8_t>> files = {make_tok()};
+  std::vector<uint8_t> real;
+  if (testutil::read_file(testutil::models_dir() + "/stories260K/TOK.BIN", &real)) files.push_back(real);
+  std::mt19937 rng(1515);
+  // pieces that stress the split rules and UTF-8: ASCII, spaces, digits, 2-4 byte
+  // characters, a special token, and lone bytes that are not UTF-8
+  const std::string parts[] = {"a", "Z", " ", "  ", "\n", "\t", "7", "'s", "'LL", "!?", "the",
+                               "\xC3\xA9", "\xE6\x9D\xB1", "\xF0\x9F\x99\x82", "<|end|>", "\xFF", "\x80", "\xE6\x9D"};
+  int round_trips = 0;
+  for (auto& file : files) {
+    auto t = llm::load_tokenizer(file.data(), file.size()).value();
+    for (int i = 0; i < 400; i++) {
+      std::string s;
+      bool valid = true;
+      for (int k = int(rng() % 12); k >= 0; k--) {
+        const std::string& p = parts[rng() % (sizeof parts / sizeof parts[0])];
+        if (p == "\xFF" || p == "\x80" || p == "\xE6\x9D") valid = false;
+        s += p;
+      }
+      std::vector<uint32_t> ids(s.size() + 2);
+      auto e = llm::encode(t, s.data(), s.size(), ids.data(), uint32_t(ids.size()));
+      if (e.is_error()) continue;   // a byte without a token: allowed, never a crash
+      ids.resize(e.value());
+      for (uint32_t id : ids) REQUIRE(id < t.vocab_size);
+      std::string back = dec(t, ids);
+      if (valid) {
+        INFO(s);
+        CHECK(back == s);
+        round_trips++;
+      }
+    }
+  }
+  CHECK(round_trips > 250);
+}
