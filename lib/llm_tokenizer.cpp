@@ -169,14 +169,15 @@ size_t qwen_piece_end(const Tokenizer& t, const uint8_t* s, size_t pos, size_t e
   auto other = [&](CharClass c) { return c != CharClass::Space && c != CharClass::Number && !letter(c); };
   uint32_t len0, len;
   CharClass c0 = class_at(t, s, pos, end, &len0);
-  size_t letters = kNoToken;   // where a run of letters starts, if rule 2 applies
+  constexpr size_t kNone = ~size_t(0);
+  size_t letters = kNone;   // where a run of letters starts, if rule 2 applies
   if (letter(c0)) {
     letters = pos;
   } else if (c0 != CharClass::Number && s[pos] != '\r' && s[pos] != '\n' && pos + len0 < end &&
              letter(class_at(t, s, pos + len0, end, &len))) {
     letters = pos + len0;
   }
-  if (letters != kNoToken) {
+  if (letters != kNone) {
     size_t p = letters;
     while (p < end && letter(class_at(t, s, p, end, &len))) p += len;
     return p;
@@ -326,7 +327,9 @@ Result<uint32_t> encode_scores(const Tokenizer& t, const uint8_t* s, size_t len,
   uint32_t room = o.cap - o.n, n = 0;
   if (len && (t.flags & kTokDummyPrefix)) {
     if (!room) return no_room(o.cap);
-    w[n++] = lookup(t, reinterpret_cast<const uint8_t*>(" "), 1, nullptr, 0);
+    uint32_t space = lookup(t, reinterpret_cast<const uint8_t*>(" "), 1, nullptr, 0);
+    if (space == kNoToken) return tok_error(ErrorCode::BadValue, "flag dummy_prefix set but no \" \" token");
+    w[n++] = space;
   }
   for (size_t p = 0; p < len;) {
     uint32_t clen;

@@ -95,7 +95,68 @@ std::string dec(const llm::Tokenizer& t, const std::vector<uint32_t>& ids) {
 
 using V = std::vector<uint32_t>;
 
+// A llama2.c-style (scores) tokenizer: <unk> <s> </s>, then " " (optional),
+// "a", "b", "ab", " a", "<0x41>"; flags add_bos | dummy_prefix | byte_fallback.
+std::vector<uint8_t> make_scores_tok(bool with_space) {
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>", with_space ? " " : "?", "a", "b", "ab", " a", "<0x41>"};
+  std::vector<float> scores = {0, 0, 0, -5, -1, -1, -2, -3, 0};
+  uint32_t n = uint32_t(tokens.size()), blob = 0;
+  for (auto& t : tokens) blob += uint32_t(t.size());
+  TokWriter w;
+  uint32_t hdr[32] = {llm::kTokMagic, 1, 2, llm::kTokAddBos | llm::kTokDummyPrefix | llm::kTokByteFallback, 0, n, 1, 1, 2};
+  for (int i = 9; i < 16; i++) hdr[i] = llm::kNoToken;
+  hdr[19] = blob;
+  hdr[20] = 6;
+  for (uint32_t v : hdr) w.u32(v);
+  uint32_t off = 0;
+  for (auto& t : tokens) { w.u32(off); off += uint32_t(t.size()); }
+  w.u32(off);
+  for (uint32_t i = 0; i < n; i++) w.b.push_back(i == 1 || i == 2 ? llm::kTokenSkip : i == 8 ? llm::kTokenByte : 0);
+  w.pad();
+  for (float f : scores) { uint32_t u; memcpy(&u, &f, 4); w.u32(u); }
+  std::vector<uint32_t> order(n);
+  for (uint32_t i = 0; i < n; i++) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return tokens[a] != tokens[b] ? tokens[a] < tokens[b] : a < b;   // ASCII only: char order is byte order
+  });
+  for (uint32_t id : order) w.u32(id);
+  for (uint32_t b = 0; b < 256; b++) w.u32(b == 'A' ? 8 : llm::kNoToken);
+  for (auto& t : tokens) w.b.insert(w.b.end(), t.begin(), t.end());
+  w.pad();
+  return w.b;
+}
+
 }  // namespace
+
+TEST_CASE("hand-built scores TOK.BIN: dummy prefix, merges by score, BOS, byte fallback", "[tokenizer]") {
+  auto file = make_scores_tok(true);
+  auto r = llm::load_tokenizer(file.data(), file.size());
+  INFO((r.is_error() ? r.error().message : ""));
+  REQUIRE(!r.is_error());
+  const llm::Tokenizer& t = r.value();
+  uint32_t ids[16];
+  auto e = llm::encode_prompt(t, "abA", 3, ids, 16);
+  REQUIRE(!e.is_error());
+  // " " a b <0x41>: "ab" (-2) outscores " a" (-3), so " " stays alone
+  CHECK(V(ids, ids + e.value()) == V{1, 3, 6, 8});
+  CHECK(dec(t, {1, 3, 6, 8}) == "abA");      // BOS skipped, the dummy space dropped
+  CHECK(dec(t, {7, 5}) == "ab");               // " a" first: its space is the dummy one
+  llm::Decoder d(t);
+  d.set_at_start(false);                        // a continuation keeps its space
+  char buf[llm::Decoder::kMaxPushBytes];
+  CHECK(std::string(buf, d.push(7, buf, sizeof buf).value()) == " a");
+  auto z = llm::encode(t, "z", 1, ids, 16);   // no token, no byte fallback for 'z'
+  REQUIRE(z.is_error());
+  CHECK(std::string(z.error().message) == "TOK.BIN: no token for byte 0x7A");
+
+  // claims a dummy prefix but has no " " token: an error on encode, never a bad read
+  auto nospace = make_scores_tok(false);
+  auto t2 = llm::load_tokenizer(nospace.data(), nospace.size());
+  REQUIRE(!t2.is_error());
+  auto bad = llm::encode(t2.value(), "ab", 2, ids, 16);
+  REQUIRE(bad.is_error());
+  CHECK(std::string(bad.error().message) == "TOK.BIN: flag dummy_prefix set but no \" \" token");
+}
 
 TEST_CASE("hand-built byte-level TOK.BIN: merges, split rule, digits, specials", "[tokenizer]") {
   auto file = make_tok();
@@ -182,7 +243,7 @@ TEST_CASE("TOK.BIN errors name the field", "[tokenizer]") {
 }
 
 TEST_CASE("TOK.BIN fuzz: truncations and bit flips never crash", "[tokenizer][fuzz]") {
-  std::vector<std::vector<uint8_t>> seeds = {make_tok()};
+  std::vector<std::vector<uint8_t>> seeds = {make_tok(), make_scores_tok(true)};
   std::vector<uint8_t> real;
   if (testutil::read_file(testutil::models_dir() + "/stories260K/TOK.BIN", &real)) seeds.push_back(real);
   std::mt19937 rng(15);
