@@ -322,6 +322,8 @@ Result<uint32_t> encode_byte_bpe(const Tokenizer& t, const uint8_t* s, size_t le
 
 // llama2.c: characters (or their bytes) first, then the adjacent pair whose
 // concatenation is the highest-scoring token, leftmost on ties, until none.
+// Every round looks up every pair again, O(n^2 log vocab) as in llama2.c: a
+// prompt of 1000 characters takes about 0.8 s in QEMU, 200 about 0.1 s.
 Result<uint32_t> encode_scores(const Tokenizer& t, const uint8_t* s, size_t len, IdOut& o) {
   uint32_t* w = o.ids + o.n;
   uint32_t room = o.cap - o.n, n = 0;
