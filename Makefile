@@ -159,6 +159,11 @@ $(B)/host/llmrun: $(HOST_LIB_OBJS) $(patsubst %,$(B)/host/%.o,$(HOST_RUNNER_SRCS
 	@mkdir -p $(dir $@)
 	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
 
+# toktool: lib/llm_tokenizer on the host (tests compare it with tools/tokenizer.py).
+host: $(B)/host/toktool
+$(B)/host/toktool: $(HOST_LIB_OBJS) $(B)/host/tools/toktool.cpp.o
+	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
+
 # Catch2 host unit tests: tests/host/*.cpp, built with AddressSanitizer.
 HOST_TEST_SRCS := $(wildcard tests/host/*.cpp)
 ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer
@@ -192,10 +197,10 @@ $(B)/models/tiny-qwen/INFO.TXT: $(MODEL_TOOLS)
 	$(PYTHON) tools/make_model.py --preset tiny-qwen --dtype q8 --out $(dir $@)
 $(B)/models/tiny-qwen-f32/INFO.TXT: $(MODEL_TOOLS)
 	$(PYTHON) tools/make_model.py --preset tiny-qwen --dtype f32 --out $(dir $@)
-$(B)/models/stories260K/INFO.TXT: $(MODEL_TOOLS) $(STORIES_BIN)
-	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --dtype f32 --out $(dir $@)
-$(B)/models/stories260K-q8/INFO.TXT: $(MODEL_TOOLS) $(STORIES_BIN)
-	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --dtype q8 --out $(dir $@)
+$(B)/models/stories260K/INFO.TXT: $(MODEL_TOOLS) tools/tokbin.py $(STORIES_BIN) $(KAI_SHARED_MODELS)/stories260K/tok512.bin
+	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --tokenizer $(KAI_SHARED_MODELS)/stories260K/tok512.bin --dtype f32 --out $(dir $@)
+$(B)/models/stories260K-q8/INFO.TXT: $(MODEL_TOOLS) tools/tokbin.py $(STORIES_BIN) $(KAI_SHARED_MODELS)/stories260K/tok512.bin
+	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --tokenizer $(KAI_SHARED_MODELS)/stories260K/tok512.bin --dtype q8 --out $(dir $@)
 
 # ---------------------------------------------------------------- images with models (course spelling)
 # smol-assets / qwen-assets: the bundle from the course's zip (SMOL_ARCHIVE,
@@ -250,6 +255,22 @@ demo: setup
 # Installs missing Debian packages (a quick check when all are present).
 setup:
 	@bash tools/setup.sh
+
+# ---------------------------------------------------------------- real SmolLM2 weights (network)
+# fetch-smol: downloads SmolLM2-135M and SmolLM2-135M-Instruct from the Hugging
+# Face Hub (KAI_HF_BASE_URL overrides the address), verifies them against the
+# Hub's checksums, exports q8 bundles with TOK.BIN, and packs them at /AI/SMOL
+# and /AI/SMOLI in FETCH_IMG. Offline it says so and fails. Boot the result with
+#   make qemu-run QEMU_IMG=build/fs-smol-real.img RAM=2G
+FETCH_DIR     ?= $(B)/hf
+FETCH_MODELS  ?= $(B)/models
+FETCH_IMG     ?= $(B)/fs-smol-real.img
+FETCH_ARGS    ?=
+.PHONY: fetch-smol
+fetch-smol: $(UPROGS)
+	$(PYTHON) tools/fetch_model.py --download-dir $(FETCH_DIR) --bundle-root $(FETCH_MODELS) $(FETCH_ARGS)
+	$(PYTHON) tools/mkfsimg.py --out $(FETCH_IMG) $(UPROGS) --add-dir AI/SMOL=$(FETCH_MODELS)/SmolLM2-135M --add-dir AI/SMOLI=$(FETCH_MODELS)/SmolLM2-135M-Instruct $(FSIMG_ARGS)
+	@echo "fetch-smol: $(FETCH_IMG) holds /AI/SMOL and /AI/SMOLI; boot it with: make qemu-run QEMU_IMG=$(FETCH_IMG) RAM=2G"
 
 # ---------------------------------------------------------------- benchmarks
 # The standard study (docs/experiments.md): cold vs warm start and a 1..8
