@@ -308,3 +308,53 @@ def test_paged_kv_and_prefix_cache_are_exact(image):
     assert cached(runs["ai.prefix_cache=1"]) > 0 and cached(runs["ai.prefix_cache=0"]) == 0
     preempted = int(re.search(r"preemptions=(\d+)", runs["ai.kv_block=16 ai.kv_blocks=8"]["aistat"]).group(1))
     assert preempted > 0, runs["ai.kv_block=16 ai.kv_blocks=8"]["aistat"]
+
+
+SHARED = os.environ.get("KAI_SHARED_MODELS", os.path.join(os.path.dirname(ROOT), "shared", "models"))
+
+
+def test_text_in_and_out_and_end_of_sequence(image):
+    """`ai --text` with stories260K (exported with its tokenizer): the guest
+    prints the same English text as the host runner's tokens decoded by the
+    host tokenizer (tools/tokenizer.py); and an end-of-sequence id from the
+    bundle's TOK.BIN stops generation early (finish=eos) only when asked."""
+    img, bundles = image
+    if "STORIES" not in bundles:
+        pytest.skip("stories260K not exported (needs ../shared/models): run `make test-models`")
+    stories_bin = os.path.join(SHARED, "stories260K", "stories260K.bin")
+    tok512 = os.path.join(SHARED, "stories260K", "tok512.bin")
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import tokenizer  # noqa: E402
+    tok = tokenizer.load(tok512)
+    prompt = tok.encode("Once upon a time", bos=True)
+    host = subprocess.run([os.path.join(ROOT, "build", "host", "llmrun"), "--asset-dir", bundles["STORIES"],
+                           "--predict", "30"] + [str(t) for t in prompt], capture_output=True, text=True, check=True)
+    host_ids = _ids(host.stdout)
+    assert host_ids and len(host_ids) == 30, host.stdout
+    want = "Once upon a time" + tok.decode(host_ids)
+    assert want.startswith("Once upon a time, there was a little girl"), want
+
+    # A copy of the model whose TOK.BIN says a token of its greedy answer is the end.
+    eos_dir = os.path.join(WORK, "EOSTEST")
+    shutil.rmtree(eos_dir, ignore_errors=True)
+    eos_id = host_ids[3]
+    subprocess.check_call([PYTHON, os.path.join(ROOT, "tools", "export_model.py"), "--from", "llama2c", stories_bin,
+                           "--tokenizer", tok512, "--eos", str(eos_id), "--dtype", "f32", "--out", eos_dir],
+                          stdout=subprocess.DEVNULL)
+    eos_img = os.path.join(WORK, "eos.img")
+    progs = [os.path.join(BIN, p) for p in sorted(os.listdir(BIN))
+             if os.path.isfile(os.path.join(BIN, p)) and "." not in p]
+    subprocess.check_call([PYTHON, os.path.join(ROOT, "tools", "mkfsimg.py"), "--out", eos_img] + progs +
+                          ["--add-dir", f"AI/STORIES={bundles['STORIES']}", "--add-dir", f"AI/EOSTEST={eos_dir}"],
+                          stdout=subprocess.DEVNULL)
+    ids = " ".join(map(str, prompt))
+    cmds = ['ai --model STORIES --text "Once upon a time" --predict 30',
+            f"ai --model EOSTEST --predict 30 --stop-eos --timing {ids}",
+            f"ai --model EOSTEST --predict 30 --timing {ids}"]
+    res = boot(eos_img, cmds, ["STORIES", "EOSTEST"])
+    assert res.ok, res.error + "\n" + res.transcript[-3000:]
+    text_out = res.outputs[cmds[0]]
+    assert want in text_out, f"guest:\n{text_out}\nhost:\n{want}"
+    stopped, full = res.outputs[cmds[1]], res.outputs[cmds[2]]
+    assert _ids(stopped) == host_ids[:4] and "finish=eos" in stopped, stopped
+    assert _ids(full) == host_ids and "finish=length" in full, full
