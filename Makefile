@@ -19,7 +19,7 @@ all: kernel user fsimg host
 
 help:
 	@echo "make            build kernel, user programs, fs image, host runner"
-	@echo "make qemu       boot kai with a shell (CPUS=$(CPUS) RAM=$(RAM))"
+	@echo "make qemu       boot kai with a shell (CPUS=$(CPUS) RAM=$(RAM) DISK=ram|nvme|ssd|hdd|sdcard DETERMINISTIC=1)"
 	@echo "make qemu-gdb   same, waiting for gdb on tcp::1234"
 	@echo "make test       every test suite; ends with 'N passed, M failed'"
 	@echo "make bench      the standard benchmark study (not part of make test)"
@@ -127,7 +127,19 @@ QEMU_IMG ?= $(FSIMG)
 AI_WORKERS ?= 1
 QEMU_OPTS = -machine virt -bios default -kernel $(KERNEL_ELF) -m $(RAM) -smp $(CPUS) -nographic -append "ai.workers=$(AI_WORKERS)" \
             -global virtio-mmio.force-legacy=false \
-            -drive file=$(QEMU_IMG),if=none,format=raw,id=x0 -device virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0
+            -drive file=$(QEMU_IMG),if=none,format=raw,id=x0$(DISK_OPTS) -device virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0
+
+# DISK=ram|nvme|ssd|hdd|sdcard: QEMU throttles the virtual disk to that
+# device's bandwidth and IOPS, so the cold path's loading time is what the
+# device would cost. The figures live in one table, tools/disk_models.py
+# (docs/experiments.md shows it); ram is no throttling.
+DISK ?= ram
+ifneq ($(DISK),ram)
+DISK_OPTS := $(shell $(PYTHON) tools/disk_models.py --drive-options '$(DISK)' 2>/dev/null || echo BAD)
+ifeq ($(DISK_OPTS),BAD)
+$(error DISK=$(DISK): unknown disk model; choose one of ram nvme ssd hdd sdcard (tools/disk_models.py))
+endif
+endif
 
 # DETERMINISTIC=1: exact mode, the guest clock counts instructions (1 ns
 # each; docs/experiments.md). One hart only.
