@@ -1,0 +1,10 @@
+"""Pieces of tools/bench.py, one concern per module:
+
+latency  what TTFT, TPOT, queue wait ... are (the only place the formulas live)
+spread   repeated measurements: median, min-max, bootstrap interval, comparisons
+noise    the host-noise check (calib before and after a sweep point)
+work     counted work: multiply-adds and bytes, arithmetic intensity, roofline
+parse    reading what the guest printed (aibench, coldwarm, calib)
+plots    the PNG figures
+report   report.md
+"""
