@@ -264,14 +264,22 @@ setup:
 	@bash tools/setup.sh
 
 # ---------------------------------------------------------------- benchmarks
-# The standard study (docs/experiments.md): cold vs warm start and a 1..8
-# client sweep with 1 and 2 AI workers on the SmolLM2-135M-shape model, about
-# 7-15 minutes here. Not part of `make test` (tests/qemu/test_bench.py runs a small
-# version on the tiny model). BENCH_ARGS adds options, e.g. BENCH_ARGS=--quick.
-BENCH_OUT  ?= results/bench
-BENCH_ARGS ?=
+# The standard study (docs/experiments.md) on the SmolLM2-135M-shape model,
+# about 15-20 minutes here (at most ~30 on a busy host):
+# - cold vs warm start in exact mode (virtual time, one hart), once per disk
+#   model in BENCH_DISKS;
+# - the clients sweep (1, 2, 4 clients; 1 and 2 AI workers on 2 harts) in
+#   real time, each worker count booted BENCH_REPEAT times in a random order,
+#   with a host-noise check around every point.
+# Not part of `make test` (tests/qemu/test_bench.py runs a small version on
+# the tiny model). BENCH_ARGS adds options, e.g. BENCH_ARGS=--quick (a few
+# minutes) or BENCH_ARGS="--seed 42" to repeat an order.
+BENCH_OUT    ?= results/bench
+BENCH_REPEAT ?= 3
+BENCH_DISKS  ?= ram,nvme,ssd,hdd,sdcard
+BENCH_ARGS   ?=
 bench: kernel user smol-assets
-	$(PYTHON) tools/bench.py --out $(BENCH_OUT) $(BENCH_ARGS)
+	$(PYTHON) tools/bench.py --out $(BENCH_OUT) --repeat $(BENCH_REPEAT) --disk $(BENCH_DISKS) $(BENCH_ARGS)
 
 # ---------------------------------------------------------------- perf
 # The batched forward pass (lib/llm_batch.h) on the SmolLM2-135M shape, int8:

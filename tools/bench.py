@@ -122,7 +122,7 @@ def parse_args(argv):
     args.bundle = os.path.abspath(args.bundle or os.path.join(ROOT, "build", "models" if q else "assets",
                                                               "tiny-llama" if q else "SMOL"))
     args.name = (args.name or os.path.basename(os.path.normpath(args.bundle))).upper().replace("-", "")[:15]
-    args.requests = args.requests or (3 if q else 2)
+    args.requests = args.requests or 3
     args.prompt = args.prompt or (8 if q else 4)
     args.predict = args.predict or (64 if q else 8)   # tiny requests must outlast the 10 ms sampling tick
     args.cold_runs = (2 if q else 3) if args.cold_runs is None else args.cold_runs
