@@ -7,7 +7,7 @@ report.md. docs/experiments.md explains the study and how to read it.
     bench.py [--out DIR] [--quick] [--bundle DIR] [--name NAME] [--smp N] [--memory SIZE]
              [--workers 1,2] [--clients 1,2,4] [--requests R] [--prompt P] [--predict N]
              [--repeat K] [--seed S] [--disk ram,nvme,ssd,hdd,sdcard] [--cold-runs K]
-             [--noise-threshold PCT] [--calib-iterations N] [--float] [--replot]
+             [--noise-threshold PCT] [--calib-iterations N] [--float] [--deterministic] [--replot]
 
 Two clocks (every table and plot says which):
 - cold vs warm runs in exact mode (QEMU -icount, one hart: virtual time,
@@ -20,7 +20,8 @@ Two clocks (every table and plot says which):
   client counts in a random order inside each boot), each point bracketed by
   the `calib` host-noise check. The report gives median [min-max] over the
   boots and says for each comparison whether the difference is larger than
-  the spread.
+  the spread. --deterministic runs the sweep in exact mode too (one hart:
+  workers then take turns on it; see docs/experiments.md).
 
 The default study (`make bench`) uses the SmolLM2-135M-shape bundle
 (build/assets/SMOL, `make smol-assets`); --quick the tiny synthetic Llama
@@ -44,7 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import disk_models  # noqa: E402
-import qemu_run  # noqa: E402,F401
+import qemu_run  # noqa: E402
 from benchlib import analysis  # noqa: E402
 from benchlib.latency import derive, percentile, median, point_stats  # noqa: E402,F401  (used by tests)
 from benchlib.noise import DEFAULT_THRESHOLD_PCT  # noqa: E402
@@ -107,6 +108,8 @@ def parse_args(argv):
                     help="flag a point whose calibration moved more than this many percent")
     ap.add_argument("--calib-iterations", type=int, default=DEFAULT_CALIB_ITERATIONS)
     ap.add_argument("--float", action="store_true", help="float activations (slow in real time)")
+    ap.add_argument("--deterministic", action="store_true",
+                    help="the sweep in exact mode too (virtual time, one hart: --smp 1)")
     ap.add_argument("--keep-image", action="store_true", help="keep bench.img in --out")
     ap.add_argument("--replot", action="store_true",
                     help="only redraw the plots and report.md from summary.json etc. in --out")
@@ -119,6 +122,8 @@ def parse_args(argv):
     if args.repeat < 1:
         ap.error(f"--repeat {args.repeat}: want at least 1")
     args.sweep_disk = args.disks[0]
+    if args.deterministic:
+        args.smp = qemu_run.EXACT_MAX_SMP   # QEMU -icount: kai boots one hart (docs/experiments.md)
     args.bundle = os.path.abspath(args.bundle or os.path.join(ROOT, "build", "models" if q else "assets",
                                                               "tiny-llama" if q else "SMOL"))
     args.name = (args.name or os.path.basename(os.path.normpath(args.bundle))).upper().replace("-", "")[:15]
@@ -216,13 +221,14 @@ def main(argv=None):
                           "requests": args.requests, "prompt": args.prompt, "predict": args.predict,
                           "repeat": args.repeat, "seed": args.seed, "disks": args.disks,
                           "sweep_disk": args.sweep_disk, "cold_runs": args.cold_runs, "float": args.float,
-                          "noise_threshold_pct": args.noise_threshold, "quick": q},
-               "time_modes": {"cold_warm": EXACT, "sweep": REAL},
+                          "noise_threshold_pct": args.noise_threshold, "quick": q,
+                          "deterministic": args.deterministic},
+               "time_modes": {"cold_warm": EXACT, "sweep": EXACT if args.deterministic else REAL},
                "environment": env, "wall_s": time.monotonic() - study_mod.STUDY_START,
                "cold_warm": {"time_mode": EXACT, "runs_each": args.cold_runs, "disks": cw_disks},
                "work": analysis.counted_work(cw_disks, args.bundle, args.prompt, args.predict),
                "sweep": {str(w): pts for w, pts in sweep.items()},
-               "comparisons": analysis.comparisons(sweep, cw_disks),
+               "comparisons": analysis.comparisons(sweep, cw_disks, EXACT if args.deterministic else REAL),
                "calibration": calibration, "littles_law": littles, "problems": problems}
     progress("plots")
     qwaits, samples = plot_inputs(runs)

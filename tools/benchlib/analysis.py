@@ -88,7 +88,7 @@ def cold_warm_disks(raw, seed):
     return out
 
 
-def comparisons(sweep, cw_disks):
+def comparisons(sweep, cw_disks, sweep_clock=REAL):
     """The comparisons the study exists for; A and B are spread summaries."""
     out = []
 
@@ -103,14 +103,14 @@ def comparisons(sweep, cw_disks):
         if hi != lo:
             for key, fig, unit in (("throughput_rps", "requests/s", "rps"), ("service_mean_us", "service time", "us"),
                                    ("e2e_p50_us", "end-to-end p50", "us")):
-                add(f"{w} worker(s): {lo} (A) vs {hi} (B) clients", REAL, fig, unit,
+                add(f"{w} worker(s): {lo} (A) vs {hi} (B) clients", sweep_clock, fig, unit,
                     by_c[lo]["spread"][key], by_c[hi]["spread"][key])
     ws = sorted(sweep)
     if len(ws) >= 2:
         a, b = ws[0], ws[1]
         for pa, pb in zip(sweep[a], sweep[b]):
             if pa["clients"] == pb["clients"]:
-                add(f"{pa['clients']} client(s): {a} (A) vs {b} (B) workers", REAL, "requests/s", "rps",
+                add(f"{pa['clients']} client(s): {a} (A) vs {b} (B) workers", sweep_clock, "requests/s", "rps",
                     pa["spread"]["throughput_rps"], pb["spread"]["throughput_rps"])
     for d, r in cw_disks.items():
         m = r["medians"]

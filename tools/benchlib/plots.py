@@ -40,6 +40,7 @@ def make_plots(out, summary, qwaits, samples):
     sweep = {int(w): pts for w, pts in summary["sweep"].items()}
     clients = sorted({p["clients"] for pts in sweep.values() for p in pts})
     k = summary["config"]["repeat"]
+    clock = summary["time_modes"]["sweep"]
     if sweep:
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
         for ax, key, title in ((axes[0], "e2e_p50_us", "End-to-end latency, p50"),
@@ -52,7 +53,7 @@ def make_plots(out, summary, qwaits, samples):
                     ax.plot(*zip(*flagged), "x", color="tab:red", markersize=8)
             ax.plot([], [], "x", color="tab:red", label="a flagged run (host noise)")
             ax.set_ylabel("ms")
-            ax.set_title(f"{title} ({REAL})", fontsize=10)
+            ax.set_title(f"{title} ({clock})", fontsize=10)
             _clients_axis(ax, clients, matplotlib)
             ax.legend(fontsize=8)
         fig.suptitle(f"median of {k} boots; bars: min-max", fontsize=9)
@@ -67,7 +68,7 @@ def make_plots(out, summary, qwaits, samples):
                 _errorbar(ax, [p["clients"] for p in points], [p["spread"][key] for p in points], 1,
                           fmt="o-", label=f"{w} worker(s)")
             ax.set_ylabel(label)
-            ax.set_title(f"Throughput: {label} ({REAL})", fontsize=10)
+            ax.set_title(f"Throughput: {label} ({clock})", fontsize=10)
             _clients_axis(ax, clients, matplotlib)
             ax.legend(fontsize=8)
         fig.suptitle(f"median of {k} boots; bars: min-max", fontsize=9)
@@ -86,7 +87,7 @@ def make_plots(out, summary, qwaits, samples):
                     linestyle=["-", "--", ":", "-."][all_workers.index(w) % 4])
         ax.set_xlabel("queue wait (ms)")
         ax.set_ylabel("fraction of requests")
-        ax.set_title(f"Queue-wait CDF, all {k} boots pooled ({REAL})", fontsize=10)
+        ax.set_title(f"Queue-wait CDF, all {k} boots pooled ({clock})", fontsize=10)
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
         save(fig, "queue_wait_cdf.png")
@@ -108,7 +109,7 @@ def make_plots(out, summary, qwaits, samples):
             ax.grid(alpha=0.3)
         axes[0][0].set_ylabel("requests in the service")
         axes[0][0].legend(loc="upper right", fontsize=8)
-        fig.suptitle(f"Requests in the service over time, first boot (sampled every 10 ms; {REAL})", fontsize=10)
+        fig.suptitle(f"Requests in the service over time, first boot (sampled every 10 ms; {clock})", fontsize=10)
         save(fig, "in_system.png")
 
     disks = summary["cold_warm"].get("disks", {})

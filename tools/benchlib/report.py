@@ -118,7 +118,7 @@ def work_section(summary):
 def sweep_section(summary):
     a = summary["config"]
     lines = ["## Clients sweep", "",
-             f"**{REAL}**, QEMU `-smp {a['smp']}`, disk `{a['sweep_disk']}`. Closed loop: each client sends "
+             f"**{summary['time_modes']['sweep']}**, QEMU `-smp {a['smp']}`, disk `{a['sweep_disk']}`. Closed loop: each client sends "
              f"{a['requests']} requests one after another. Each point ran in {a['repeat']} separate boots "
              f"(boot order and client order inside a boot randomised, seed {a['seed']}); each cell is the "
              "median over the boots of that boot's figure, [min-max] over the boots. Latencies in ms "
@@ -188,16 +188,18 @@ def write_report(out, summary, plots):
              f"Commit `{env['commit']}`, {env['date']}, host: {env['host_cpus']} CPUs, load average "
              f"{env['loadavg_start']} at the start and {env.get('loadavg_end', '-')} at the end; the whole "
              f"study took {summary['wall_s'] / 60:.1f} min.", "",
-             f"Two clocks: the cold/warm study runs in exact mode (**{EXACT}**, one hart): compute costs are "
-             f"the same in every boot. The clients sweep needs several harts, so it runs in **{REAL}**, "
-             "repeated over boots, with a host-noise check.", ""]
+             (f"Two clocks: the cold/warm study runs in exact mode (**{EXACT}**, one hart): compute costs "
+              f"are the same in every boot. The clients sweep needs several harts, so it runs in **{REAL}**, "
+              "repeated over boots, with a host-noise check." if summary["time_modes"]["sweep"] == REAL else
+              f"The whole study ran in exact mode (`--deterministic`: **{EXACT}**, one hart), so the sweep's "
+              "workers share one hart."), ""]
     lines += cold_warm_section(summary)
     lines += work_section(summary)
     lines += sweep_section(summary)
     lines += comparisons_section(summary)
     lines += noise_section(summary)
     ll = summary["littles_law"]
-    lines += [f"**Little's law** (L = λW, {REAL}), checked in every boot of every point: worst disagreement "
+    lines += [f"**Little's law** (L = λW, {summary['time_modes']['sweep']}), checked in every boot of every point: worst disagreement "
               f"{ll['worst_pct']:.1f}% — {'within' if ll['ok'] else 'NOT within'} {LITTLE_TOLERANCE_PCT:.0f}%. "
               "L is measured by a sampler process watching the service; λ and W from the kernel's per-request "
               "timestamps.", ""]

@@ -4,7 +4,8 @@ cold_warm(): exact mode (one hart, virtual time), one boot per disk model,
     `coldwarm` K runs of each path.
 sweep(): real time, one boot per (worker count, repeat) in a seeded random
     order; in each boot the client counts in random order, each point
-    bracketed by `calib` runs (the host-noise check).
+    bracketed by `calib` runs (the host-noise check); in exact mode
+    (args.deterministic) on one hart.
 Both return plain data; analysis.py summarises it.
 """
 import os
@@ -123,9 +124,10 @@ def sweep(args, img, workers, clients, logs):
     for b, (w, k) in enumerate(boots):
         order = list(clients)
         rng.shuffle(order)
-        progress(f"boot {b + 1}/{len(boots)} (real time): {w} worker(s), repeat {k + 1}/{args.repeat}, "
+        clock = "exact mode" if args.deterministic else "real time"
+        progress(f"boot {b + 1}/{len(boots)} ({clock}): {w} worker(s), repeat {k + 1}/{args.repeat}, "
                  f"-smp {args.smp}, clients in the order {order}")
-        s = _boot(img, args, args.smp, w, False, args.sweep_disk)
+        s = _boot(img, args, args.smp, w, args.deterministic, args.sweep_disk)
         try:
             for c in order:
                 label = f"point {len(runs) + 1}/{total}: {w} worker(s), {c} client(s), repeat {k + 1}"
