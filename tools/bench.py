@@ -255,7 +255,14 @@ def replot(out):
             if r["repeat"] == "0":
                 samples.setdefault((int(r["workers"]), int(r["clients"])), []).append(
                     (int(r["t_ns"]), int(r["queued"]), int(r["running"])))
+    # The counted work is derived from the bundle and llmrun's timing line:
+    # recompute it, so a newer work.py shows in the redrawn report.
+    cfg = summary["config"]
+    summary["work"] = analysis.counted_work(summary["cold_warm"]["disks"], os.path.join(ROOT, cfg["bundle"]),
+                                            cfg["prompt"], cfg["predict"])
     summary["plots"] = make_plots(out, summary, qwaits, samples)
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2)
     write_report(out, summary, summary["plots"])
     progress(f"redrew {len(summary['plots'])} plots and {os.path.join(out, 'report.md')}")
     return 0

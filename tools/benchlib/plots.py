@@ -126,7 +126,7 @@ def make_plots(out, summary, qwaits, samples):
             other = max(0.0, ttft - pre - load)
             x = i - 0.2
             ax.bar(x, load, 0.38, color="tab:red", alpha=0.35, hatch="//", label="cold: reading the model" if i == 0 else None)
-            ax.bar(x, other, 0.38, bottom=load, color="tab:red", alpha=0.6, label="cold: fork, exec, checks, setup" if i == 0 else None)
+            ax.bar(x, other, 0.38, bottom=load, color="tab:red", alpha=0.6, label="cold: fork, exec (reads llmrun), checks, setup" if i == 0 else None)
             ax.bar(x, pre, 0.38, bottom=load + other, color="tab:red", label="cold: prefill" if i == 0 else None)
             ax.text(x, ttft, f"{ttft:.0f}", ha="center", va="bottom", fontsize=8)
             wt = m["warm"]["ttft_us"]["median"] / 1e3
@@ -149,7 +149,7 @@ def make_plots(out, summary, qwaits, samples):
             ax.plot(xs, [min(m["peak_macs"], x * m["bandwidth_Bps"]) for x in xs], color=f"C{i}", label=m["name"])
         for j, r in enumerate(rows):
             ax.axvline(r["intensity"], color="gray", linestyle=[":", "--", "-.", "-"][j % 4], linewidth=1)
-            ax.text(r["intensity"] * 1.08, 1.3e9 * 3 ** j, r["phase"].split(";")[0], fontsize=7, rotation=0)
+            ax.text(r["intensity"] * 1.08, 1.3e9 * 4 ** j, r.get("short", r["phase"]), fontsize=7)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("arithmetic intensity (multiply-adds per byte moved)")

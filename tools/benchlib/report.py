@@ -166,14 +166,14 @@ def noise_section(summary):
                if r["flags"]]
     lines = ["## Host noise", "",
              f"`calib` ({cal['iterations']} iterations of a fixed integer loop) ran before and after every "
-             f"point, in the same boot. Study median {cal['reference_us']} us, range {cal['min_us']}-"
+             f"point, in the same boot. Study median {cal['reference_us']:.0f} us, range {cal['min_us']}-"
              f"{cal['max_us']} us over {cal['count']} runs. A boot of a point is flagged when its calibration "
              f"moved by more than {cal['threshold_pct']:.0f}% during the point, or was more than "
              f"{cal['threshold_pct']:.0f}% slower than the study's median. "
              f"{len(flagged)} flagged (of {sum(len(p['runs']) for pts in summary['sweep'].values() for p in pts)}).",
              ""]
     for w, c, r in flagged:
-        lines.append(f"- {w} worker(s), {c} clients, boot {r['boot']}: {'; '.join(r['flags'])}")
+        lines.append(f"- {w} worker(s), {c} clients, boot {r['boot'] + 1} of the study: {'; '.join(r['flags'])}")
     return lines + ([""] if flagged else [])
 
 

@@ -128,18 +128,19 @@ def intensity(phase):
 
 def phases(work, cfg, n_prompt, n_gen):
     """The rows of the intensity table: name, MACs, bytes, per how many tokens."""
-    rows = [{"phase": f"prefill, kai ({n_prompt} tokens one at a time)", "tokens": n_prompt,
+    rows = [{"phase": f"prefill, kai ({n_prompt} tokens one at a time)", "short": "kai prefill", "tokens": n_prompt,
              **{k: work[f"prefill_{k}"] for k in PHASE_FIELDS}}]
     steps = max(0, n_gen - 1)
     if steps:
-        rows.append({"phase": "decode (one step)", "tokens": 1,
+        rows.append({"phase": "decode (one step)", "short": "decode", "tokens": 1,
                      **{k: work[f"decode_{k}"] / steps for k in PHASE_FIELDS}})
     if cfg is not None and cfg.model_kind == 0:
-        rows.append({"phase": f"prefill, batched ({n_prompt} tokens at once; what if)", "tokens": n_prompt,
+        rows.append({"phase": f"prefill, batched ({n_prompt} tokens at once; what if)",
+                     "short": f"batched prefill, {n_prompt} tokens", "tokens": n_prompt,
                      **batched_prefill(cfg, n_prompt)})
         longest = cfg.runtime_seq_len   # the longest prompt kai's runtime takes
         rows.append({"phase": f"prefill, batched ({longest} tokens at once; what if)",
-                     "tokens": longest, **batched_prefill(cfg, longest)})
+                     "short": f"batched prefill, {longest} tokens", "tokens": longest, **batched_prefill(cfg, longest)})
     for r in rows:
         r["intensity"] = intensity(r)
     return rows
