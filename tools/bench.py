@@ -98,6 +98,9 @@ def parse_args(argv):
     ap.add_argument("--requests", type=int, default=None, help="requests per client")
     ap.add_argument("--prompt", type=int, default=None, help="prompt tokens")
     ap.add_argument("--predict", type=int, default=None, help="tokens to generate")
+    ap.add_argument("--max-batch", type=int, default=None,
+                    help="kernel ai.max_batch: requests one worker runs together (1: one at a time; "
+                         "default: the kernel's)")
     ap.add_argument("--repeat", type=int, default=3, help="boots per worker count of the sweep (default 3)")
     ap.add_argument("--seed", type=int, default=None, help="seed of the random boot and client order "
                                                             "(default: from the clock; recorded)")
@@ -119,6 +122,8 @@ def parse_args(argv):
         args.disks = disk_models.parse_disk_list(args.disk or ("ram,hdd" if q else ",".join(disk_models.DISK_NAMES)))
     except disk_models.UnknownDisk as e:
         ap.error(f"--disk: {e}")
+    if args.max_batch is not None and not 1 <= args.max_batch <= 16:
+        ap.error(f"--max-batch {args.max_batch}: want 1..16 (the kernel's ai.max_batch)")
     if args.repeat < 1:
         ap.error(f"--repeat {args.repeat}: want at least 1")
     args.sweep_disk = args.disks[0]
@@ -219,7 +224,8 @@ def main(argv=None):
                "config": {"name": args.name, "bundle": os.path.relpath(args.bundle, ROOT), "smp": args.smp,
                           "memory": args.memory, "workers": workers, "clients": clients,
                           "requests": args.requests, "prompt": args.prompt, "predict": args.predict,
-                          "repeat": args.repeat, "seed": args.seed, "disks": args.disks,
+                          "repeat": args.repeat, "seed": args.seed, "max_batch": args.max_batch,
+                          "disks": args.disks,
                           "sweep_disk": args.sweep_disk, "cold_runs": args.cold_runs, "float": args.float,
                           "noise_threshold_pct": args.noise_threshold, "quick": q,
                           "deterministic": args.deterministic},

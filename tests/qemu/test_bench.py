@@ -1,7 +1,8 @@
 """The benchmark study, small: `tools/bench.py --quick` on the tiny synthetic
 Llama into a temporary directory: cold vs warm in exact mode on the ram and
 hdd disk models (2 runs each), and a real-time sweep of 1 and 2 workers on 2
-harts, 1 and 2 clients, repeated in 2 boots each. Checks structure and
+harts, 1 and 2 clients, repeated in 2 boots each, one request at a time per
+worker (--max-batch 1). Checks structure and
 consistency, not speed: every file is there, one CSV row per request and
 boot, every request done, kernel timestamps in order, the JSON agrees with
 the CSV, repeats and spreads, calibration and noise flags, comparisons, the
@@ -55,7 +56,7 @@ def study(tmp_path_factory):
            "--workers", ",".join(map(str, WORKERS)), "--clients", ",".join(map(str, CLIENTS)),
            "--requests", str(REQUESTS), "--predict", str(PREDICT), "--cold-runs", str(COLD_RUNS),
            "--repeat", str(REPEAT), "--seed", str(SEED), "--disk", ",".join(DISKS),
-           "--calib-iterations", "2000000"]
+           "--calib-iterations", "2000000", "--max-batch", "1"]
     for attempt in (1, 2):
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
         with open(os.path.join(out, "summary.json")) as f:
@@ -129,7 +130,8 @@ def test_one_row_per_request_and_boot_all_done_timestamps_ordered(study):
         assert int(r["worker"]) < int(r["workers"])
         assert int(r["e2e_us"]) == (e - s) // 1000 and int(r["queue_us"]) == (st - s) // 1000
         assert int(r["ttft_us"]) == (f - s) // 1000 and int(r["tpot_us"]) == (e - f) // (PREDICT - 1) // 1000
-    # With one worker, requests run one at a time: their run intervals never overlap.
+    # With one worker and --max-batch 1 (kernel ai.max_batch=1), requests run
+    # one at a time: their run intervals never overlap.
     for k in range(REPEAT):
         one = sorted((int(r["t_start_ns"]), int(r["t_finish_ns"])) for r in rows
                      if (r["workers"], r["clients"], r["repeat"]) == ("1", "2", str(k)))
@@ -141,6 +143,7 @@ def test_json_matches_csv(study):
     cfg = summary["config"]
     assert cfg["workers"] == list(WORKERS) and cfg["clients"] == list(CLIENTS)
     assert cfg["repeat"] == REPEAT and cfg["seed"] == SEED and cfg["disks"] == list(DISKS)
+    assert cfg["max_batch"] == 1
     assert sorted(summary["sweep"]) == sorted(str(w) for w in WORKERS)
     for w, p in points(summary):
         assert p["clients"] in CLIENTS

@@ -184,7 +184,8 @@ def write_report(out, summary, plots):
              f"Command: `{summary['command']}`" + (" (run by `make bench`)" if summary.get("via_make") else ""),
              "",
              f"Model `{a['name']}` from `{a['bundle']}`; `-m {a['memory']}`; prompt {a['prompt']} tokens, "
-             f"{a['predict']} generated per request; {'float' if a['float'] else 'int8'} activations. "
+             f"{a['predict']} generated per request; {'float' if a['float'] else 'int8'} activations; "
+             f"AI service batching: {'kernel default' if not a.get('max_batch') else 'ai.max_batch=%d' % a['max_batch']}. "
              f"Commit `{env['commit']}`, {env['date']}, host: {env['host_cpus']} CPUs, load average "
              f"{env['loadavg_start']} at the start and {env.get('loadavg_end', '-')} at the end; the whole "
              f"study took {summary['wall_s'] / 60:.1f} min.", "",

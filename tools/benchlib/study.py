@@ -70,9 +70,18 @@ def run_command(session, command, timeout, label, total=None):
     return text.replace("\r", "")
 
 
+def kernel_command_line(args, workers):
+    """ai.workers=W, and ai.max_batch=N when --max-batch was given (else the
+    kernel's default: a worker runs up to that many requests together)."""
+    line = f"ai.workers={workers}"
+    if args.max_batch:
+        line += f" ai.max_batch={args.max_batch}"
+    return line
+
+
 def _boot(img, args, smp, workers, deterministic, disk):
     s = qemu_run.Session(img, KERNEL, smp=smp, memory=args.memory, snapshot=True, boot_timeout=300,
-                         append=f"ai.workers={workers}", deterministic=deterministic, disk=disk)
+                         append=kernel_command_line(args, workers), deterministic=deterministic, disk=disk)
     if not s.booted:
         s.close()
         sys.exit("bench: boot failed:\n" + s.transcript)
