@@ -25,7 +25,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import bench  # noqa: E402
-import qemu_run  # noqa: E402
+import kai_boot  # noqa: E402
+from kai_boot import qemu_run  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 TINY = os.path.join(ROOT, "build", "models", "tiny-llama")
@@ -39,13 +40,8 @@ EXACT, REAL = "virtual time: 1 instruction = 1 ns", "real time"
 
 
 def need_built():
-    if not os.path.exists(bench.KERNEL):
-        pytest.skip("kernel not built: run `make`")
-    if not os.path.exists(os.path.join(TINY, "CFG.BIN")):
-        pytest.skip("build/models/tiny-llama missing: run `make test-models`")
-    for prog in ("llmrun", "aibench", "coldwarm", "calib"):
-        if not os.path.exists(os.path.join(bench.BIN, prog)):
-            pytest.skip(f"/bin/{prog} not built (build/user/bin/{prog}): run `make user`")
+    kai_boot.need_built("llmrun", "aibench", "coldwarm", "calib")
+    kai_boot.need_model("tiny-llama")
 
 
 @pytest.fixture(scope="module")
