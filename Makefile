@@ -265,7 +265,7 @@ setup:
 
 # ---------------------------------------------------------------- benchmarks
 # The standard study (docs/experiments.md) on the SmolLM2-135M-shape model,
-# about 15-20 minutes here (at most ~30 on a busy host):
+# 17 minutes here on a quiet host, 30 on a busy one:
 # - cold vs warm start in exact mode (virtual time, one hart), once per disk
 #   model in BENCH_DISKS;
 # - the clients sweep (1, 2, 4 clients; 1 and 2 AI workers on 2 harts) in
