@@ -76,6 +76,10 @@ LLMRUN_OBJS  := $(B)/user/llmrun/llmrun.cpp.o $(B)/user/llmrun/platform_kai.cpp.
 LLMRUN_PROGS := $(B)/user/bin/llmrun $(B)/user/bin/llmrun_smol $(B)/user/bin/llmrun_qwen
 UPROGS       += $(LLMRUN_PROGS)
 
+# usertests: one program built from the topic files of user/usertests/.
+USERTESTS_OBJS := $(patsubst %,$(B)/%.o,$(wildcard user/usertests/*.cpp))
+UPROGS         += $(B)/user/bin/usertests
+
 user: $(UPROGS)
 
 $(B)/user/%.cpp.o: user/%.cpp
@@ -93,6 +97,8 @@ $(B)/user/libkai.a: $(ULIB_OBJS) $(URT_OBJS)
 
 $(B)/user/bin/%: $(B)/user/bin/%.cpp.o $(B)/user/libkai.a user/user.ld
 	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $< $(B)/user/libkai.a -lgcc
+$(B)/user/bin/usertests: $(USERTESTS_OBJS) $(B)/user/libkai.a user/user.ld
+	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $(USERTESTS_OBJS) $(B)/user/libkai.a -lgcc
 $(LLMRUN_PROGS): $(LLMRUN_OBJS) $(B)/user/libkai.a user/user.ld
 	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $(LLMRUN_OBJS) $(B)/user/libkai.a -lgcc
 

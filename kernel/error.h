@@ -4,7 +4,7 @@
 #pragma once
 #include <stdint.h>
 #include "error_or.h"
-#include "../include/kai/errno.h"
+#include <kai/errno.h>
 
 enum class Errno : int {
   Perm = KAI_EPERM, NoEnt = KAI_ENOENT, NoProcess = KAI_ESRCH, Interrupted = KAI_EINTR,
@@ -18,3 +18,18 @@ enum class Errno : int {
   NotEmpty = KAI_ENOTEMPTY, Quota = KAI_EDQUOT, Cancelled = KAI_ECANCELED,
 };
 
+
+// MUST(expr, why): expr returns ErrorOr<void>, the caller has nothing left to
+// undo and nobody to hand an error to (a change already half made inside a
+// log transaction), and `why` says why that is safe. Where TRY passes an
+// error up, MUST documents that this call is the end of the line. An error
+// still does not vanish silently: the kernel prints the call, the reason and
+// the error number, then carries on (a bad disk must not panic the kernel).
+// Example: MUST(iupdate(ip), "the inode block is pinned by this transaction").
+void must_failed(const char* call, const char* why, int err, const char* file, int line);
+#define MUST(expr, why)                                                          \
+  do {                                                                           \
+    auto must_result_ = (expr);                                                  \
+    if (must_result_.is_error())                                                 \
+      must_failed(#expr, why, static_cast<int>(must_result_.error()), __FILE__, __LINE__); \
+  } while (0)

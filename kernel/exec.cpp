@@ -102,20 +102,20 @@ ErrorOr<uint64_t> exec(const char* path, char* const argv[]) {
   if (!pt) return Errno::NoMem;
   uint64_t sz = 0, entry = 0;
 
-  fs::begin_op();
-  auto ip_or = fs::namei(path);
-  if (ip_or.is_error()) {
-    fs::end_op();
-    proc_free_pagetable(pt, 0);
-    return ip_or.error();
-  }
-  fs::Inode* ip = ip_or.value();
-  fs::ilock(ip);
   ErrorOr<uint64_t> loaded = Errno::NoExec;
-  if (fs::inode_type(ip) == KAI_T_FILE) loaded = load_program(pt, ip, entry, sz);
-  else loaded = fs::inode_type(ip) == KAI_T_DIR ? Errno::IsDir : Errno::Perm;
-  fs::iunlockput(ip);
-  fs::end_op();
+  {
+    fs::Transaction tx;
+    auto ip_or = fs::namei(path);
+    if (ip_or.is_error()) {
+      proc_free_pagetable(pt, 0);
+      return ip_or.error();
+    }
+    fs::Inode* ip = ip_or.value();
+    fs::ilock(ip);
+    if (fs::inode_type(ip) == KAI_T_FILE) loaded = load_program(pt, ip, entry, sz);
+    else loaded = fs::inode_type(ip) == KAI_T_DIR ? Errno::IsDir : Errno::Perm;
+    fs::iunlockput(ip);
+  }
   if (loaded.is_error()) {
     proc_free_pagetable(pt, sz);
     return loaded.error();

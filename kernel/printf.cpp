@@ -1,6 +1,7 @@
 // kprintf/panic/ksnprintf on one small formatter that writes through a sink.
 #include "printf.h"
 #include <stdint.h>
+#include "error.h"
 #include "console.h"
 #include "spinlock.h"
 #include "riscv.h"
@@ -158,4 +159,10 @@ void panic(const char* fmt, ...) {
       if (i != cpu_index() && cpus[i].started) sbi::send_ipi(1, cpus[i].hartid);
   }
   for (;;) asm volatile("wfi");
+}
+
+// The error path of MUST (kernel/error.h): a call that was not supposed to
+// fail did. Reported, not fatal.
+void must_failed(const char* call, const char* why, int err, const char* file, int line) {
+  kprintf("kernel: %s:%d: %s failed (error %d) although %s\n", file, line, call, err, why);
 }

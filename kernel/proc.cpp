@@ -21,11 +21,6 @@
 #include "trap.h"
 #include "uvm.h"
 
-namespace ai {
-void start(int n_workers) __attribute__((weak));
-void process_exited(int pid) __attribute__((weak));
-}  // namespace ai
-
 Process procs[NPROC];
 Process* init_process = nullptr;
 
@@ -145,10 +140,9 @@ void first_process_start() {
     }
   }
   // The AI service loads its models in its own kernel threads; the shell
-  // comes up meanwhile. (Weak reference: the kernel links without kernel/ai/.)
-  // Worker count: build-time default, overridden by `ai.workers=N` on the
-  // kernel command line (QEMU -append).
-  if (ai::start) ai::start(static_cast<int>(bootarg_int(g_boot, "ai.workers", KAI_AI_WORKERS)));
+  // comes up meanwhile. Its options come from the kernel command line
+  // (QEMU -append: ai.workers=N, ai.max_batch=N, ...).
+  ai::start();
   char arg0[] = "/bin/init";
   char* argv[] = {arg0, nullptr};
   auto result = exec("/bin/init", argv);
@@ -290,13 +284,12 @@ void exit(int status) {
     }
   }
   if (p->cwd) {
-    fs::begin_op();
+    fs::Transaction tx;   // the last reference to a removed directory frees it
     fs::iput(p->cwd);
-    fs::end_op();
     p->cwd = nullptr;
   }
   if (console_foreground() == p->pid) console_set_foreground(0);
-  if (ai::process_exited) ai::process_exited(p->pid);   // cancel its AI requests
+  ai::process_exited(p->pid);   // its AI requests are gone at once
 
   wait_lock.acquire();
   reparent(p);
@@ -309,7 +302,7 @@ void exit(int status) {
   panic("exit: zombie ran again");
 }
 
-ErrorOr<int> wait(uint64_t status_addr) {
+ErrorOr<int> wait(UserPtr<int> status) {
   Process* p = current_process();
   SpinlockGuard guard(wait_lock);
   for (;;) {
@@ -320,9 +313,7 @@ ErrorOr<int> wait(uint64_t status_addr) {
       have_children = true;
       if (child.state != ProcState::Zombie) continue;
       int pid = child.pid;
-      if (status_addr &&
-          copyout(p->pagetable, status_addr, &child.exit_status, sizeof child.exit_status)
-              .is_error())
+      if (!status.is_null() && copy_to_user(status, &child.exit_status).is_error())
         return Errno::Fault;
       free_process(&child);
       return pid;
@@ -507,4 +498,24 @@ void procdump() {
     kprintf("\n");
   }
   kprintf("free memory: %lu of %lu pages\n", kalloc_free_pages(), kalloc_total_pages());
+}
+
+ErrorOr<void> either_copyout(bool user_dst, uint64_t dst, const void* src, uint64_t len) {
+  if (user_dst) {
+    Process* p = current_process();
+    if (!p || !p->pagetable) return Errno::Fault;
+    return copyout(p->pagetable, dst, src, len);
+  }
+  memmove(reinterpret_cast<void*>(dst), src, len);
+  return {};
+}
+
+ErrorOr<void> either_copyin(void* dst, bool user_src, uint64_t src, uint64_t len) {
+  if (user_src) {
+    Process* p = current_process();
+    if (!p || !p->pagetable) return Errno::Fault;
+    return copyin(p->pagetable, dst, src, len);
+  }
+  memmove(dst, reinterpret_cast<const void*>(src), len);
+  return {};
 }

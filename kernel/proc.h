@@ -1,5 +1,7 @@
-// Processes and kernel threads. (Contract part: the file system and the AI
-// service rely on the declarations marked CONTRACT; the rest is free to grow.)
+// Processes and kernel threads as the rest of the kernel sees them: the
+// Process record, the current process, sleep/wakeup, kernel threads, and
+// copies to or from the current process's memory. (The scheduler's own
+// operations, fork/exec/exit/wait, are in process.h.)
 #pragma once
 #include <stdint.h>
 #include "param.h"
@@ -23,9 +25,9 @@ struct Process {
   int pid = 0;
 
   // -- private to the process --
-  PageTable pagetable = nullptr;      // CONTRACT: nullptr for a kernel thread
-  fs::File* ofile[NOFILE] = {};       // CONTRACT: open files
-  fs::Inode* cwd = nullptr;           // CONTRACT: current directory
+  PageTable pagetable = nullptr;      // nullptr for a kernel thread
+  fs::File* ofile[NOFILE] = {};       // open files, indexed by file descriptor
+  fs::Inode* cwd = nullptr;           // current directory (a reference: iput at exit)
   char name[32] = {};
 
   // -- kernel core only --
@@ -43,19 +45,27 @@ struct Process {
   void* karg = nullptr;
 };
 
-// CONTRACT: the process (or kernel thread) running on this hart, or nullptr.
+// The process (or kernel thread) running on this hart, or nullptr.
 Process* current_process();
-// CONTRACT: atomically release lk and sleep on chan; reacquire lk on wakeup.
+// Atomically releases lk and sleeps on chan; reacquires lk on wakeup.
 void sleep(const void* chan, Spinlock& lk);
-// CONTRACT: wake every process sleeping on chan. Callable from interrupts.
+// Wakes every process sleeping on chan. Callable from interrupts.
 void wakeup(const void* chan);
-// CONTRACT: has the current process been killed? (Long sleeps check it.)
+// Has the current process been killed? (Long sleeps check it.)
 bool current_killed();
 
-// CONTRACT: start a kernel thread running fn(arg); it has no user address
+// Starts a kernel thread running fn(arg); it has no user address
 // space and is scheduled like a process. Returns its pid or an error.
 ErrorOr<int> kthread_create(const char* name, void (*fn)(void*), void* arg);
 
 // Ends the calling kernel thread (returning from its function does the same).
 // Its slot is reclaimed by the scheduler; nobody waits for kernel threads.
 [[noreturn]] void kthread_exit();
+
+// Copy to/from either a user address of the current process (user == true)
+// or a kernel address. The file-system read/write paths and the console use
+// these, so one code path serves read() into a user buffer and the kernel
+// reading a file into its own memory. They live here, not in vm.h, because
+// "the current process" is this layer's idea: vm.cpp only knows page tables.
+ErrorOr<void> either_copyout(bool user_dst, uint64_t dst, const void* src, uint64_t len);
+ErrorOr<void> either_copyin(void* dst, bool user_src, uint64_t src, uint64_t len);

@@ -1,8 +1,9 @@
-// Process management inside the kernel core (not part of the contract).
+// Process management inside the kernel core: the trapframe, fork/exec/exit/wait, kill.
 #pragma once
 #include <stdint.h>
 #include "error.h"
 #include "proc.h"
+#include "user_ptr.h"
 
 // Saved user state of a process: kernel fields used by the trampoline, then
 // x1..x31 (x[0] unused), f0..f31 and fcsr. trampoline.S hard-codes the offsets.
@@ -33,7 +34,7 @@ void sched();                        // p->lock held, state already changed
 
 ErrorOr<int> fork();
 [[noreturn]] void exit(int status);
-ErrorOr<int> wait(uint64_t status_addr);   // status_addr 0 = don't care
+ErrorOr<int> wait(UserPtr<int> status);   // null: the caller does not want it
 ErrorOr<void> kill(int pid);
 void kill_tree(int pid);             // pid and all its descendants (console ^C)
 ErrorOr<uint64_t> grow_process(int64_t n);   // sbrk: returns the old break

@@ -1,8 +1,16 @@
+// Sleep locks, built on a spinlock and sleep/wakeup. The spinlock guard_
+// protects only the two fields below, for a few instructions at a time; the
+// sleep lock itself may be held for as long as a disk request takes, with
+// interrupts on and the holder free to sleep.
 #include "sleeplock.h"
 #include "proc.h"
 
 void Sleeplock::acquire() {
   SpinlockGuard guard(guard_);
+  // A loop, not an if: wakeup() wakes every waiter, and another one may
+  // have taken the lock between our wakeup and our turn to run. sleep()
+  // gives guard_ up while asleep and holds it again when it returns, so the
+  // test of locked_ and the sleep cannot miss a release in between.
   while (locked_) sleep(this, guard_);
   locked_ = true;
   Process* p = current_process();
@@ -13,7 +21,7 @@ void Sleeplock::release() {
   SpinlockGuard guard(guard_);
   locked_ = false;
   pid_ = 0;
-  wakeup(this);
+  wakeup(this);   // under guard_: a waiter between its test and its sleep cannot miss it
 }
 
 bool Sleeplock::holding() {

@@ -14,9 +14,9 @@ class Sleeplock {
   bool holding();          // held by the current process?
 
  private:
-  Spinlock guard_;
+  Spinlock guard_;         // protects locked_ and pid_
   bool locked_ = false;
-  int pid_ = 0;
+  int pid_ = 0;            // the holder, for holding() (0: a kernel thread or nobody)
   const char* name_;
 };
 

@@ -1,13 +1,25 @@
 // Spinlocks with interrupts off while held: an interrupt handler on the same
 // hart that wanted the lock would otherwise spin forever.
+//
+// In this file: Spinlock::acquire/release/holding, the interrupt-off
+// nesting (push/pop_interrupts_off) and the per-hart list of held locks
+// that sleep() and panics print.
 #include "spinlock.h"
 #include "cpu.h"
 #include "printf.h"
 #include "riscv.h"
 
 void Spinlock::acquire() {
+  // Interrupts off first: if a timer interrupt came between taking the lock
+  // and disabling interrupts, its handler could want the same lock and spin
+  // on this hart forever.
   push_interrupts_off();
   if (holding()) panic("acquire: %s already held by this hart", name_);
+  // Swap 1 in until the old value was 0 (amoswap.w.aq on RISC-V). The
+  // ACQUIRE order is the point of the lock: no load or store of the critical
+  // section may be performed before the swap that took the lock, by the
+  // compiler or by the hart. Without it a hart could read data the previous
+  // holder has not finished writing.
   while (__atomic_exchange_n(&locked_, 1u, __ATOMIC_ACQUIRE) != 0) {
   }
   cpu_ = this_cpu();
@@ -26,8 +38,13 @@ void Spinlock::release() {
     }
   }
   c->nheld--;
-  cpu_ = nullptr;
+  cpu_ = nullptr;   // before the store below: once it is 0, another hart owns cpu_
+  // The mirror image of acquire: RELEASE order (a fence rw,w before the store
+  // on RISC-V) makes every store of the critical section visible to other
+  // harts before they can see locked_ == 0 and enter it themselves.
   __atomic_store_n(&locked_, 0u, __ATOMIC_RELEASE);
+  // Interrupts back on only now: turned on earlier, an interrupt handler
+  // could spin on a lock this hart still holds.
   pop_interrupts_off();
 }
 

@@ -1,7 +1,6 @@
 // System-call dispatch: a7 selects the handler, a0..a5 are its arguments,
 // and the result (or -errno) goes back in a0.
 #include "syscall.h"
-#include "../include/kai/syscall_numbers.h"
 #include "printf.h"
 #include "process.h"
 #include "syscall_dispatch.h"
@@ -10,42 +9,33 @@ namespace {
 
 using Handler = SyscallResult (*)();
 
+// Generated from the one list: table[KAI_SYS_read] = sys_read, ...
+// (g++ accepts array designators only in order from [0], hence the first.)
 constexpr Handler table[KAI_SYS_COUNT] = {
-    [0] = nullptr,
-    [KAI_SYS_fork] = sys_fork,
-    [KAI_SYS_exit] = sys_exit,
-    [KAI_SYS_wait] = sys_wait,
-    [KAI_SYS_pipe] = sys_pipe,
-    [KAI_SYS_read] = sys_read,
-    [KAI_SYS_kill] = sys_kill,
-    [KAI_SYS_exec] = sys_exec,
-    [KAI_SYS_fstat] = sys_fstat,
-    [KAI_SYS_chdir] = sys_chdir,
-    [KAI_SYS_dup] = sys_dup,
-    [KAI_SYS_getpid] = sys_getpid,
-    [KAI_SYS_sbrk] = sys_sbrk,
-    [KAI_SYS_sleep] = sys_sleep,
-    [KAI_SYS_uptime] = sys_uptime,
-    [KAI_SYS_open] = sys_open,
-    [KAI_SYS_write] = sys_write,
-    [KAI_SYS_mknod] = sys_mknod,
-    [KAI_SYS_unlink] = sys_unlink,
-    [KAI_SYS_link] = sys_link,
-    [KAI_SYS_mkdir] = sys_mkdir,
-    [KAI_SYS_close] = sys_close,
-    [KAI_SYS_lseek] = sys_lseek,
-    [KAI_SYS_stat] = sys_stat,
-    [KAI_SYS_clock_ns] = sys_clock_ns,
-    [KAI_SYS_halt] = sys_halt,
-    [KAI_SYS_setfg] = sys_setfg,
-    [KAI_SYS_statfs] = sys_statfs,
-    [KAI_SYS_ai_submit] = sys_ai_submit,
-    [KAI_SYS_ai_wait] = sys_ai_wait,
-    [KAI_SYS_ai_query] = sys_ai_query,
-    [KAI_SYS_ai_cancel] = sys_ai_cancel,
-    [KAI_SYS_ai_info] = sys_ai_info,
-    [KAI_SYS_ai_control] = sys_ai_control,
+    [0] = nullptr,   // 0 is no system call
+#define KAI_SYSCALL_ENTRY_(number, name) [number] = sys_##name,
+    KAI_SYSCALL_LIST(KAI_SYSCALL_ENTRY_)
+#undef KAI_SYSCALL_ENTRY_
 };
+
+// The list must be dense (1 .. KAI_SYS_COUNT-1, each once): a gap would be
+// a number that silently returns -ENOSYS, a duplicate would overwrite an
+// entry. KAI_SYS_COUNT is the number of entries plus one, so "every number
+// in range and none twice" means dense.
+constexpr unsigned kNumbers[] = {
+#define KAI_SYSCALL_NUMBER_(number, name) number,
+    KAI_SYSCALL_LIST(KAI_SYSCALL_NUMBER_)
+#undef KAI_SYSCALL_NUMBER_
+};
+constexpr bool numbers_are_dense() {
+  bool seen[KAI_SYS_COUNT] = {};
+  for (unsigned n : kNumbers) {
+    if (n == 0 || n >= KAI_SYS_COUNT || seen[n]) return false;
+    seen[n] = true;
+  }
+  return true;
+}
+static_assert(numbers_are_dense(), "KAI_SYSCALL_LIST has a gap or a duplicate number");
 
 }  // namespace
 
@@ -56,9 +46,7 @@ uint64_t arg_raw(int n) {
 }
 
 ErrorOr<uint64_t> arg_str(int n, char* buf, uint64_t max) {
-  Process* p = current_process();
-  if (!p->pagetable) return Errno::Fault;
-  return copyinstr(p->pagetable, buf, arg_raw(n), max);
+  return copy_string_from_user(buf, arg_ptr<char>(n), max);
 }
 
 void syscall_dispatch() {
@@ -76,11 +64,3 @@ void syscall_dispatch() {
       result.is_error() ? static_cast<uint64_t>(-static_cast<int64_t>(result.error()))
                         : result.value();
 }
-
-// Placeholders until kernel/ai/ provides the real ones.
-__attribute__((weak)) SyscallResult sys_ai_submit() { return Errno::NoSys; }
-__attribute__((weak)) SyscallResult sys_ai_wait() { return Errno::NoSys; }
-__attribute__((weak)) SyscallResult sys_ai_query() { return Errno::NoSys; }
-__attribute__((weak)) SyscallResult sys_ai_cancel() { return Errno::NoSys; }
-__attribute__((weak)) SyscallResult sys_ai_info() { return Errno::NoSys; }
-__attribute__((weak)) SyscallResult sys_ai_control() { return Errno::NoSys; }

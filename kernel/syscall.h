@@ -1,6 +1,7 @@
 // System-call plumbing shared by every sys_* implementation.
 #pragma once
 #include <stdint.h>
+#include <kai/syscall_numbers.h>
 #include "error.h"
 
 // A system call returns a value (>= 0) or an error; the dispatcher turns
@@ -14,21 +15,11 @@ inline int64_t arg_int(int n) { return static_cast<int64_t>(arg_raw(n)); }
 // Errno::Fault for a bad pointer, Errno::NameTooLong if longer than max-1.
 ErrorOr<uint64_t> arg_str(int n, char* buf, uint64_t max);
 
-// File-system system calls (kernel/fs/sysfile.cpp).
-SyscallResult sys_pipe();  SyscallResult sys_read();  SyscallResult sys_fstat();
-SyscallResult sys_chdir(); SyscallResult sys_dup();   SyscallResult sys_open();
-SyscallResult sys_write(); SyscallResult sys_mknod(); SyscallResult sys_unlink();
-SyscallResult sys_link();  SyscallResult sys_mkdir(); SyscallResult sys_close();
-SyscallResult sys_lseek(); SyscallResult sys_stat();  SyscallResult sys_statfs();
-
-// Process system calls (kernel/sysproc.cpp).
-SyscallResult sys_fork();   SyscallResult sys_exit();     SyscallResult sys_wait();
-SyscallResult sys_kill();   SyscallResult sys_exec();     SyscallResult sys_getpid();
-SyscallResult sys_sbrk();   SyscallResult sys_sleep();    SyscallResult sys_uptime();
-SyscallResult sys_clock_ns(); SyscallResult sys_halt();   SyscallResult sys_setfg();
-
-// AI-service system calls (kernel/ai/). Until the service exists, weak
-// definitions in kernel/syscall.cpp return Errno::NoSys.
-SyscallResult sys_ai_submit(); SyscallResult sys_ai_wait(); SyscallResult sys_ai_query();
-SyscallResult sys_ai_cancel(); SyscallResult sys_ai_info();
-SyscallResult sys_ai_control();
+// One handler per entry of KAI_SYSCALL_LIST (<kai/syscall_numbers.h>),
+// declared from the list: sys_fork, sys_read, ... Where they live:
+//   file system (read, open, link, pipe, ...)   kernel/fs/sysfile.cpp
+//   processes, time, console (fork, exec, ...)  kernel/sysproc.cpp
+//   the AI service (ai_*)                      kernel/ai/sys_ai.cpp
+#define KAI_SYSCALL_DECLARE_(number, name) SyscallResult sys_##name();
+KAI_SYSCALL_LIST(KAI_SYSCALL_DECLARE_)
+#undef KAI_SYSCALL_DECLARE_

@@ -1,5 +1,6 @@
-// Process-related system calls. Every pointer argument is checked by
-// copyin/copyout/copyinstr against the caller's page table.
+// Process-related system calls. Every pointer argument arrives as a
+// UserPtr (user_ptr.h) and is reached only through copy_from_user /
+// copy_to_user, which check it against the caller's page table.
 #include "console.h"
 #include "kalloc.h"
 #include "param.h"
@@ -8,12 +9,13 @@
 #include "string.h"
 #include "syscall.h"
 #include "trap.h"
+#include "user_ptr.h"
 
 SyscallResult sys_fork() { return static_cast<uint64_t>(TRY(fork())); }
 
 SyscallResult sys_exit() { exit(static_cast<int>(arg_int(0))); }
 
-SyscallResult sys_wait() { return static_cast<uint64_t>(TRY(wait(arg_raw(0)))); }
+SyscallResult sys_wait() { return static_cast<uint64_t>(TRY(wait(arg_ptr<int>(0)))); }
 
 SyscallResult sys_kill() {
   TRY(kill(static_cast<int>(arg_int(0))));
@@ -73,8 +75,7 @@ SyscallResult sys_setfg() {
 SyscallResult sys_exec() {
   char path[MAXPATH];
   TRY(arg_str(0, path, sizeof path));
-  uint64_t uargv = arg_raw(1);
-  Process* p = current_process();
+  UserPtr<uint64_t> uargv = arg_ptr<uint64_t>(1);   // a null-terminated array of string pointers
   char* argv[MAXARG + 1] = {};
   ErrorOr<uint64_t> result = Errno::TooBig;
   int argc = 0;
@@ -84,7 +85,7 @@ SyscallResult sys_exec() {
       break;
     }
     uint64_t uarg = 0;
-    if (copyin(p->pagetable, &uarg, uargv + argc * sizeof(uint64_t), sizeof uarg).is_error()) {
+    if (copy_from_user(&uarg, uargv + argc).is_error()) {
       result = Errno::Fault;
       break;
     }
@@ -98,7 +99,7 @@ SyscallResult sys_exec() {
       result = Errno::NoMem;
       break;
     }
-    auto copied = copyinstr(p->pagetable, argv[argc], uarg, PAGE_SIZE);
+    auto copied = copy_string_from_user(argv[argc], UserPtr<char>(uarg), PAGE_SIZE);
     if (copied.is_error()) {
       argc++;
       result = copied.error() == Errno::NameTooLong ? Errno::TooBig : copied.error();

@@ -7,7 +7,6 @@
 #include "kalloc.h"
 #include "memlayout.h"
 #include "printf.h"
-#include "proc.h"
 #include "riscv.h"
 #include "string.h"
 #include "uvm.h"
@@ -185,7 +184,7 @@ ErrorOr<void> uvm_copy(PageTable from, PageTable to, uint64_t start, uint64_t en
   return {};
 }
 
-// ---------------------------------------------------------------- contract functions
+// ---------------------------------------------------------------- copies to and from user memory
 
 uint64_t user_va_to_pa(PageTable pt, uint64_t va) {
   uint64_t page = user_page(pt, va, false);
@@ -239,24 +238,4 @@ ErrorOr<uint64_t> copyinstr(PageTable pt, char* dst, uint64_t src_va, uint64_t m
   }
   if (max > 0) dst[max - 1] = 0;
   return Errno::NameTooLong;
-}
-
-ErrorOr<void> either_copyout(bool user_dst, uint64_t dst, const void* src, uint64_t len) {
-  if (user_dst) {
-    Process* p = current_process();
-    if (!p || !p->pagetable) return Errno::Fault;
-    return copyout(p->pagetable, dst, src, len);
-  }
-  memmove(reinterpret_cast<void*>(dst), src, len);
-  return {};
-}
-
-ErrorOr<void> either_copyin(void* dst, bool user_src, uint64_t src, uint64_t len) {
-  if (user_src) {
-    Process* p = current_process();
-    if (!p || !p->pagetable) return Errno::Fault;
-    return copyin(p->pagetable, dst, src, len);
-  }
-  memmove(dst, reinterpret_cast<const void*>(src), len);
-  return {};
 }

@@ -19,7 +19,5 @@ ErrorOr<void> copyin(PageTable pt, void* dst, uint64_t src_va, uint64_t len);
 // Errno::NameTooLong if no NUL within max. Returns the length without NUL.
 ErrorOr<uint64_t> copyinstr(PageTable pt, char* dst, uint64_t src_va, uint64_t max);
 
-// Copy to/from either a user address of the current process (user == true)
-// or a kernel address. File-system read/write paths use these.
-ErrorOr<void> either_copyout(bool user_dst, uint64_t dst, const void* src, uint64_t len);
-ErrorOr<void> either_copyin(void* dst, bool user_src, uint64_t src, uint64_t len);
+// either_copyout/either_copyin (to or from the *current process's* space)
+// are in proc.h: this layer knows page tables, not processes.

@@ -5,11 +5,13 @@
 //   llm_batch.h   Batch: one forward pass over many tokens of many sessions
 //   matvec.h      matrix-vector kernels (float, int8 activations)
 //   llm_math.h    exp/log/sqrt and vector helpers without libm
+//   llm_sample.h  next-token choice: greedy or sampled (temperature, top-k/p, min-p, penalty)
 #pragma once
 #include "llm_batch.h"
 #include "llm_config.h"
 #include "llm_error.h"
 #include "llm_math.h"
 #include "llm_model.h"
+#include "llm_sample.h"
 #include "llm_session.h"
 #include "matvec.h"

@@ -131,6 +131,8 @@ ErrorOr<void, Error> Batch::check(const BatchItem* items, uint32_t n) const {
     }
     if (pos >= c.runtime_seq_len)
       return at(ErrorCode::RequestTooLong, i).str("request too long for runtime_seq_len=").num(c.runtime_seq_len);
+    if (pos >= s->kv_capacity())
+      return at(ErrorCode::RequestTooLong, i).str("position ").num(pos).str(" has no KV block (").num(s->kv_capacity()).str(" positions mapped)");
   }
   return {};
 }

@@ -26,6 +26,9 @@ class Session;
 struct SessionOptions {
   MatvecKind matvec = MatvecKind::Float;
   uint32_t int8_group = 32;  // int8 activations: values per power-of-two block gain (0 = one block)
+  // The KV cache lives in a shared pool of blocks (Session::set_kv_pages),
+  // not in the session's own memory: bytes_needed() leaves it out.
+  bool paged_kv = false;
 };
 
 // Which work counters of a session a token is charged to.

@@ -19,13 +19,13 @@ struct Sizes {
   size_t hidden, kc, vc, conv, ssm, batch, total;
 };
 
-Sizes layout(const Config& c) {
+Sizes layout(const Config& c, bool paged_kv) {
   Layout L;
   Sizes s;
   size_t f = 4;
-  size_t nf = c.n_full_layers(), nl = c.n_linear_layers();
+  size_t nf = paged_kv ? 0 : c.n_full_layers(), nl = c.n_linear_layers();
   s.hidden = L.take(c.dim * f);
-  s.kc = L.take(nf * c.runtime_seq_len * c.kv_dim() * f);
+  s.kc = L.take(nf * c.runtime_seq_len * c.kv_dim() * f);   // paged: in the pool instead
   s.vc = L.take(nf * c.runtime_seq_len * c.kv_dim() * f);
   s.conv = L.take(nl * c.conv_dim() * c.conv_kernel * f);
   s.ssm = L.take(nl * c.lin_v_heads * c.lin_k_dim * c.lin_v_dim * f);
@@ -49,12 +49,12 @@ ErrorOr<void, Error> check_request(const Config& cfg, const uint32_t* prompt, ui
   return {};
 }
 
-size_t Session::bytes_needed(const Config& cfg) { return layout(cfg).total; }
+size_t Session::bytes_needed(const Config& cfg, bool paged_kv) { return layout(cfg, paged_kv).total; }
 
 ErrorOr<void, Error> Session::init(const Model& model, void* mem, size_t size, const SessionOptions& opt) {
   if (!model.loaded()) return Error::make(ErrorCode::BadField).str("session: model not loaded");
   const Config& c = model.config();
-  Sizes s = layout(c);
+  Sizes s = layout(c, opt.paged_kv);
   if (size < s.total)
     return Error::make(ErrorCode::NoMemory).str("not enough memory: session needs ").num(s.total).str(" bytes, have ").num(size);
   if (reinterpret_cast<uintptr_t>(mem) % 16)
@@ -68,6 +68,9 @@ ErrorOr<void, Error> Session::init(const Model& model, void* mem, size_t size, c
   opt_ = opt;
   hidden_ = F(s.hidden);
   kcache_ = F(s.kc); vcache_ = F(s.vc); conv_ = F(s.conv); ssm_ = F(s.ssm);
+  pool_ = nullptr;
+  table_ = nullptr;
+  n_table_ = 0;
   uint32_t nf = 0, nl = 0;
   for (uint32_t l = 0; l < c.n_layers; l++) slot_[l] = uint8_t(c.is_linear(l) ? nl++ : nf++);
   reset();
@@ -85,6 +88,16 @@ void Session::reset() {
   zero_floats(conv_, nl * c.conv_dim() * c.conv_kernel);
   zero_floats(ssm_, nl * c.lin_v_heads * c.lin_k_dim * c.lin_v_dim);
   zero_floats(hidden_, c.dim);
+}
+
+ErrorOr<void, Error> Session::resume_at(uint32_t pos) {
+  if (cfg_->n_linear_layers() > 0)
+    return Error::make(ErrorCode::BadField).str("prefix reuse: the model's linear-attention state is not per position");
+  if (pos_ != 0) return Error::make(ErrorCode::BadField).str("prefix reuse: the session has already run");
+  if (pos >= kv_capacity())
+    return Error::make(ErrorCode::RequestTooLong).str("prefix reuse: position ").num(pos).str(" beyond the KV cache");
+  pos_ = pos;
+  return {};
 }
 
 ErrorOr<void, Error> Session::feed(uint32_t token) {

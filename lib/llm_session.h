@@ -29,6 +29,25 @@ struct KvRows {
   float* v;  // [kv_dim]
 };
 
+// A paged KV cache (the kernel's AI service; docs/ai-service.md, "Paged KV
+// cache"): K and V rows of many sessions in one pool of fixed-size blocks,
+// each block holding `block_size` consecutive positions of every full-attention
+// layer. A session maps its positions to blocks through a block table, as a
+// process maps virtual pages to physical frames through its page table:
+// position p lives in block table[p / block_size], at row p % block_size.
+//
+//   k (and v): [n_blocks][n_full_layers][block_size][kv_dim] floats
+struct KvPool {
+  float* k = nullptr;
+  float* v = nullptr;
+  uint32_t block_size = 0;   // positions per block (> 0)
+  uint32_t n_blocks = 0;
+  // Bytes of K plus V for one block of this model.
+  static size_t bytes_per_block(const Config& cfg, uint32_t block_size) {
+    return size_t(2) * cfg.n_full_layers() * block_size * cfg.kv_dim() * sizeof(float);
+  }
+};
+
 // Request checks with the course's wording and one code per cause:
 // EmptyRequest (no prompt or n_predict == 0), PromptTooLong (> 255),
 // TokenOutOfRange ("token i out of range", i = index in the prompt),
@@ -47,7 +66,7 @@ class Session {
 
   // Bytes of caller memory a session of this model needs (64-byte multiple):
   // its state plus a Batch of kPrefillChunk items for feed/prefill/step.
-  static size_t bytes_needed(const Config& cfg);
+  static size_t bytes_needed(const Config& cfg, bool paged_kv = false);
 
   // Lays the session out in mem[0..size) and resets it. mem must be
   // 16-byte aligned; it is owned by the caller and must outlive the session.
@@ -82,11 +101,38 @@ class Session {
   // The session's own Batch (feed/prefill/step) runs its products in parallel.
   void set_parallel(const Parallel* p) { own_.set_parallel(p); }
 
+  // Paged sessions (SessionOptions::paged_kv): the pool and this session's
+  // block table, table[i] = the block of positions [i*B, (i+1)*B). The
+  // caller owns both and may grow n_table (and change entries it has not
+  // used yet) between passes; positions >= n_table * B are refused.
+  void set_kv_pages(const KvPool* pool, const uint32_t* table, uint32_t n_table) {
+    pool_ = pool;
+    table_ = table;
+    n_table_ = n_table;
+  }
+  // Positions the KV cache can hold now.
+  uint32_t kv_capacity() const {
+    if (!opt_.paged_kv) return cfg_->runtime_seq_len;
+    uint64_t cap = pool_ ? uint64_t(n_table_) * pool_->block_size : 0;
+    return cap < cfg_->runtime_seq_len ? uint32_t(cap) : cfg_->runtime_seq_len;
+  }
+  // Prefix reuse: continue at position pos as if tokens 0..pos-1 had been
+  // fed, their K/V rows already in this session's blocks (computed by an
+  // earlier request with the same tokens: a cached prefix). Only for models
+  // without linear-attention layers, whose recurrent state is not stored
+  // per position (BadField otherwise), and for a fresh session.
+  ErrorOr<void, Error> resume_at(uint32_t pos);
+
   // THE place that knows where a K/V row is: full-attention layer `slot`
-  // (index among the full layers), position pos < runtime_seq_len. Today a
-  // contiguous [n_full][runtime_seq_len][kv_dim] array per K and V; a paged
-  // cache changes only this function.
+  // (index among the full layers), position pos < kv_capacity(). Either a
+  // contiguous [n_full][runtime_seq_len][kv_dim] array per K and V in the
+  // session's memory, or, paged, row pos % B of block table[pos / B].
   KvRows kv_rows(uint32_t slot, uint32_t pos) const {
+    if (opt_.paged_kv) {
+      uint32_t B = pool_->block_size;
+      size_t row = ((size_t(table_[pos / B]) * cfg_->n_full_layers() + slot) * B + pos % B) * cfg_->kv_dim();
+      return {pool_->k + row, pool_->v + row};
+    }
     size_t row = (size_t(slot) * cfg_->runtime_seq_len + pos) * cfg_->kv_dim();
     return {kcache_ + row, vcache_ + row};
   }
@@ -113,6 +159,9 @@ class Session {
   float* hidden_ = nullptr;  // [dim] final RMS-normed vector of the last token fed (classifier input)
   float* kcache_ = nullptr;  // [n_full][runtime_seq_len][kv_dim] keys (only via kv_rows)
   float* vcache_ = nullptr;  // [n_full][runtime_seq_len][kv_dim] values (only via kv_rows)
+  const KvPool* pool_ = nullptr;     // paged: the shared pool (only via kv_rows)
+  const uint32_t* table_ = nullptr;  // paged: block of each block-size run of positions
+  uint32_t n_table_ = 0;
   float* conv_ = nullptr;    // [n_linear][conv_dim][conv_kernel] last inputs of the causal conv
   float* ssm_ = nullptr;     // [n_linear][v_heads][k_dim][v_dim] DeltaNet recurrent states
   uint8_t slot_[kMaxLayers] = {};  // layer -> index among its kind (full or linear)

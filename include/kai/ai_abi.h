@@ -2,19 +2,38 @@
 // ai_cancel / ai_info). Shared by the kernel (kernel/ai/) and user programs.
 //
 // Life of a request: ai_submit() validates the request and queues it
-// (QUEUED); a kernel worker thread takes it (RUNNING), runs prefill and
-// decode, and completes it (DONE, FAILED or CANCELLED). The submitting
-// process collects the result once with ai_wait(); that frees the slot.
+// (QUEUED); a kernel worker admits it into its batch (RUNNING), runs its
+// prefill in chunks and its decode one token per iteration together with
+// the other running requests, and completes it (DONE, FAILED or
+// CANCELLED). The submitting process collects the result once with
+// ai_wait(); that frees the slot.
 #pragma once
 #include <stdint.h>
 
 #define KAI_AI_MAX_PROMPT     255   // prompt tokens per request
+#define KAI_AI_MAX_OUTPUT     4096  // generated tokens per request (n_predict): size ai_wait buffers by it
 #define KAI_AI_MODEL_NAME_MAX 16    // bundle directory name under /AI, with NUL
 #define KAI_AI_MAX_MODELS     8
 
 // ai_submit flags
 #define KAI_AI_NONBLOCK 0x1         // full queue: fail with -KAI_EAGAIN instead of sleeping
 #define KAI_AI_INT8     0x2         // int8 activations: ~10x faster under QEMU, tokens may differ slightly
+#define KAI_AI_STOP_AT_EOS 0x4      // stop at the model's end-of-sequence ids (from the bundle's TOK.BIN)
+
+// Stop sequences (kai_ai_submit.stop): at most KAI_AI_MAX_STOP_SEQS sequences
+// of 1..KAI_AI_MAX_STOP_TOKENS token ids, written one after another, each
+// preceded by its length: {2, 13, 198,  1, 0} is "13 198" or "0".
+#define KAI_AI_MAX_STOP_SEQS   4
+#define KAI_AI_MAX_STOP_TOKENS 8
+#define KAI_AI_MAX_STOP_WORDS  (KAI_AI_MAX_STOP_SEQS * (KAI_AI_MAX_STOP_TOKENS + 1))
+
+// Why generation ended (kai_ai_result.finish_reason, kai_ai_status.finish_reason).
+#define KAI_AI_FINISH_NONE      0   // not finished yet
+#define KAI_AI_FINISH_LENGTH    1   // n_predict tokens generated
+#define KAI_AI_FINISH_EOS       2   // an end-of-sequence id (KAI_AI_STOP_AT_EOS); it is the last token
+#define KAI_AI_FINISH_STOP      3   // a stop sequence: the last tokens of the output are that sequence
+#define KAI_AI_FINISH_CANCELLED 4   // ai_cancel, kill or exit
+#define KAI_AI_FINISH_FAILED    5   // see kai_ai_result.error
 
 // Priorities (kai_ai_submit.priority): lower runs first under the priority
 // policy, as a Unix nice value; 0, the default, is the first.
@@ -43,7 +62,7 @@
 //   empty prompt, n_predict == 0, unknown flags, priority > 15 -KAI_EINVAL
 //   prompt longer than 255 tokens  -KAI_E2BIG
 //   token id >= vocab_size         -KAI_ERANGE
-//   prompt + predict > runtime_seq_len  -KAI_EFBIG
+//   prompt + predict > runtime_seq_len, or predict > KAI_AI_MAX_OUTPUT  -KAI_EFBIG
 //   bad user pointer               -KAI_EFAULT
 //   full queue with KAI_AI_NONBLOCK -KAI_EAGAIN
 //   ai_wait output buffer smaller than the tokens generated: -KAI_ENOSPC
@@ -59,9 +78,22 @@
 // When the owner exits, its requests are gone at once: from the moment exit
 // returns, their ids are unknown (-KAI_ESRCH) to every process and they no
 // longer count in ai_info's in_flight; a worker running one stops at its next
-// check (between two prompt tokens or two generated tokens) and frees the slot.
-// ai_cancel (or kill) takes effect at the same checks: within one token's
-// forward pass, prefill included.
+// check (the next iteration boundary) and frees the slot. ai_cancel (or
+// kill) takes effect at the same check: within one iteration, i.e. one
+// batched forward pass of at most ai.budget tokens, prefill included.
+
+// How the next token is chosen (lib/llm_sample.h explains each step). All
+// zero, the default, is greedy: exactly the tokens of the argmax. Fractions
+// are in thousandths, so the ABI carries no floating point.
+struct kai_ai_sampling {
+  uint32_t temperature_milli;    // 0 = greedy; 1000 = T 1.0; at most 10000
+  uint32_t top_k;                // 0 = off
+  uint32_t top_p_milli;          // 0 or 1000 = off; else keep the top tokens up to this mass
+  uint32_t min_p_milli;          // 0 = off; else drop tokens below min_p x the best's probability
+  uint32_t repeat_penalty_milli; // 0 or 1000 = off; 1100 = divide a recent token's logit by 1.1
+  uint32_t repeat_last_n;        // tokens the penalty looks back over; 0 = 64
+  uint64_t seed;                 // the generator's start: the same seed, the same tokens
+};
 
 struct kai_ai_submit {
   const char* model;          // e.g. "SMOL" (the directory /AI/SMOL)
@@ -70,7 +102,10 @@ struct kai_ai_submit {
   uint32_t n_predict;         // tokens to generate, >= 1
   uint32_t flags;             // KAI_AI_*
   uint32_t priority;          // 0..KAI_AI_MAX_PRIORITY, lower first (priority policy only)
-  uint32_t reserved[2];       // must be 0
+  struct kai_ai_sampling sampling;
+  const uint32_t* stop;       // stop sequences (format above), or null
+  uint32_t stop_words;        // uint32_t values in stop[], 0..KAI_AI_MAX_STOP_WORDS
+  uint32_t reserved[3];       // must be 0
 };
 
 // Filled by ai_wait. Timestamps are kernel clock_ns() values.
@@ -85,12 +120,22 @@ struct kai_ai_result {
   uint64_t t_start_ns;        // a worker started prefill
   uint64_t t_first_token_ns;  // the first generated token was known
   uint64_t t_finish_ns;       // the last token was known
+  uint32_t iterations;        // engine iterations (batched forward passes) it took part in
+  uint32_t batch_sum;         // sum over those iterations of the requests in each batch:
+                              // mean batch size = batch_sum / iterations
+  uint32_t finish_reason;     // KAI_AI_FINISH_*
+  uint32_t cached_tokens;     // prompt tokens taken from the prefix cache (not computed)
+  uint32_t preemptions;       // times its KV blocks were taken back and it was recomputed
+  uint32_t reserved;          // 0
 };
 
 // Filled by ai_query (non-blocking).
 struct kai_ai_status {
   int32_t state;              // KAI_AI_*
   uint32_t n_generated;       // tokens so far
+  uint32_t finish_reason;     // KAI_AI_FINISH_*, NONE while queued or running
+  uint32_t reserved;          // 0
+  uint64_t t_last_token_ns;   // when the newest token was known (0: none yet)
 };
 
 struct kai_ai_model_info {
@@ -118,6 +163,20 @@ struct kai_ai_info {
   uint64_t in_flight;         // slots in use (queued + running + finished but not collected)
   uint32_t policy;            // KAI_AI_POLICY_* in force
   uint32_t aging_ms;          // a request queued this long runs before any younger one (ai.aging_ms)
+  uint32_t max_batch;         // requests one worker runs together (ai.max_batch)
+  uint32_t budget;            // tokens per iteration (ai.budget)
+  uint32_t harts;             // harts one worker's pass is split over, by matrix rows (ai.harts)
+  uint32_t reserved_info;     // 0
+  uint64_t iterations;        // batched forward passes run so far, all workers
+  uint64_t batch_requests;    // sum over iterations of the requests in each: / iterations = mean batch
+  uint64_t batch_tokens;      // sum over iterations of the tokens in each: / iterations = tokens per iteration
+  // The paged KV cache (all models' pools): blocks of kv_block positions.
+  uint32_t kv_block;          // positions per block (ai.kv_block)
+  uint32_t prefix_cache;      // 1: full prompt blocks are cached and shared (ai.prefix_cache)
+  uint64_t kv_blocks_total, kv_blocks_used, kv_blocks_cached;   // cached: unreferenced, evictable
+  uint64_t prefix_hit_requests;   // requests that reused a cached prefix
+  uint64_t prefix_hit_tokens;     // prompt tokens they did not compute
+  uint64_t preemptions;           // running requests whose blocks were taken back
   struct kai_ai_model_info models[KAI_AI_MAX_MODELS];
 };
 
@@ -125,6 +184,14 @@ struct kai_ai_info {
 //   int64_t ai_submit(const struct kai_ai_submit* req);            -> id > 0
 //   int ai_wait(int64_t id, uint32_t* out, uint32_t capacity, struct kai_ai_result* res);
 //   int ai_query(int64_t id, struct kai_ai_status* st);
+//   int ai_read(int64_t id, uint32_t from, uint32_t* out, uint32_t capacity,
+//               struct kai_ai_status* st, uint64_t* times);
+//     Streaming: sleeps until the request has more than `from` tokens or is
+//     finished, then copies tokens [from, from + capacity) that exist to out
+//     and returns how many (0: finished and nothing after `from`). st (may be
+//     null) gets the state; times (may be null) gets, for each copied token,
+//     the kernel clock_ns() at which it was published. The result is still
+//     collected with ai_wait.
 //   int ai_cancel(int64_t id);
 //   int ai_info(struct kai_ai_info* info);
 //   int ai_control(uint32_t cmd, uint64_t arg);   -> 0, -KAI_EPERM, -KAI_EINVAL

@@ -1,39 +1,61 @@
-// System call numbers: the one list shared by the kernel's dispatch table and
-// the user-space stubs. A user program puts the number in a7, the arguments in
-// a0..a5, executes `ecall`, and finds the result in a0 (negative = -errno).
+// The system calls of kai: the ONE list, X(number, name), from which
+//   - the numbers KAI_SYS_<name> below,
+//   - the kernel's dispatch table and sys_<name> declarations (kernel/syscall.*),
+//   - the user-space stubs (user/lib/syscall.S)
+// are all generated, and against which user/lib/syscall_check.cpp checks at
+// build time that kai_sys.h declares a C function for every entry. Adding a
+// system call is one line here plus its sys_<name> and its prototype.
+//
+// A user program puts the number in a7, the arguments in a0..a5, executes
+// `ecall`, and finds the result in a0 (negative = -errno). Numbers are ABI:
+// never renumber, only append.
 #pragma once
 
-#define KAI_SYS_fork      1
-#define KAI_SYS_exit      2
-#define KAI_SYS_wait      3
-#define KAI_SYS_pipe      4
-#define KAI_SYS_read      5
-#define KAI_SYS_kill      6
-#define KAI_SYS_exec      7
-#define KAI_SYS_fstat     8
-#define KAI_SYS_chdir     9
-#define KAI_SYS_dup      10
-#define KAI_SYS_getpid   11
-#define KAI_SYS_sbrk     12
-#define KAI_SYS_sleep    13   // sleep(ticks): one tick = 10 ms
-#define KAI_SYS_uptime   14   // ticks since boot
-#define KAI_SYS_open     15
-#define KAI_SYS_write    16
-#define KAI_SYS_mknod    17
-#define KAI_SYS_unlink   18
-#define KAI_SYS_link     19
-#define KAI_SYS_mkdir    20
-#define KAI_SYS_close    21
-#define KAI_SYS_lseek    22
-#define KAI_SYS_stat     23
-#define KAI_SYS_clock_ns 24   // monotonic nanoseconds from the `time` CSR
-#define KAI_SYS_halt     25   // power the machine off through SBI
-#define KAI_SYS_setfg    26   // setfg(pid): the process ^C on the console kills
-#define KAI_SYS_statfs   27   // statfs(struct kai_statfs*)
-#define KAI_SYS_ai_submit 28
-#define KAI_SYS_ai_wait   29
-#define KAI_SYS_ai_query  30
-#define KAI_SYS_ai_cancel 31
-#define KAI_SYS_ai_info   32
-#define KAI_SYS_ai_control 33   // ai_control(cmd, arg): e.g. the scheduling policy
-#define KAI_SYS_COUNT    34
+#define KAI_SYSCALL_LIST(X)                                                   \
+  X(1, fork)                                                                  \
+  X(2, exit)                                                                  \
+  X(3, wait)                                                                  \
+  X(4, pipe)                                                                  \
+  X(5, read)                                                                  \
+  X(6, kill)                                                                  \
+  X(7, exec)                                                                  \
+  X(8, fstat)                                                                 \
+  X(9, chdir)                                                                 \
+  X(10, dup)                                                                  \
+  X(11, getpid)                                                               \
+  X(12, sbrk)                                                                 \
+  X(13, sleep)      /* sleep(ticks): one tick = 10 ms */                      \
+  X(14, uptime)     /* ticks since boot */                                    \
+  X(15, open)                                                                 \
+  X(16, write)                                                                \
+  X(17, mknod)                                                                \
+  X(18, unlink)                                                               \
+  X(19, link)                                                                 \
+  X(20, mkdir)                                                                \
+  X(21, close)                                                                \
+  X(22, lseek)                                                                \
+  X(23, stat)                                                                 \
+  X(24, clock_ns)   /* monotonic nanoseconds from the `time` CSR */           \
+  X(25, halt)       /* power the machine off through SBI */                   \
+  X(26, setfg)      /* setfg(pid): the process ^C on the console kills */     \
+  X(27, statfs)     /* statfs(struct kai_statfs*) */                          \
+  X(28, ai_submit)  /* the AI service: see ai_abi.h */                        \
+  X(29, ai_wait)                                                              \
+  X(30, ai_query)                                                             \
+  X(31, ai_cancel)                                                            \
+  X(32, ai_info)                                                              \
+  X(33, ai_control) /* ai_control(cmd, arg): e.g. the scheduling policy */  \
+  X(34, ai_read)    /* streaming: the tokens of a request as they come */
+
+#ifndef __ASSEMBLER__
+// KAI_SYS_fork = 1, ... and KAI_SYS_COUNT, one more than the highest number
+// (the list is dense: kernel/syscall.cpp checks that no number is missing).
+enum kai_syscall_number : unsigned {
+#define KAI_SYSCALL_ENUM_(number, name) KAI_SYS_##name = number,
+  KAI_SYSCALL_LIST(KAI_SYSCALL_ENUM_)
+#undef KAI_SYSCALL_ENUM_
+#define KAI_SYSCALL_ONE_(number, name) +1
+  KAI_SYS_COUNT = 1 KAI_SYSCALL_LIST(KAI_SYSCALL_ONE_)
+#undef KAI_SYSCALL_ONE_
+};
+#endif

@@ -8,6 +8,8 @@
 #include "../kalloc.h"
 #include "../printf.h"
 #include "../string.h"
+#include "service.h"
+#include "row_team.h"
 
 namespace ai {
 
@@ -24,24 +26,26 @@ constexpr uint64_t kFileAlign = 64;   // the runtime reads floats in place
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-// Looks up dir/name inside a file-system transaction and locks it; pair
-// with release(). Errors (NoEnt if it does not exist) leave nothing held.
+// Looks up dir/name and locks it; pair with release(). Errors (NoEnt if it
+// does not exist) leave nothing held. Only the lookup runs inside a log
+// transaction: reading a locked inode writes nothing, and an open
+// transaction during a multi-MiB layer read would hold up every commit.
 ErrorOr<fs::Inode*> lookup_locked(const char* dir, const char* name) {
   char path[96];
   ksnprintf(path, sizeof(path), "%s/%s", dir, name);
-  fs::begin_op();
-  auto ip = fs::namei(path);
-  if (ip.is_error()) {
-    fs::end_op();
-    return ip.error();
+  fs::Inode* ip;
+  {
+    fs::Transaction tx;   // namei may drop the last reference to a directory
+    ip = TRY(fs::namei(path));
   }
-  fs::ilock(ip.value());
-  return ip.value();
+  fs::ilock(ip);
+  return ip;
 }
 
 void release(fs::Inode* ip) {
-  fs::iunlockput(ip);
-  fs::end_op();
+  fs::iunlock(ip);
+  fs::Transaction tx;   // the last reference to an unlinked file frees it
+  fs::iput(ip);
 }
 
 // Size of the regular file dir/name.
@@ -83,6 +87,7 @@ int bundle_files(const llm::Config& cfg, char names[][12]) {
 }
 
 void fill_summary(const llm::Config& cfg, ModelSummary* s) {
+  s->config = cfg;
   safestrcpy(s->family, cfg.is_qwen() ? "qwen3.5" : "llama", sizeof(s->family));
   s->dim = cfg.dim;
   s->n_layers = cfg.n_layers;
@@ -175,43 +180,167 @@ ErrorOr<EngineModel*> engine_load(const char* dir, ModelSummary* summary, char* 
   return em;
 }
 
-ErrorOr<void> engine_generate(EngineModel* em, const uint32_t* prompt, uint32_t prompt_len,
-                              uint32_t n_predict, bool int8_activations, TokenSink& sink,
-                              SessionMemory& memory) {
-  const llm::Config& cfg = em->model.config();
-  size_t bytes = llm::Session::bytes_needed(cfg);
-  if (memory.bytes < bytes) {
-    if (memory.mem) kfree_contiguous(memory.mem, memory.bytes);
-    memory.mem = kalloc_contiguous(bytes);
-    memory.bytes = memory.mem ? bytes : 0;
-    if (memory.mem == nullptr) return Errno::NoMem;
-  }
-  void* mem = memory.mem;
+// ---- sessions -----------------------------------------------------------
+
+struct EngineSession {
   llm::Session session;
-  ErrorOr<void> status;
-  do {
-    llm::SessionOptions options;
-    options.matvec = int8_activations ? llm::MatvecKind::Int8 : llm::MatvecKind::Float;
-    if (session.init(em->model, mem, bytes, options).is_error()) { status = Errno::NoMem; break; }
-    // The prompt one token at a time, asking the sink between tokens: a
-    // cancelled 200-token prefill stops after at most one more token.
-    bool stopped = false, failed = false;
-    for (uint32_t i = 0; i < prompt_len && !stopped && !failed; i++) {
-      if (i > 0 && !sink.keep_going()) stopped = true;
-      else failed = session.feed(prompt[i]).is_error();
-    }
-    if (failed) { status = Errno::Invalid; break; }
-    if (stopped) break;
-    uint32_t token = session.argmax();
-    if (!sink.on_token(token)) break;
-    for (uint32_t i = 1; i < n_predict; i++) {
-      auto next = session.step(token);
-      if (next.is_error()) { status = Errno::Invalid; break; }
-      token = next.value();
-      if (!sink.on_token(token)) break;
-    }
-  } while (false);
-  return status;   // Session::init resets every state, so the memory is reused as it is
+  void* mem = nullptr;   // kalloc_contiguous, kept between requests
+  size_t bytes = 0;
+};
+
+// Statically sized: every worker has kMaxBatch sessions (their memory is
+// allocated on first use, so an idle batch slot costs only this struct).
+static EngineSession sessions[kMaxWorkers][kMaxBatch];
+
+EngineSession* engine_session(uint32_t worker, uint32_t index) {
+  if (worker >= uint32_t(kMaxWorkers) || index >= kMaxBatch) return nullptr;
+  return &sessions[worker][index];
+}
+
+namespace {
+
+llm::SessionOptions options_for(bool int8_activations) {
+  llm::SessionOptions options;
+  options.matvec = int8_activations ? llm::MatvecKind::Int8 : llm::MatvecKind::Float;
+  return options;
+}
+
+// Memory of at least `bytes`, reusing what `mem` already holds.
+ErrorOr<void> ensure_memory(void*& mem, size_t& have, size_t bytes) {
+  if (have >= bytes) return {};
+  if (mem) kfree_contiguous(mem, have);
+  mem = kalloc_contiguous(bytes);
+  have = mem ? bytes : 0;
+  if (mem == nullptr) return Errno::NoMem;
+  return {};
+}
+
+}  // namespace
+
+ErrorOr<void> engine_session_begin(EngineSession* s, EngineModel* em, bool int8_activations,
+                                   const llm::KvPool* pool) {
+  llm::SessionOptions options = options_for(int8_activations);
+  options.paged_kv = pool != nullptr;
+  size_t bytes = llm::Session::bytes_needed(em->model.config(), options.paged_kv);
+  TRY(ensure_memory(s->mem, s->bytes, bytes));
+  // init() lays the session out and resets every state, so reused memory
+  // starts exactly as fresh memory would.
+  if (s->session.init(em->model, s->mem, s->bytes, options).is_error()) return Errno::NoMem;
+  return {};
+}
+
+void engine_session_map(EngineSession* s, const llm::KvPool* pool, const uint32_t* table, uint32_t n) {
+  if (pool) s->session.set_kv_pages(pool, table, n);
+}
+
+ErrorOr<void> engine_session_resume(EngineSession* s, uint32_t pos) {
+  if (pos == 0) return {};
+  if (s->session.resume_at(pos).is_error()) return Errno::Invalid;
+  return {};
+}
+
+// ---- the batched forward pass ---------------------------------------------
+
+static RowTeam teams[kMaxWorkers];
+
+uint32_t engine_start_team(uint32_t worker, uint32_t harts) {
+  if (worker >= uint32_t(kMaxWorkers)) return 0;
+  return teams[worker].start(worker, harts);
+}
+
+uint32_t engine_team_parts(uint32_t worker) {
+  return worker < uint32_t(kMaxWorkers) ? teams[worker].parts() : 0;
+}
+
+// Per worker: the runtime's Batch (scratch for one pass over up to
+// token_budget tokens), bound to the (model, activation kind) it last ran,
+// the item array handed to it, and the row team behind its Parallel hook.
+struct EngineBatch {
+  llm::Batch batch;
+  void* mem = nullptr;
+  size_t bytes = 0;
+  EngineModel* bound_model = nullptr;
+  bool bound_int8 = false;
+  llm::Parallel parallel;
+  llm::BatchItem items[kMaxBudget];
+};
+static EngineBatch batches[kMaxWorkers];
+
+namespace {
+
+// llm::Parallel's run(): the worker's row team runs every part.
+void team_run(void* ctx, uint32_t parts, void (*fn)(void* arg, uint32_t part), void* arg) {
+  (void)parts;   // == the team's parts (set in engine_forward)
+  static_cast<RowTeam*>(ctx)->run(fn, arg);
+}
+
+}  // namespace
+
+ErrorOr<void> engine_forward(uint32_t worker, EngineModel* em, bool int8_activations,
+                             BatchToken* items, uint32_t n) {
+  if (worker >= uint32_t(kMaxWorkers) || n > kMaxBudget) return Errno::Invalid;
+  EngineBatch& eb = batches[worker];
+  if (eb.bound_model != em || eb.bound_int8 != int8_activations) {
+    const llm::Config& cfg = em->model.config();
+    TRY(ensure_memory(eb.mem, eb.bytes, llm::Batch::bytes_needed(cfg, kMaxBudget)));
+    if (eb.batch.init(em->model, eb.mem, eb.bytes, kMaxBudget, options_for(int8_activations)).is_error())
+      return Errno::NoMem;
+    eb.parallel.parts = teams[worker].parts();
+    eb.parallel.ctx = &teams[worker];
+    eb.parallel.run = team_run;
+    eb.batch.set_parallel(&eb.parallel);
+    eb.bound_model = em;
+    eb.bound_int8 = int8_activations;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    eb.items[i].session = &items[i].session->session;
+    eb.items[i].token = items[i].token;
+    eb.items[i].phase = items[i].prefill ? llm::Phase::Prefill : llm::Phase::Decode;
+    eb.items[i].want_next = items[i].want_next;
+    eb.items[i].next = 0;
+  }
+  // One pass over the weights for all n tokens; each token's result is
+  // exactly what it would be alone (lib/llm_batch.h).
+  if (eb.batch.forward(eb.items, n).is_error()) return Errno::Invalid;
+  for (uint32_t i = 0; i < n; i++) items[i].next = eb.items[i].next;
+  return {};
+}
+
+// ---- sampling ------------------------------------------------------------------
+
+// Per worker: all vocab_size logits and the sampler's index scratch,
+// allocated on first use (SmolLM2 shape: 2 x 192 KiB).
+struct SampleScratch {
+  void* mem = nullptr;
+  size_t bytes = 0;
+};
+static SampleScratch sample_scratch[kMaxWorkers];
+
+ErrorOr<uint32_t> engine_sample(uint32_t worker, EngineSession* s, const llm::SamplingParams& params,
+                                llm::Rng& rng, const uint32_t* recent, uint32_t n_recent) {
+  if (worker >= uint32_t(kMaxWorkers)) return Errno::Invalid;
+  uint32_t vocab = s->session.model().config().vocab_size;
+  SampleScratch& sc = sample_scratch[worker];
+  TRY(ensure_memory(sc.mem, sc.bytes, size_t(vocab) * 8));
+  auto* logits = static_cast<float*>(sc.mem);
+  auto* order = reinterpret_cast<uint32_t*>(logits + vocab);
+  s->session.logits(logits);
+  return llm::sample_token(logits, vocab, params, rng, recent, n_recent, order);
+}
+
+// ---- request checks ---------------------------------------------------------
+
+ErrorOr<void> engine_check_request(const ModelSummary& model, const uint32_t* prompt,
+                                   uint32_t prompt_len, uint32_t n_predict) {
+  auto checked = llm::check_request(model.config, prompt, prompt_len, n_predict);
+  if (!checked.is_error()) return {};
+  switch (checked.error().code) {
+    case llm::ErrorCode::EmptyRequest: return Errno::Invalid;
+    case llm::ErrorCode::PromptTooLong: return Errno::TooBig;
+    case llm::ErrorCode::TokenOutOfRange: return Errno::Range;
+    case llm::ErrorCode::RequestTooLong: return Errno::FileTooBig;
+    default: return Errno::Invalid;
+  }
 }
 
 }  // namespace ai

@@ -1,10 +1,14 @@
 // The AI service's view of the inference runtime: load a bundle directory
-// into kernel memory, and generate tokens for one request. Keeping this
-// interface small means the queue/slot logic never touches lib/ directly.
+// into kernel memory, check requests, keep per-request sessions and run
+// batched forward passes. Keeping this interface small means the queue and
+// scheduling logic never touch lib/'s classes directly.
 #pragma once
 #include <stdint.h>
 #include <stddef.h>
 #include "../error.h"
+#include "llm_config.h"
+#include "llm_sample.h"
+#include "llm_session.h"
 
 namespace ai {
 
@@ -15,15 +19,9 @@ struct ModelSummary {
   uint32_t dim, n_layers, vocab_size, runtime_seq_len;
   uint64_t n_params;
   uint64_t bytes;       // kernel memory holding the weights
-};
-
-// Receives each generated token; returns false to stop early (cancelled).
-// keep_going() is asked between two prompt tokens of the prefill, so a
-// cancel lands within one token's forward pass even in a long prompt.
-class TokenSink {
- public:
-  virtual bool on_token(uint32_t token) = 0;
-  virtual bool keep_going() = 0;
+  llm::Config config;   // the parsed CFG.BIN: requests are checked against it
+  uint32_t eos[4];      // end-of-sequence ids (from TOK.BIN when the bundle has one)
+  uint32_t n_eos;
 };
 
 // Reads only CFG.BIN (and LTY.BIN): enough to validate requests against the
@@ -34,20 +32,56 @@ ErrorOr<void> engine_probe(const char* dir, ModelSummary* summary, char* why, si
 // gets a one-line reason naming the file and field.
 ErrorOr<EngineModel*> engine_load(const char* dir, ModelSummary* summary, char* why, size_t why_len);
 
-// Memory for one request's session (KV cache, states, scratch), owned by a
-// worker and reused from request to request: allocating and zeroing ~12 MiB
-// (SMOL shape) for every request cost milliseconds of each TTFT, and the
-// first-fit search made that cost depend on how fragmented memory was.
-struct SessionMemory {
-  void* mem = nullptr;
-  size_t bytes = 0;
+// One request's runtime state while it runs (the runtime's Session: KV
+// cache, DeltaNet states, scratch) and its memory. Each worker owns
+// kMaxBatch of them and reuses them from request to request: allocating and
+// zeroing ~12 MiB (SMOL shape) for every request cost milliseconds of each
+// TTFT, and the first-fit search made that cost depend on fragmentation.
+struct EngineSession;
+EngineSession* engine_session(uint32_t worker, uint32_t index);
+
+// Makes `s` a fresh session of `model` (position 0, states zeroed), growing
+// its memory if this model needs more. With a pool, its KV cache is paged
+// (kv_cache.h) and its own memory holds no KV rows. Errno::NoMem if memory
+// is short.
+ErrorOr<void> engine_session_begin(EngineSession* s, EngineModel* model, bool int8_activations,
+                                   const llm::KvPool* pool);
+// A cached prefix: the session continues at position pos (0: nothing to do).
+ErrorOr<void> engine_session_resume(EngineSession* s, uint32_t pos);
+// The session's block table for the next pass (paged sessions only).
+void engine_session_map(EngineSession* s, const llm::KvPool* pool, const uint32_t* table, uint32_t n);
+
+// One token of one request in a batched forward pass.
+struct BatchToken {
+  EngineSession* session;
+  uint32_t token;       // fed at the session's next position
+  bool prefill;         // a prompt token (else a decode token): which work counter it is charged to
+  bool want_next;       // the last prompt token or a decode token: the classifier runs for it
+  uint32_t next;        // out: the greedy next token when want_next
 };
 
-// Prefill then greedy decode; tokens go to sink as they are known. Returns
-// without error when the sink says stop (the caller knows why). Grows
-// `memory` if this model needs more. The request was validated at submit time.
-ErrorOr<void> engine_generate(EngineModel* model, const uint32_t* prompt, uint32_t prompt_len,
-                              uint32_t n_predict, bool int8_activations, TokenSink& sink,
-                              SessionMemory& memory);
+// Gives worker `worker` a row team of `harts` parts (row_team.h): its
+// batched passes split every matrix product's rows over that many harts.
+// Returns the parts actually started.
+uint32_t engine_start_team(uint32_t worker, uint32_t harts);
+uint32_t engine_team_parts(uint32_t worker);
+
+// Runs items[0..n) through `model` in one pass over its weights (tokens of
+// one session consecutive and in order; all sessions begun with the same
+// model and activation kind). Each item's effect is exactly that of running
+// it alone: the tokens are the same whatever the batch.
+ErrorOr<void> engine_forward(uint32_t worker, EngineModel* model, bool int8_activations,
+                             BatchToken* items, uint32_t n);
+
+// The next token of `session` drawn with the sampler (lib/llm_sample.h)
+// from the logits of its newest position; `recent` are the last tokens of
+// prompt + output (for the repetition penalty). Uses the worker's scratch.
+ErrorOr<uint32_t> engine_sample(uint32_t worker, EngineSession* session, const llm::SamplingParams& params,
+                                llm::Rng& rng, const uint32_t* recent, uint32_t n_recent);
+
+// Request checks with the runtime's own rules (llm::check_request), mapped
+// to one errno per cause (include/kai/ai_abi.h lists them).
+ErrorOr<void> engine_check_request(const ModelSummary& model, const uint32_t* prompt, uint32_t prompt_len,
+                           uint32_t n_predict);
 
 }  // namespace ai

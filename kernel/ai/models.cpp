@@ -2,6 +2,7 @@
 // bundle's header first (so requests can be validated at once), then loads
 // the weights one model at a time while the shell is already up.
 #include "models.h"
+#include "kv_cache.h"
 #include "requests.h"
 #include "../fs/fs.h"
 #include "../proc.h"
@@ -97,6 +98,12 @@ void loader_main(void*) {
     why[0] = 0;
     auto loaded = engine_load(path, &summary, why, sizeof(why));
     uint64_t elapsed = clock_ns() - t0;
+    if (!loaded.is_error()) {
+      // Its KV block pool, before anyone can run on it (the model is not
+      // READY yet, and its config came with the probe; kv_init_model
+      // allocates and logs, so no lock here).
+      kv_init_model(i);
+    }
     {
       SpinlockGuard guard(lock);
       if (loaded.is_error()) {

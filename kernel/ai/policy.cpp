@@ -8,9 +8,8 @@
 namespace ai {
 
 uint32_t remaining_work(const Request& r) {
-  // A queued request has prefilled nothing and generated nothing yet.
-  uint32_t prompt_left = r.state == SlotState::Queued ? r.prompt_len : 0;
-  return prompt_left + (r.n_predict - r.n_generated);
+  // Tokens still to feed: the rest of the context, then one per token to come.
+  return (context_len(r) - r.fed) + (r.n_predict - r.n_generated);
 }
 
 int choose_fcfs(Request* const*, int) { return 0; }   // the oldest: ready[] is in arrival order

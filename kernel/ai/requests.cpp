@@ -1,7 +1,12 @@
-// Request slots, the FIFO queue and the scheduling policy of the AI service.
+// Request slots, the arrival queue and the state transitions of the AI
+// service. Map: globals; queries; pick_next() (the scheduling decision);
+// one function per arrow of the diagram in requests.h. Locking: every
+// function here runs with ai::lock held, and the transitions check it.
 #include "requests.h"
 #include "models.h"
 #include "../proc.h"
+#include "../printf.h"
+#include "../string.h"
 #include "../trap.h"
 
 namespace ai {
@@ -12,47 +17,33 @@ Counters counters;
 uint32_t max_per_process = kDefaultMaxPerProcess;
 Policy policy = Policy::Fcfs;
 uint64_t aging_ns = uint64_t(kDefaultAgingMs) * 1000000;
+uint32_t max_batch = kDefaultMaxBatch;
+uint32_t token_budget = kDefaultBudget;
 const char queue_nonempty_chan = 0;
 const char slot_freed_chan = 0;
 const char models_known_chan = 0;
 
-// Queued requests in arrival order (indices into slots).
+// Request ids: never reused while the kernel runs, so a stale id can only
+// ever mean "gone" (-KAI_ESRCH), never somebody else's newer request.
+static int64_t next_request_id = 1;
+
+// Queued requests in arrival order (indices into slots). Invariant: a slot
+// is in the fifo exactly when its state is Queued.
 static int fifo[kQueueCapacity];
 static int fifo_len;
 
-Request* find_request(int64_t id) {
-  for (auto& r : slots)
-    if (r.state != SlotState::Free && !r.orphaned && r.id == id) return &r;
-  return nullptr;
+namespace {
+
+void must_hold_lock(const char* who) {
+  if (!lock.holding()) panic("ai: %s without ai::lock", who);
 }
 
-uint32_t slots_owned_by(int pid) {
-  uint32_t n = 0;
-  for (auto& r : slots) n += r.state != SlotState::Free && !r.orphaned && r.owner_pid == pid;
-  return n;
+void must_be(const Request* r, RequestState expected, const char* who) {
+  must_hold_lock(who);
+  if (r->state != expected) panic("ai: %s on a request in state %d", who, static_cast<int>(r->state));
 }
 
-Request* alloc_slot() {
-  for (auto& r : slots)
-    if (r.state == SlotState::Free) return &r;
-  return nullptr;
-}
-
-void free_slot(Request* r) {
-  r->state = SlotState::Free;
-  r->orphaned = false;
-  r->id = 0;
-  r->owner_pid = 0;
-  wakeup(&slot_freed_chan);
-}
-
-void enqueue(Request* r) {
-  fifo[fifo_len++] = static_cast<int>(r - slots);
-  r->state = SlotState::Queued;
-  wakeup(&queue_nonempty_chan);
-}
-
-void remove_from_queue(Request* r) {
+void remove_from_fifo(Request* r) {
   int index = static_cast<int>(r - slots);
   int out = 0;
   for (int i = 0; i < fifo_len; i++)
@@ -60,21 +51,100 @@ void remove_from_queue(Request* r) {
   fifo_len = out;
 }
 
+void release_slot(Request* r) {
+  r->state = RequestState::Free;
+  r->orphaned = false;
+  r->id = 0;
+  r->owner_pid = 0;
+  wakeup(&slot_freed_chan);
+}
+
+// Common end of every finishing arrow: stamp, count, wake the owner (or
+// free the slot at once when nobody is left to collect it).
+void finish_as(Request* r, RequestState outcome, int32_t error, uint32_t reason) {
+  kv_release(r);   // its blocks go back (full prompt blocks stay cached)
+  r->state = outcome;
+  r->finish_reason = reason;
+  r->error = error;
+  r->t_finish = clock_ns();
+  if (outcome == RequestState::Done) counters.completed++;
+  else if (outcome == RequestState::Failed) counters.failed++;
+  else counters.cancelled++;
+  if (r->orphaned) release_slot(r);
+  else wakeup(r);
+}
+
+}  // namespace
+
+int32_t abi_state(RequestState s) {
+  switch (s) {
+    case RequestState::Queued: return KAI_AI_QUEUED;
+    case RequestState::Running: return KAI_AI_RUNNING;
+    case RequestState::Done: return KAI_AI_DONE;
+    case RequestState::Failed: return KAI_AI_FAILED;
+    case RequestState::Cancelled: return KAI_AI_CANCELLED;
+    case RequestState::Free: break;
+  }
+  return 0;
+}
+
+// ---- queries ------------------------------------------------------------
+
+Request* find_request(int64_t id) {
+  for (auto& r : slots)
+    if (r.state != RequestState::Free && !r.orphaned && r.id == id) return &r;
+  return nullptr;
+}
+
+uint32_t slots_owned_by(int pid) {
+  uint32_t n = 0;
+  for (auto& r : slots) n += r.state != RequestState::Free && !r.orphaned && r.owner_pid == pid;
+  return n;
+}
+
+bool slot_available() {
+  for (auto& r : slots)
+    if (r.state == RequestState::Free) return true;
+  return false;
+}
+
 uint32_t queued_count() { return static_cast<uint32_t>(fifo_len); }
 
 uint32_t running_count() {
   uint32_t n = 0;
-  for (auto& r : slots) n += r.state == SlotState::Running;
+  for (auto& r : slots) n += r.state == RequestState::Running;
   return n;
 }
 
 uint32_t slots_in_use() {
   uint32_t n = 0;
-  for (auto& r : slots) n += r.state != SlotState::Free && !r.orphaned;
+  for (auto& r : slots) n += r.state != RequestState::Free && !r.orphaned;
   return n;
 }
 
+uint32_t stop_reason(const Request& r) {
+  if (r.n_generated == 0) return KAI_AI_FINISH_NONE;
+  uint32_t last = r.output[r.n_generated - 1];
+  if (r.flags & KAI_AI_STOP_AT_EOS) {
+    const ModelSummary& m = models[r.model].summary;
+    for (uint32_t i = 0; i < m.n_eos; i++)
+      if (m.eos[i] == last) return KAI_AI_FINISH_EOS;
+  }
+  // Stop sequences: {len, tokens...} one after another (validated at submit).
+  for (uint32_t at = 0; at < r.stop_words; at += 1 + r.stop[at]) {
+    uint32_t len = r.stop[at];
+    if (len > r.n_generated) continue;
+    const uint32_t* tail = r.output + (r.n_generated - len);
+    bool match = true;
+    for (uint32_t i = 0; i < len && match; i++) match = tail[i] == r.stop[at + 1 + i];
+    if (match) return KAI_AI_FINISH_STOP;
+  }
+  if (r.n_generated >= r.n_predict) return KAI_AI_FINISH_LENGTH;
+  return KAI_AI_FINISH_NONE;
+}
+
 Request* pick_next() {
+  must_hold_lock("pick_next");
   Request* ready[kQueueCapacity];
   int n = 0;
   for (int i = 0; i < fifo_len;) {
@@ -82,8 +152,7 @@ Request* pick_next() {
     int32_t model_state = models[r->model].state;
     if (model_state == KAI_AI_MODEL_FAILED) {
       // Its model will never be ready: fail it now rather than let it wait forever.
-      remove_from_queue(r);
-      finish(r, KAI_AI_FAILED, KAI_ENODEV);
+      fail(r, KAI_ENODEV);   // removes it from the fifo: do not advance i
       continue;
     }
     if (model_state == KAI_AI_MODEL_READY) ready[n++] = r;   // else still loading: stays queued
@@ -93,26 +162,120 @@ Request* pick_next() {
   // Aging first: ready[] is in arrival order, so the first overdue one is
   // the one that has waited longest.
   uint64_t now = clock_ns();
-  int chosen = -1;
-  for (int i = 0; i < n && chosen < 0; i++)
-    if (now - ready[i]->t_submit >= aging_ns) chosen = i;
-  if (chosen < 0) chosen = policy_function(policy)(ready, n);
-  remove_from_queue(ready[chosen]);
-  return ready[chosen];
+  for (int i = 0; i < n; i++)
+    if (now - ready[i]->t_submit >= aging_ns) return ready[i];
+  return ready[policy_function(policy)(ready, n)];
 }
 
-void finish(Request* r, int32_t outcome, int32_t error) {
-  r->state = SlotState::Finished;
-  r->outcome = outcome;
-  r->error = error;
-  r->t_finish = clock_ns();
-  if (outcome == KAI_AI_DONE) counters.completed++;
-  else if (outcome == KAI_AI_FAILED) counters.failed++;
-  else counters.cancelled++;
-  if (r->orphaned) {
-    free_slot(r);   // nobody will ever collect it
-  } else {
-    wakeup(r);
+// ---- transitions --------------------------------------------------------
+
+Request* submit(const NewRequest& n) {
+  must_hold_lock("submit");
+  Request* r = nullptr;
+  for (auto& s : slots)
+    if (s.state == RequestState::Free) { r = &s; break; }
+  if (r == nullptr) panic("ai: submit without a free slot");
+  r->id = next_request_id++;
+  r->owner_pid = n.owner_pid;
+  r->model = n.model;
+  r->prompt_len = n.prompt_len;
+  r->n_predict = n.n_predict;
+  r->flags = n.flags;
+  r->priority = n.priority;
+  r->n_generated = 0;
+  r->cancel_requested = false;
+  r->orphaned = false;
+  r->error = 0;
+  r->worker = 0;
+  r->fed = 0;
+  r->kv_blocks = r->kv_registered = r->cached_tokens = r->preemptions = 0;
+  r->iterations = 0;
+  r->batch_sum = 0;
+  r->finish_reason = KAI_AI_FINISH_NONE;
+  r->queue_depth_at_submit = queued_count() + running_count();
+  r->t_submit = clock_ns();
+  r->t_start = r->t_first = r->t_finish = r->t_last = 0;
+  r->sampling = n.sampling;
+  r->rng_state = n.sampling.seed;
+  r->stop_words = n.stop_words;
+  memcpy(r->stop, n.stop, n.stop_words * sizeof(uint32_t));
+  memcpy(r->prompt, n.prompt, n.prompt_len * sizeof(uint32_t));
+  counters.submitted++;
+  r->state = RequestState::Queued;
+  fifo[fifo_len++] = static_cast<int>(r - slots);
+  wakeup(&queue_nonempty_chan);
+  return r;
+}
+
+void admit(Request* r, uint32_t worker) {
+  must_be(r, RequestState::Queued, "admit");
+  remove_from_fifo(r);
+  r->state = RequestState::Running;
+  r->worker = worker;
+  r->t_start = clock_ns();
+}
+
+void preempt(Request* r) {
+  must_be(r, RequestState::Running, "preempt");
+  kv_release(r);
+  r->fed = 0;
+  r->preemptions++;
+  kv_count_preemption();
+  // Back in arrival order (by t_submit), so it keeps its place under fcfs
+  // and aging, and it is admitted again before anyone who came later.
+  int at = fifo_len;
+  while (at > 0 && slots[fifo[at - 1]].t_submit > r->t_submit) at--;
+  for (int i = fifo_len; i > at; i--) fifo[i] = fifo[i - 1];
+  fifo[at] = static_cast<int>(r - slots);
+  fifo_len++;
+  r->state = RequestState::Queued;
+  wakeup(&queue_nonempty_chan);
+}
+
+void complete(Request* r, uint32_t reason) {
+  must_be(r, RequestState::Running, "complete");
+  finish_as(r, RequestState::Done, 0, reason);
+}
+
+void fail(Request* r, int32_t error) {
+  must_hold_lock("fail");
+  if (r->state == RequestState::Queued) remove_from_fifo(r);
+  else if (r->state != RequestState::Running) panic("ai: fail on a request in state %d", static_cast<int>(r->state));
+  finish_as(r, RequestState::Failed, error, KAI_AI_FINISH_FAILED);
+}
+
+void cancel_queued(Request* r) {
+  must_be(r, RequestState::Queued, "cancel_queued");
+  remove_from_fifo(r);
+  finish_as(r, RequestState::Cancelled, KAI_ECANCELED, KAI_AI_FINISH_CANCELLED);
+}
+
+void stop_cancelled(Request* r) {
+  must_be(r, RequestState::Running, "stop_cancelled");
+  finish_as(r, RequestState::Cancelled, KAI_ECANCELED, KAI_AI_FINISH_CANCELLED);   // frees it if orphaned
+}
+
+void collect(Request* r) {
+  must_hold_lock("collect");
+  if (!finished(r->state)) panic("ai: collect of an unfinished request");
+  release_slot(r);
+}
+
+void forget_owner(int pid) {
+  must_hold_lock("forget_owner");
+  for (auto& r : slots) {
+    if (r.state == RequestState::Free || r.owner_pid != pid || r.orphaned) continue;
+    if (r.state == RequestState::Queued) {
+      remove_from_fifo(&r);
+      counters.cancelled++;
+      release_slot(&r);
+    } else if (r.state == RequestState::Running) {
+      // Its worker owns the slot until it notices; it frees it then.
+      r.cancel_requested = true;
+      r.orphaned = true;
+    } else {
+      release_slot(&r);   // finished, never to be collected
+    }
   }
 }
 

@@ -1,22 +1,42 @@
-// Request slots and the FIFO queue of the AI service. Everything here is
-// protected by ai::lock; see docs/ai-service.md for the state diagram.
+// Requests of the AI service: the slot table, the arrival queue, and one
+// named function per arrow of the state diagram. Everything here is
+// protected by ai::lock (each transition checks that the caller holds it).
+//
+// The life of a request (docs/ai-service.md draws the same diagram):
+//
+//        submit()           admit()             complete()
+//  Free ─────────▶ Queued ─────────▶ Running ──────────────▶ Done ──────┐
+//                   │  │               │  │ fail()                      │
+//                   │  │ fail()        │  └──────────▶ Failed ──────────┤ collect()
+//                   │  └──────────────────────────────▶ Failed          │ (ai_wait)
+//                   │ cancel_queued()  │ stop_cancelled()               ▼
+//                   └──────────────────┴───────────────▶ Cancelled ──▶ Free
+//
+// Exit of the owner (forget_owner()): Queued and finished slots go straight
+// back to Free; a Running one is *orphaned*: invisible at once to every
+// process, it stays Running until its worker's next check, which frees it.
 #pragma once
 #include <stdint.h>
 #include "../spinlock.h"
 #include "../../include/kai/ai_abi.h"
 #include "service.h"
 #include "policy.h"
+#include "kv_cache.h"
 
 namespace ai {
 
-// Where a slot is in its life. A finished request keeps its slot until its
-// owner collects the result with ai_wait (or exits).
-enum class SlotState : uint8_t { Free, Queued, Running, Finished };
+// One ordered enum for the whole life of a slot: every state after Running
+// is a finished one (see finished()).
+enum class RequestState : uint8_t { Free, Queued, Running, Done, Failed, Cancelled };
+
+constexpr bool finished(RequestState s) { return s >= RequestState::Done; }
+
+// The KAI_AI_* value that ai_query and ai_wait report for a state.
+int32_t abi_state(RequestState s);
 
 struct Request {
-  SlotState state;
-  int32_t outcome;          // KAI_AI_DONE / FAILED / CANCELLED once Finished
-  int32_t error;            // positive KAI_E* for FAILED
+  RequestState state;
+  int32_t error;            // positive KAI_E* when Failed (KAI_ECANCELED when Cancelled)
   int64_t id;
   int owner_pid;
   int model;                // index into the model registry
@@ -29,10 +49,31 @@ struct Request {
   // -KAI_ESRCH) and slots_in_use() does not count it; only the worker still
   // touches it, and frees the slot when it notices cancel_requested.
   bool orphaned;
+  // Progress, written by the worker that runs it (under the lock). The
+  // request's context is prompt ++ output; `fed` of its tokens are in the
+  // session (its position). It is generating once fed == prompt_len +
+  // n_generated - 1; less means a prompt (or, after a preemption, the
+  // context) still to feed.
+  uint32_t fed;
+  uint32_t iterations;      // engine iterations (batched forward passes) it took part in
+  uint64_t batch_sum;       // sum over those iterations of the requests in the batch
   uint32_t queue_depth_at_submit, worker;
+  uint32_t finish_reason;   // KAI_AI_FINISH_*: set by the finishing transition
   uint64_t t_submit, t_start, t_first, t_finish;
+  uint64_t t_last;          // when output[n_generated-1] was known (ai_read reports it)
+  kai_ai_sampling sampling; // as submitted; the worker turns it into llm::SamplingParams
+  uint64_t rng_state;       // the sampler's generator (starts at sampling.seed)
+  uint32_t stop_words;      // stop[0..stop_words): validated stop sequences (ABI format)
+  uint32_t stop[KAI_AI_MAX_STOP_WORDS];
+  // The paged KV cache (kv_cache.h): block i holds positions [i*B, (i+1)*B).
+  uint32_t kv_blocks;         // entries of kv_table in use
+  uint32_t kv_registered;     // leading prompt blocks already offered to the prefix cache
+  uint32_t cached_tokens;     // prompt tokens taken from the prefix cache at admission
+  uint32_t preemptions;       // times its blocks were taken back (it was recomputed)
+  uint32_t kv_table[kMaxKvBlocks];
   uint32_t prompt[KAI_AI_MAX_PROMPT];
   uint32_t output[kMaxOutput];
+  uint64_t output_ns[kMaxOutput];  // when each output token was published (ai_read hands them out)
 };
 
 extern Spinlock lock;
@@ -48,39 +89,72 @@ extern uint32_t max_per_process;
 
 // The scheduling policy in force (`ai.policy=fcfs|sjf|priority` at boot,
 // ai_control at run time) and the aging bound that applies under every
-// policy: a request queued for aging_ns or more runs before any request
-// queued for less (the oldest overdue first), so SJF and priority cannot
-// starve anyone (`ai.aging_ms=N`, default kDefaultAgingMs).
+// policy: a request queued for aging_ns or more is admitted before any
+// request queued for less (the oldest overdue first), so SJF and priority
+// cannot starve anyone (`ai.aging_ms=N`, default kDefaultAgingMs).
 constexpr uint32_t kDefaultAgingMs = 20000;
 extern Policy policy;
 extern uint64_t aging_ns;
 
+// Batching options, set once by start() (ai.max_batch, ai.budget): see
+// kDefaultMaxBatch in service.h. Read-only while workers run.
+extern uint32_t max_batch;
+extern uint32_t token_budget;
+
 struct Counters {
   uint64_t submitted, completed, failed, cancelled, rejected;
+  uint64_t iterations;       // batched forward passes run by all workers
+  uint64_t batch_requests;   // sum over iterations of the requests in each
+  uint64_t batch_tokens;     // sum over iterations of the tokens in each
 };
 extern Counters counters;
 
 // Sleep channels (addresses only; what waits on each is documented there).
-extern const char queue_nonempty_chan;  // workers: a request may be runnable
+extern const char queue_nonempty_chan;  // workers: a request may be admissible
 extern const char slot_freed_chan;      // submitters: a slot became free
 extern const char models_known_chan;    // submitters: /AI has been scanned
 
-// All of these need `lock` held.
+// What ai_submit hands to submit() once everything is validated.
+struct NewRequest {
+  int owner_pid;
+  int model;
+  const uint32_t* prompt;
+  uint32_t prompt_len, n_predict, flags, priority;
+  kai_ai_sampling sampling;
+  const uint32_t* stop;     // validated, stop_words values
+  uint32_t stop_words;
+};
+
+// ---- queries (lock held) ------------------------------------------------
 Request* find_request(int64_t id);      // a visible (non-free, not orphaned) slot with this id
 uint32_t slots_owned_by(int pid);       // visible slots of this process (the quota counts these)
-Request* alloc_slot();                  // a free slot, or nullptr
-void free_slot(Request* r);             // back to the pool; wakes submitters
-void enqueue(Request* r);
-void remove_from_queue(Request* r);
+bool slot_available();                  // submit() would find a free slot
 uint32_t queued_count();
 uint32_t running_count();
-uint32_t slots_in_use();               // visible slots: what ai_info calls in_flight
-// The scheduling decision, in one place: the next request a worker should
-// run, or nullptr. Requests for models that failed to load are failed here;
-// among the ready ones the oldest overdue (aging) runs first, otherwise the
-// policy in force chooses.
+uint32_t slots_in_use();                // visible slots: what ai_info calls in_flight
+// Tokens of r's context (prompt ++ output) and its length so far.
+inline uint32_t context_token(const Request& r, uint32_t i) {
+  return i < r.prompt_len ? r.prompt[i] : r.output[i - r.prompt_len];
+}
+inline uint32_t context_len(const Request& r) { return r.prompt_len + r.n_generated; }
+// Why r must stop after its newest token, or KAI_AI_FINISH_NONE: the
+// model's end-of-sequence id (when asked for), a stop sequence, the length.
+uint32_t stop_reason(const Request& r);
+// The scheduling decision, in one place: the next queued request a worker
+// should admit, or nullptr (it stays queued). Requests for models that
+// failed to load are failed here; among the ready ones the oldest overdue
+// (aging) comes first, otherwise the policy in force chooses.
 Request* pick_next();
-// Finishes r with an outcome, stamps t_finish, counts it and wakes its waiter.
-void finish(Request* r, int32_t outcome, int32_t error);
+
+// ---- transitions: one per arrow (lock held) -----------------------------
+Request* submit(const NewRequest& n);   // Free -> Queued; needs slot_available(); returns it with its id
+void admit(Request* r, uint32_t worker);         // Queued -> Running (a worker took it)
+void preempt(Request* r);                        // Running -> Queued (its KV blocks were taken back)
+void complete(Request* r, uint32_t reason);      // Running -> Done (KAI_AI_FINISH_LENGTH/EOS/STOP)
+void fail(Request* r, int32_t error);            // Queued or Running -> Failed
+void cancel_queued(Request* r);                  // Queued -> Cancelled (ai_cancel)
+void stop_cancelled(Request* r);                 // Running -> Cancelled, or Free if orphaned
+void collect(Request* r);                        // Done/Failed/Cancelled -> Free (ai_wait)
+void forget_owner(int pid);                      // exit: every slot of pid (see the diagram)
 
 }  // namespace ai

@@ -1,13 +1,13 @@
-// The kernel-resident AI service: models loaded once at boot, a bounded table
-// of request slots with a FIFO queue, and worker kernel threads.
+// The kernel-resident AI service, its whole face to the rest of the kernel:
+// start() at boot, process_exited() from exit(), and the system calls.
+// Inside: models loaded once at boot (models.cpp), a bounded table of
+// request slots with an arrival queue (requests.cpp), and worker kernel
+// threads that run iterations: one batched forward pass over the weights
+// for all their running requests at a time (worker.cpp).
 // See docs/ai-service.md for the request life cycle and the locking rules.
 #pragma once
 #include <stdint.h>
 #include "../syscall.h"
-
-#ifndef KAI_AI_WORKERS
-#define KAI_AI_WORKERS 1   // build-time default: make AI_WORKERS=N
-#endif
 
 namespace ai {
 
@@ -15,9 +15,20 @@ constexpr int kQueueCapacity = 32;     // request slots (queued + running + unco
 constexpr int kMaxWorkers = 4;
 constexpr uint32_t kMaxOutput = 4096;  // generated tokens per request
 
+// Iteration-level batching (docs/ai-service.md, "Iterations"):
+// ai.max_batch=N requests run together in one worker (1 = one at a time, the
+// service before batching); ai.budget=T tokens go through the model per
+// iteration (one decode token per running request, the rest prefill chunks).
+constexpr uint32_t kMaxBatch = 16;
+constexpr uint32_t kDefaultMaxBatch = 8;
+constexpr uint32_t kMaxBudget = 256;
+constexpr uint32_t kDefaultBudget = 32;
+
 // Called once by the first process after the root file system is mounted:
-// starts the loader thread (models under /AI/) and the worker threads.
-void start(int n_workers);
+// reads the service's options from the kernel command line (ai.workers,
+// ai.max_batch, ai.budget, ai.policy, ...), starts the loader thread
+// (models under /AI/) and the worker threads.
+void start();
 
 // Worker threads actually started (ai_info reports it).
 int n_workers();

@@ -2,6 +2,7 @@
 // state, so a rejected call creates no request and leaks nothing.
 #include "requests.h"
 #include "models.h"
+#include "engine.h"
 #include "../proc.h"
 #include "../trap.h"
 #include "../string.h"
@@ -23,6 +24,15 @@ ErrorOr<Request*> owned_request(int64_t id) {
   return r;
 }
 
+kai_ai_status status_of(const Request& r) {
+  kai_ai_status st{};
+  st.state = abi_state(r.state);
+  st.n_generated = r.n_generated;
+  st.finish_reason = r.finish_reason;
+  st.t_last_token_ns = r.t_last;
+  return st;
+}
+
 SyscallResult reject(Errno e) {
   SpinlockGuard guard(lock);
   counters.rejected++;
@@ -30,18 +40,46 @@ SyscallResult reject(Errno e) {
 }
 
 // Copies in and checks the request (the prompt into `prompt`); returns the
-// model's index. Waits, if need be, until the loader has listed /AI.
-ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt) {
-  if (req.prompt_len == 0 || req.n_predict == 0) return Errno::Invalid;
-  if (req.flags & ~uint32_t(KAI_AI_NONBLOCK | KAI_AI_INT8)) return Errno::Invalid;
-  if (req.reserved[0] != 0 || req.reserved[1] != 0) return Errno::Invalid;   // kept for later
+// model's index. Waits, if need be, until the loader has listed /AI. The
+// ABI's own rules (flags, priority, reserved fields, buffer bounds) are
+// checked here; the model's rules by the runtime's check_request, once.
+// Sampling parameters within their documented ranges (ai_abi.h).
+bool sampling_ok(const kai_ai_sampling& s) {
+  return s.temperature_milli <= 10000 && s.top_p_milli <= 1000 && s.min_p_milli <= 1000 &&
+         s.repeat_penalty_milli <= 10000 && s.repeat_last_n <= 4096;
+}
+
+// Copies in the stop sequences and checks their format: {len, tokens...}
+// with 1 <= len <= KAI_AI_MAX_STOP_TOKENS, at most KAI_AI_MAX_STOP_SEQS.
+ErrorOr<void> copy_stop(const kai_ai_submit& req, uint32_t* stop) {
+  if (req.stop_words == 0) return {};
+  if (req.stop_words > KAI_AI_MAX_STOP_WORDS) return Errno::Invalid;
+  TRY(copyin(me()->pagetable, stop, reinterpret_cast<uint64_t>(req.stop),
+             uint64_t(req.stop_words) * sizeof(uint32_t)));
+  uint32_t seqs = 0;
+  for (uint32_t at = 0; at < req.stop_words; at += 1 + stop[at]) {
+    uint32_t len = stop[at];
+    if (len == 0 || len > KAI_AI_MAX_STOP_TOKENS || at + 1 + len > req.stop_words) return Errno::Invalid;
+    if (++seqs > KAI_AI_MAX_STOP_SEQS) return Errno::Invalid;
+  }
+  return {};
+}
+
+ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt, uint32_t* stop) {
+  if (req.flags & ~uint32_t(KAI_AI_NONBLOCK | KAI_AI_INT8 | KAI_AI_STOP_AT_EOS)) return Errno::Invalid;
+  for (uint32_t word : req.reserved)
+    if (word != 0) return Errno::Invalid;   // kept for later
+  if (!sampling_ok(req.sampling)) return Errno::Invalid;
   if (req.priority > KAI_AI_MAX_PRIORITY) return Errno::Invalid;
-  if (req.prompt_len > KAI_AI_MAX_PROMPT) return Errno::TooBig;
+  if (req.prompt_len == 0 || req.n_predict == 0) return Errno::Invalid;   // before any copy
+  if (req.prompt_len > KAI_AI_MAX_PROMPT) return Errno::TooBig;          // bounds the copy below
+  if (req.n_predict > kMaxOutput) return Errno::FileTooBig;               // the result buffer
   char name[KAI_AI_MODEL_NAME_MAX];
   auto copied = copyinstr(me()->pagetable, name, reinterpret_cast<uint64_t>(req.model), sizeof(name));
   if (copied.is_error()) return copied.error() == Errno::NameTooLong ? Errno::NoEnt : Errno::Fault;
   TRY(copyin(me()->pagetable, prompt, reinterpret_cast<uint64_t>(req.prompt),
              uint64_t(req.prompt_len) * sizeof(uint32_t)));
+  TRY(copy_stop(req, stop));
 
   SpinlockGuard guard(lock);
   while (!models_known) {
@@ -52,10 +90,9 @@ ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt) {
   if (m < 0) return Errno::NoEnt;
   const Model& model = models[m];
   if (model.state == KAI_AI_MODEL_FAILED) return Errno::NoDevice;
-  for (uint32_t i = 0; i < req.prompt_len; i++)
-    if (prompt[i] >= model.summary.vocab_size) return Errno::Range;
-  uint64_t total = uint64_t(req.prompt_len) + req.n_predict;
-  if (total > model.summary.runtime_seq_len || req.n_predict > kMaxOutput) return Errno::FileTooBig;
+  TRY(engine_check_request(model.summary, prompt, req.prompt_len, req.n_predict));
+  // Bigger than the model's whole KV pool: it could never run (ai.kv_mb).
+  if (!kv_could_fit(m, req.prompt_len + req.n_predict)) return Errno::NoMem;
   return m;
 }
 
@@ -66,11 +103,11 @@ SyscallResult sys_ai_submit() {
   if (copyin(me()->pagetable, &req, arg_raw(0), sizeof(req)).is_error()) return reject(Errno::Fault);
   static_assert(KAI_AI_MAX_PROMPT * 4 <= 1024, "prompt copy lives on the kernel stack");
   uint32_t prompt[KAI_AI_MAX_PROMPT];
-  auto model = validate(req, prompt);
+  uint32_t stop[KAI_AI_MAX_STOP_WORDS];
+  auto model = validate(req, prompt, stop);
   if (model.is_error()) return reject(model.error());
 
   SpinlockGuard guard(lock);
-  Request* r;
   for (;;) {
     // The quota first: sleeping for a slot would never end if this process
     // itself holds the slots (only it could free them, by collecting).
@@ -78,7 +115,7 @@ SyscallResult sys_ai_submit() {
       counters.rejected++;
       return Errno::Quota;
     }
-    if ((r = alloc_slot()) != nullptr) break;
+    if (slot_available()) break;
     if (req.flags & KAI_AI_NONBLOCK) {
       counters.rejected++;
       return Errno::Again;
@@ -86,26 +123,8 @@ SyscallResult sys_ai_submit() {
     if (current_killed()) return Errno::Interrupted;
     sleep(&slot_freed_chan, lock);
   }
-  static int64_t next_id = 1;
-  r->id = next_id++;
-  r->owner_pid = me()->pid;
-  r->model = model.value();
-  r->prompt_len = req.prompt_len;
-  r->n_predict = req.n_predict;
-  r->flags = req.flags;
-  r->priority = req.priority;
-  r->n_generated = 0;
-  r->cancel_requested = false;
-  r->orphaned = false;
-  r->outcome = 0;
-  r->error = 0;
-  r->worker = 0;
-  r->queue_depth_at_submit = queued_count() + running_count();
-  r->t_submit = clock_ns();
-  r->t_start = r->t_first = r->t_finish = 0;
-  memcpy(r->prompt, prompt, req.prompt_len * sizeof(uint32_t));
-  counters.submitted++;
-  enqueue(r);
+  Request* r = submit(NewRequest{me()->pid, model.value(), prompt, req.prompt_len, req.n_predict,
+                                 req.flags, req.priority, req.sampling, stop, req.stop_words});
   return static_cast<uint64_t>(r->id);
 }
 
@@ -117,7 +136,7 @@ SyscallResult sys_ai_wait() {
 
   SpinlockGuard guard(lock);
   Request* r = TRY(owned_request(id));
-  while (r->state != SlotState::Finished) {
+  while (!finished(r->state)) {
     if (current_killed()) return Errno::Interrupted;
     sleep(r, lock);
     // The slot may have been collected by another thread of ours meanwhile.
@@ -125,7 +144,7 @@ SyscallResult sys_ai_wait() {
   }
   if (capacity < r->n_generated) return Errno::NoSpace;
   kai_ai_result res{};
-  res.state = r->outcome;
+  res.state = abi_state(r->state);
   res.error = r->error;
   res.n_prompt = r->prompt_len;
   res.n_generated = r->n_generated;
@@ -135,10 +154,15 @@ SyscallResult sys_ai_wait() {
   res.t_start_ns = r->t_start;
   res.t_first_token_ns = r->t_first;
   res.t_finish_ns = r->t_finish;
+  res.iterations = r->iterations;
+  res.batch_sum = static_cast<uint32_t>(r->batch_sum);
+  res.finish_reason = r->finish_reason;
+  res.cached_tokens = r->cached_tokens;
+  res.preemptions = r->preemptions;
   // A bad buffer keeps the result: the caller may wait again with a good one.
   if (r->n_generated > 0) TRY(copyout(me()->pagetable, out, r->output, r->n_generated * sizeof(uint32_t)));
   if (result_addr != 0) TRY(copyout(me()->pagetable, result_addr, &res, sizeof(res)));
-  free_slot(r);
+  collect(r);
   return static_cast<uint64_t>(res.n_generated);
 }
 
@@ -148,27 +172,46 @@ SyscallResult sys_ai_query() {
   {
     SpinlockGuard guard(lock);
     Request* r = TRY(owned_request(id));
-    switch (r->state) {
-      case SlotState::Queued: st.state = KAI_AI_QUEUED; break;
-      case SlotState::Running: st.state = KAI_AI_RUNNING; break;
-      default: st.state = r->outcome; break;
-    }
-    st.n_generated = r->n_generated;
+    st = status_of(*r);
   }
   TRY(copyout(me()->pagetable, arg_raw(1), &st, sizeof(st)));
   return 0;
+}
+
+// Streaming: see ai_abi.h. Wakes at every published token (the worker
+// wakes the slot's channel) and at the end.
+SyscallResult sys_ai_read() {
+  int64_t id = arg_int(0);
+  uint64_t from = arg_raw(1), out = arg_raw(2), capacity = arg_raw(3), status_addr = arg_raw(4);
+  uint64_t times_addr = arg_raw(5);
+  SpinlockGuard guard(lock);
+  Request* r = TRY(owned_request(id));
+  while (r->n_generated <= from && !finished(r->state)) {
+    if (current_killed()) return Errno::Interrupted;
+    sleep(r, lock);
+    r = TRY(owned_request(id));   // collected meanwhile by another thread of ours?
+  }
+  uint64_t n = r->n_generated > from ? r->n_generated - from : 0;
+  if (n > capacity) n = capacity;
+  if (n > 0) TRY(copyout(me()->pagetable, out, r->output + from, n * sizeof(uint32_t)));
+  if (n > 0 && times_addr != 0)
+    TRY(copyout(me()->pagetable, times_addr, r->output_ns + from, n * sizeof(uint64_t)));
+  if (status_addr != 0) {
+    kai_ai_status st = status_of(*r);
+    TRY(copyout(me()->pagetable, status_addr, &st, sizeof(st)));
+  }
+  return n;
 }
 
 SyscallResult sys_ai_cancel() {
   SpinlockGuard guard(lock);
   Request* r = TRY(owned_request(arg_int(0)));
   switch (r->state) {
-    case SlotState::Queued:
-      remove_from_queue(r);
-      finish(r, KAI_AI_CANCELLED, KAI_ECANCELED);
+    case RequestState::Queued:
+      cancel_queued(r);
       return 0;
-    case SlotState::Running:
-      r->cancel_requested = true;   // the worker stops at the next token
+    case RequestState::Running:
+      r->cancel_requested = true;   // its worker stops it at the next iteration
       return 0;
     default:
       return Errno::Busy;
@@ -193,6 +236,21 @@ SyscallResult sys_ai_info() {
     info.cancelled = counters.cancelled;
     info.rejected = counters.rejected;
     info.in_flight = slots_in_use();
+    info.max_batch = max_batch;
+    info.budget = token_budget;
+    info.harts = engine_team_parts(0);
+    info.iterations = counters.iterations;
+    info.batch_requests = counters.batch_requests;
+    info.batch_tokens = counters.batch_tokens;
+    KvStats kv = kv_stats();
+    info.kv_block = kv_block_size;
+    info.prefix_cache = prefix_cache_enabled;
+    info.kv_blocks_total = kv.blocks_total;
+    info.kv_blocks_used = kv.blocks_used;
+    info.kv_blocks_cached = kv.blocks_cached;
+    info.prefix_hit_requests = kv.prefix_hit_requests;
+    info.prefix_hit_tokens = kv.prefix_hit_tokens;
+    info.preemptions = kv.preemptions;
     for (int i = 0; i < n_models; i++) {
       const Model& m = models[i];
       kai_ai_model_info& mi = info.models[i];

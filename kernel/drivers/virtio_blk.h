@@ -1,4 +1,4 @@
-// virtio-blk over virtio-mmio (QEMU virt: 0x10001000, IRQ 1..8) (CONTRACT).
+// virtio-blk over virtio-mmio (QEMU virt: 0x10001000, IRQ 1..8).
 #pragma once
 #include <stdint.h>
 #include "../error.h"

@@ -1,10 +1,19 @@
 // The file table and the operations on open files (pipes, inodes, devices).
+//
+// In this file:
+//   filealloc, filedup, fileclose   the table's reference counts (ftable.lock)
+//   fileread, filewrite, fileseek, filestat   dispatch on the kind of file
+//
+// A File is shared by every descriptor dup'ed or fork'ed from it, so its
+// offset is shared too. Inode-backed operations take the inode's sleep lock
+// for the offset and the data; a write runs in chunks of one transaction
+// each (WRITE_CHUNK), so a large write never overflows the log.
 #include "file.h"
 #include "inode.h"
 #include "log.h"
 #include "../param.h"
 #include "../spinlock.h"
-#include "../vm.h"
+#include "../proc.h"
 
 namespace fs {
 
@@ -53,32 +62,31 @@ void fileclose(File* f) {
     pipeclose(copy.pipe, copy.writable);
   } else if (copy.kind == File::Kind::Inode || copy.kind == File::Kind::Device) {
     readahead_free(copy.ra);
-    begin_op();
+    Transaction tx;   // the last reference to an unlinked file frees it
     iput(copy.ip);
-    end_op();
   }
 }
 
-ErrorOr<void> filestat(File* f, uint64_t user_addr) {
+ErrorOr<void> filestat(File* f, UserPtr<kai_stat> out) {
   if (f->kind != File::Kind::Inode && f->kind != File::Kind::Device) return Errno::Invalid;
   kai_stat st{};
   ilock(f->ip);
   stati(f->ip, &st);
   iunlock(f->ip);
-  return either_copyout(true, user_addr, &st, sizeof(st));
+  return copy_to_user(out, &st);
 }
 
-ErrorOr<uint64_t> fileread(File* f, uint64_t user_addr, uint64_t n) {
+ErrorOr<uint64_t> fileread(File* f, UserPtr<uint8_t> buf, uint64_t n) {
   if (!f->readable) return Errno::BadFd;
   switch (f->kind) {
     case File::Kind::Pipe:
-      return piperead(f->pipe, user_addr, n);
+      return piperead(f->pipe, buf, n);
     case File::Kind::Device:
       if (f->major >= NDEV || !devsw[f->major].read) return Errno::NoDevice;
-      return devsw[f->major].read(true, user_addr, n);
+      return devsw[f->major].read(true, buf.addr(), n);
     case File::Kind::Inode: {
       ilock(f->ip);
-      auto r = readi_stream(f->ip, &f->ra, true, user_addr, f->off, n);
+      auto r = readi_stream(f->ip, &f->ra, true, buf.addr(), f->off, n);
       if (!r.is_error()) f->off += r.value();
       iunlock(f->ip);
       return r;
@@ -88,26 +96,28 @@ ErrorOr<uint64_t> fileread(File* f, uint64_t user_addr, uint64_t n) {
   }
 }
 
-ErrorOr<uint64_t> filewrite(File* f, uint64_t user_addr, uint64_t n) {
+ErrorOr<uint64_t> filewrite(File* f, UserPtr<uint8_t> buf, uint64_t n) {
   if (!f->writable) return Errno::BadFd;
   switch (f->kind) {
     case File::Kind::Pipe:
-      return pipewrite(f->pipe, user_addr, n);
+      return pipewrite(f->pipe, buf, n);
     case File::Kind::Device:
       if (f->major >= NDEV || !devsw[f->major].write) return Errno::NoDevice;
-      return devsw[f->major].write(true, user_addr, n);
+      return devsw[f->major].write(true, buf.addr(), n);
     case File::Kind::Inode: {
       // One transaction per chunk keeps each within the log's limits.
       uint64_t done = 0;
       while (done < n) {
         uint64_t m = n - done < WRITE_CHUNK ? n - done : WRITE_CHUNK;
-        begin_op();
-        ilock(f->ip);
-        if (f->append) f->off = f->ip->size;
-        auto r = writei(f->ip, true, user_addr + done, f->off, m);
-        if (!r.is_error()) f->off += r.value();
-        iunlock(f->ip);
-        end_op();
+        ErrorOr<uint64_t> r = Errno::IO;
+        {
+          Transaction tx;
+          ilock(f->ip);
+          if (f->append) f->off = f->ip->size;
+          r = writei(f->ip, true, (buf + done).addr(), f->off, m);
+          if (!r.is_error()) f->off += r.value();
+          iunlock(f->ip);
+        }
         if (r.is_error()) {
           if (done > 0) return done;
           return r.error();

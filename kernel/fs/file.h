@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include "../error.h"
 #include "fs.h"
+#include "../user_ptr.h"
 
 namespace fs {
 
@@ -24,14 +25,14 @@ struct File {
 };
 
 File* filealloc();
-ErrorOr<void> filestat(File* f, uint64_t user_addr);
-ErrorOr<uint64_t> fileread(File* f, uint64_t user_addr, uint64_t n);
-ErrorOr<uint64_t> filewrite(File* f, uint64_t user_addr, uint64_t n);
+ErrorOr<void> filestat(File* f, UserPtr<kai_stat> st);
+ErrorOr<uint64_t> fileread(File* f, UserPtr<uint8_t> buf, uint64_t n);
+ErrorOr<uint64_t> filewrite(File* f, UserPtr<uint8_t> buf, uint64_t n);
 ErrorOr<uint64_t> fileseek(File* f, int64_t offset, int whence);
 
 ErrorOr<void> pipealloc(File** f0, File** f1);
 void pipeclose(Pipe* pi, bool writable);
-ErrorOr<uint64_t> piperead(Pipe* pi, uint64_t user_addr, uint64_t n);
-ErrorOr<uint64_t> pipewrite(Pipe* pi, uint64_t user_addr, uint64_t n);
+ErrorOr<uint64_t> piperead(Pipe* pi, UserPtr<uint8_t> buf, uint64_t n);
+ErrorOr<uint64_t> pipewrite(Pipe* pi, UserPtr<uint8_t> buf, uint64_t n);
 
 }  // namespace fs

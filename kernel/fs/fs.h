@@ -1,9 +1,10 @@
-// What the file system offers the rest of the kernel (CONTRACT between the
-// kernel core and kernel/fs/). The shapes follow xv6's file layer.
+// What the file system offers the rest of the kernel: mounting, the log
+// transaction guard, path lookup and inode references, open files and the
+// device switch. The shapes follow xv6's file layer.
 #pragma once
 #include <stdint.h>
 #include "../error.h"
-#include "../../include/kai/fs_abi.h"
+#include <kai/fs_abi.h>
 
 namespace fs {
 
@@ -16,15 +17,31 @@ struct File;
 ErrorOr<void> init(int dev);
 
 // Every file-system system call brackets its updates in one transaction.
+// Use the Transaction guard below rather than calling these by hand.
 void begin_op();
 void end_op();
+
+// One log transaction as a scope: begin_op() in the constructor, end_op() in
+// the destructor, so every return path ends it (a forgotten end_op would
+// stop every later commit). Open one around anything that may write to the
+// disk, and that includes iput(): dropping the last reference to an unlinked
+// inode frees its blocks. Keep it short: while any transaction is open no
+// commit can start, so a long one (a multi-MiB read) stalls every writer.
+//   { fs::Transaction tx; ip = TRY(fs::namei(path)); }   // lookups only
+class Transaction {
+ public:
+  Transaction() { begin_op(); }
+  ~Transaction() { end_op(); }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+};
 
 // Path lookup relative to the current process's cwd (or "/").
 ErrorOr<Inode*> namei(const char* path);
 void ilock(Inode* ip);
 void iunlock(Inode* ip);
-void iput(Inode* ip);          // needs begin_op()
-void iunlockput(Inode* ip);    // needs begin_op()
+void iput(Inode* ip);          // inside a Transaction (it may free the inode)
+void iunlockput(Inode* ip);    // inside a Transaction
 Inode* idup(Inode* ip);
 // Reads up to n bytes at off into dst (user or kernel address); ip locked.
 // Returns bytes read (0 at end of file).

@@ -3,7 +3,7 @@
 // tools/mkfsimg.py writes the same format: change both together.
 #pragma once
 #include <stdint.h>
-#include "../../include/kai/fs_abi.h"
+#include <kai/fs_abi.h>
 
 namespace fs {
 

@@ -1,5 +1,10 @@
 // Pipes: a ring buffer in one page, a reader and a writer that sleep on
 // each other (xv6's design), copying whole contiguous pieces at a time.
+//
+// In this file: pipealloc, pipeclose, pipewrite, piperead.
+// Locking: pi->lock guards the counters and the data. A writer waits for
+// room on &pi->nwrite, a reader waits for data on &pi->nread; each side
+// wakes the other after it has moved bytes.
 #include <new>
 #include "file.h"
 #include "../kalloc.h"
@@ -16,7 +21,7 @@ struct Pipe {
   uint64_t nwrite = 0;     // bytes ever written
   bool readopen = true;
   bool writeopen = true;
-  char data[SIZE];
+  uint8_t data[SIZE];
 };
 static_assert(sizeof(Pipe) <= 4096);
 
@@ -56,7 +61,7 @@ void pipeclose(Pipe* pi, bool writable) {
   }
 }
 
-ErrorOr<uint64_t> pipewrite(Pipe* pi, uint64_t addr, uint64_t n) {
+ErrorOr<uint64_t> pipewrite(Pipe* pi, UserPtr<uint8_t> buf, uint64_t n) {
   SpinlockGuard g(pi->lock);
   uint64_t done = 0;
   while (done < n) {
@@ -75,7 +80,7 @@ ErrorOr<uint64_t> pipewrite(Pipe* pi, uint64_t addr, uint64_t n) {
     uint64_t m = Pipe::SIZE - used;
     if (m > Pipe::SIZE - at) m = Pipe::SIZE - at;
     if (m > n - done) m = n - done;
-    if (either_copyin(pi->data + at, true, addr + done, m).is_error())
+    if (copy_from_user(pi->data + at, buf + done, m).is_error())
       return done ? ErrorOr<uint64_t>(done) : ErrorOr<uint64_t>(Errno::Fault);
     pi->nwrite += m;
     done += m;
@@ -84,7 +89,7 @@ ErrorOr<uint64_t> pipewrite(Pipe* pi, uint64_t addr, uint64_t n) {
   return done;
 }
 
-ErrorOr<uint64_t> piperead(Pipe* pi, uint64_t addr, uint64_t n) {
+ErrorOr<uint64_t> piperead(Pipe* pi, UserPtr<uint8_t> buf, uint64_t n) {
   SpinlockGuard g(pi->lock);
   while (pi->nread == pi->nwrite && pi->writeopen) {
     if (current_killed()) return Errno::Interrupted;
@@ -96,7 +101,7 @@ ErrorOr<uint64_t> piperead(Pipe* pi, uint64_t addr, uint64_t n) {
     uint64_t m = pi->nwrite - pi->nread;
     if (m > Pipe::SIZE - at) m = Pipe::SIZE - at;
     if (m > n - done) m = n - done;
-    if (either_copyout(true, addr + done, pi->data + at, m).is_error()) {
+    if (copy_to_user(buf + done, pi->data + at, m).is_error()) {
       if (done == 0) return Errno::Fault;
       break;
     }

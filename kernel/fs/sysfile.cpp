@@ -1,6 +1,17 @@
 // File-system system calls: argument checking, file descriptors, and the
 // directory-changing operations (create, link, unlink) built on the inode
-// layer. Each call that may modify the disk runs as one log transaction.
+// layer.
+//
+// In this file:
+//   argfd, fdalloc, argpath   arguments and the per-process descriptor table
+//   create                    a new inode linked under its parent (open, mkdir, mknod)
+//   sys_read ... sys_pipe     one function per system call
+//
+// Rules: each call that may modify the disk runs inside one fs::Transaction
+// (also those that only look up a path: dropping the last reference to an
+// unlinked inode frees it). Inodes are locked parent before child, the
+// order namex uses, so two calls cannot deadlock. A pointer argument is a
+// UserPtr, reached only through copy_to_user/copy_from_user.
 #include "../param.h"
 #include "../proc.h"
 #include "../string.h"
@@ -13,15 +24,6 @@
 using namespace fs;
 
 namespace {
-
-// RAII: one file-system transaction.
-class Transaction {
- public:
-  Transaction() { begin_op(); }
-  ~Transaction() { end_op(); }
-  Transaction(const Transaction&) = delete;
-  Transaction& operator=(const Transaction&) = delete;
-};
 
 struct FdArg {
   int fd;
@@ -92,14 +94,14 @@ ErrorOr<Inode*> create(const char* path, uint16_t type, uint16_t major, uint16_t
   if (r.is_error()) {
     // Undo: with nlink 0 the final iput frees the inode and its blocks.
     ip->nlink = 0;
-    (void)iupdate(ip);
+    MUST(iupdate(ip), "the iupdate above pinned this inode's block in the transaction");
     iunlockput(ip);
     iunlockput(dp);
     return r.error();
   }
   if (type == KAI_T_DIR) {
     dp->nlink++;   // the new directory's ".."
-    (void)iupdate(dp);
+    MUST(iupdate(dp), "dirlink's writei pinned the parent's inode block in the transaction");
   }
   iunlockput(dp);
   return ip;
@@ -111,14 +113,14 @@ SyscallResult sys_read() {
   FdArg f = TRY(argfd(0));
   int64_t n = arg_int(2);
   if (n < 0) return Errno::Invalid;
-  return fileread(f.file, arg_raw(1), static_cast<uint64_t>(n));
+  return fileread(f.file, arg_ptr<uint8_t>(1), static_cast<uint64_t>(n));
 }
 
 SyscallResult sys_write() {
   FdArg f = TRY(argfd(0));
   int64_t n = arg_int(2);
   if (n < 0) return Errno::Invalid;
-  return filewrite(f.file, arg_raw(1), static_cast<uint64_t>(n));
+  return filewrite(f.file, arg_ptr<uint8_t>(1), static_cast<uint64_t>(n));
 }
 
 SyscallResult sys_close() {
@@ -137,7 +139,7 @@ SyscallResult sys_dup() {
 
 SyscallResult sys_fstat() {
   FdArg f = TRY(argfd(0));
-  TRY(filestat(f.file, arg_raw(1)));
+  TRY(filestat(f.file, arg_ptr<kai_stat>(1)));
   return uint64_t(0);
 }
 
@@ -249,14 +251,14 @@ SyscallResult sys_stat() {
     stati(ip, &st);
     iunlockput(ip);
   }
-  TRY(either_copyout(true, arg_raw(1), &st, sizeof(st)));
+  TRY(copy_to_user(arg_ptr<kai_stat>(1), &st));
   return uint64_t(0);
 }
 
 SyscallResult sys_statfs() {
   kai_statfs st{};
   fs_statfs(&st);
-  TRY(either_copyout(true, arg_raw(0), &st, sizeof(st)));
+  TRY(copy_to_user(arg_ptr<kai_statfs>(0), &st));
   return uint64_t(0);
 }
 
@@ -277,7 +279,13 @@ SyscallResult sys_link() {
     return Errno::TooManyLinks;
   }
   ip->nlink++;
-  (void)iupdate(ip);
+  // Written before the new entry exists: a link count too low on disk would
+  // let an unlink free the inode while a name still points at it.
+  if (auto r = iupdate(ip); r.is_error()) {
+    ip->nlink--;
+    iunlockput(ip);
+    return r.error();
+  }
   iunlock(ip);
 
   ErrorOr<void> r;
@@ -293,7 +301,7 @@ SyscallResult sys_link() {
   if (r.is_error()) {
     ilock(ip);
     ip->nlink--;
-    (void)iupdate(ip);
+    MUST(iupdate(ip), "the nlink++ update above pinned this inode's block in the transaction");
     iunlockput(ip);
     return r.error();
   }
@@ -339,17 +347,17 @@ SyscallResult sys_unlink() {
   }
   if (ip->type == KAI_T_DIR) {
     dp->nlink--;   // its ".." is gone
-    (void)iupdate(dp);
+    MUST(iupdate(dp), "the writei that cleared the entry pinned the parent's inode block");
   }
   iunlockput(dp);
   ip->nlink--;
-  (void)iupdate(ip);
+  MUST(iupdate(ip), "the entry is gone; a link count left too high on disk only leaks the inode");
   iunlockput(ip);
   return uint64_t(0);
 }
 
 SyscallResult sys_pipe() {
-  uint64_t fdarray = arg_raw(0);
+  UserPtr<int> fdarray = arg_ptr<int>(0);
   File *rf, *wf;
   TRY(pipealloc(&rf, &wf));
   Process* p = current_process();
@@ -367,7 +375,7 @@ SyscallResult sys_pipe() {
     return fd1.error();
   }
   int fds[2] = {fd0.value(), fd1.value()};
-  if (auto r = either_copyout(true, fdarray, fds, sizeof(fds)); r.is_error()) {
+  if (auto r = copy_to_user(fdarray, fds, 2); r.is_error()) {
     p->ofile[fds[0]] = nullptr;
     p->ofile[fds[1]] = nullptr;
     fileclose(rf);

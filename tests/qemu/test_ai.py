@@ -184,3 +184,87 @@ def test_scheduling_boot_options(image):
         assert "unknown ai.policy=bogus" in s.transcript
         assert "ai.max_per_process=0 out of range" in s.transcript
         s.halt()
+
+
+@pytest.mark.parametrize("smp,workers,max_batch", [(1, 1, 8), (4, 2, 8), (1, 1, 1)])
+def test_batched_tokens_equal_solo(image, smp, workers, max_batch):
+    """Iteration-level batching never changes a token: `aibatch` runs each
+    request alone, then all of them at once (different prompt lengths,
+    outputs, int8 and float mixed) and compares bit for bit, on every test
+    model; with ai.max_batch > 1 some requests must really share iterations."""
+    img, bundles = image
+    commands = [f"aibatch {name} --clients 8" for name in sorted(bundles)] + ["aistat"]
+    append = f"ai.workers={workers} ai.max_batch={max_batch} ai.budget=16"
+    outputs = {}
+    with qemu_run.Session(img, KERNEL, smp=smp, memory="1G", snapshot=True, boot_timeout=180,
+                          append=append) as s:
+        assert s.booted, s.transcript
+        for name in models_of(bundles):
+            assert s.wait_log(rf"ai: model {name} (ready|failed)", timeout=180), s.transcript
+        for cmd in commands:
+            start = s.mark()
+            assert s.command(cmd, timeout=600), s.transcript[start:]
+            outputs[cmd] = s.transcript[start:]
+        assert not any(m in s.transcript for m in qemu_run.PANIC_MARKERS), s.transcript
+        s.halt()
+    for name in sorted(bundles):
+        out = outputs[f"aibatch {name} --clients 8"]
+        assert "DIFFERENT" not in out and "FAIL" not in out, out
+        assert re.search(r"aibatch: \d+ passed, 0 failed", out), out
+    stat = outputs["aistat"]
+    assert f"max_batch={max_batch} budget=16" in stat, stat
+    assert "in_flight=0" in stat, stat
+    mean = float(re.search(r"mean_batch=([\d.]+)", stat).group(1))
+    assert (mean > 1.0) if max_batch > 1 else (mean == 1.0), stat
+
+
+def _ids(text):
+    """The first line of token ids in a command's output."""
+    for line in text.splitlines():
+        if re.fullmatch(r"\d+( \d+)*", line.strip()):
+            return [int(t) for t in line.split()]
+    return None
+
+
+def test_streaming_sampling_and_stop_sequences(image):
+    """Streaming: `ai --stream` gets the first token long before the request
+    ends (both clocks are the `time` CSR), and the same tokens as a one-shot
+    request. Sampling: the same seed gives the same tokens, and they differ
+    from greedy. A stop sequence ends generation where it appears, with
+    finish=stop; a bad value is refused naming the option."""
+    img, bundles = image
+    base = "ai --model LLAMA --predict 24 1 2 3"
+    commands = [base, base.replace("ai ", "ai --stream --timing ", 1),
+                base.replace("ai ", "ai --temp 1.2 --seed 7 ", 1),
+                base.replace("ai ", "ai --temp 1.2 --seed 7 --timing ", 1),
+                base.replace("ai ", "ai --temp 1.2 --seed 8 ", 1),
+                "ai --model LLAMA --top-p 1.5 1 2", "ai --model LLAMA --stop 'x' 1 2"]
+    res = boot(img, commands, models_of(bundles))
+    assert res.ok, res.error + "\n" + res.transcript
+    greedy = _ids(res.outputs[commands[0]])
+    assert greedy and len(greedy) == 24, res.outputs[commands[0]]
+
+    streamed = res.outputs[commands[1]]
+    assert _ids(streamed) == greedy, streamed
+    m = re.search(r"stream: first token reached ai (\d+) us after submit; the request finished (\d+) us", streamed)
+    assert m, streamed
+    first_us, finish_us = int(m.group(1)), int(m.group(2))
+    assert first_us < finish_us / 2, streamed      # 23 more tokens came after the first
+    assert "finish=length" in streamed
+
+    s7a, s7b, s8 = (_ids(res.outputs[c]) for c in commands[2:5])
+    assert s7a == s7b, (s7a, s7b)                   # the same seed, the same tokens
+    assert s7a != greedy and s8 != s7a, (greedy, s7a, s8)
+    assert "finish=length" in res.outputs[commands[3]]
+
+    assert "--top-p: '1.5' is not a fraction from 0 to 1" in res.outputs[commands[5]]
+    assert "--stop: 'x' is not" in res.outputs[commands[6]]
+
+    # A stop sequence taken from the greedy output: generation ends right there.
+    stop = greedy[5:7]
+    cut = next(i for i in range(1, len(greedy)) if greedy[i - 1:i + 1] == stop) + 1
+    cmd = f"ai --model LLAMA --predict 24 --timing --stop '{stop[0]} {stop[1]}' 1 2 3"
+    res = boot(img, [cmd], models_of(bundles))
+    assert res.ok, res.error
+    assert _ids(res.outputs[cmd]) == greedy[:cut], res.outputs[cmd]
+    assert "finish=stop" in res.outputs[cmd], res.outputs[cmd]

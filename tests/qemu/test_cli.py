@@ -4,33 +4,21 @@ and `ai` rejects bad numbers naming the argument and the value, with a
 non-zero exit status, before it sends anything to the kernel."""
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-import qemu_run  # noqa: E402
+from kai_boot import KERNEL, ROOT, make_image, need_built, need_model, programs, qemu_run, run_in_session
 
-PYTHON = "/usr/bin/python3"
-KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
-BIN = os.path.join(ROOT, "build", "user", "bin")
-LLAMA = os.path.join(ROOT, "build", "models", "tiny-llama")
 WORK = os.path.join(ROOT, "build", "test-cli")
 
 
 @pytest.fixture(scope="module")
 def session():
-    if not os.path.exists(KERNEL) or not os.path.exists(os.path.join(BIN, "ai")):
-        pytest.skip("kernel or user programs not built: run `make`")
-    if not os.path.exists(os.path.join(LLAMA, "CFG.BIN")):
-        pytest.skip("tiny test models missing: run `make test-models`")
+    need_built("ai")
+    llama = need_model("tiny-llama")
     os.makedirs(WORK, exist_ok=True)
-    img = os.path.join(WORK, "cli.img")
-    progs = [os.path.join(BIN, p) for p in ("init", "sh", "ai", "echo", "wc", "halt")]
-    subprocess.check_call([PYTHON, os.path.join(ROOT, "tools", "mkfsimg.py"), "--out", img] + progs +
-                          ["--add-dir", f"AI/LLAMA={LLAMA}"], stdout=subprocess.DEVNULL)
+    img = make_image(os.path.join(WORK, "cli.img"), programs("init", "sh", "ai", "echo", "wc", "halt"),
+                     [("AI/LLAMA", llama)])
     with qemu_run.Session(img, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=180) as s:
         assert s.booted, s.transcript
         assert s.wait_log(r"ai: model LLAMA (ready|failed)", timeout=120)
@@ -38,23 +26,15 @@ def session():
         s.halt()
 
 
-def output_of(s, cmd, timeout=60):
-    start = s.mark()
-    assert s.command(cmd, timeout=timeout), s.transcript[-2000:]
-    text = s.transcript[start:]
-    text = text[text.find(cmd + "\n") + len(cmd) + 1:]
-    return text[:-len(qemu_run.PROMPT)] if text.endswith(qemu_run.PROMPT) else text
-
-
 def test_a_2kib_line_arrives_whole(session):
     word = "".join(chr(ord("a") + i % 26) for i in range(2048))
-    out = output_of(session, f"echo {word}")   # sent in one write by Session.command
+    out = run_in_session(session, f"echo {word}")   # sent in one write by Session.command
     assert out.strip() == word, f"{len(out.strip())} of {len(word)} characters arrived"
 
 
 def test_260_arguments_reach_a_program(session):
     args = " ".join(str(i) for i in range(260))
-    out = output_of(session, f"echo {args} | wc")   # lines, words, bytes
+    out = run_in_session(session, f"echo {args} | wc")   # lines, words, bytes
     assert out.split()[:2] == ["1", "260"], out
 
 
@@ -68,7 +48,7 @@ def test_260_arguments_reach_a_program(session):
     ("ai --model LLAMA --predict 4000 1", "exceeds model LLAMA's runtime_seq_len"),
 ])
 def test_ai_names_the_bad_argument(session, cmd, needle):
-    out = output_of(session, f"{cmd} || echo EXIT-NONZERO")
+    out = run_in_session(session, f"{cmd} || echo EXIT-NONZERO")
     assert needle in out, out
     assert "EXIT-NONZERO" in out, out
     assert not re.search(r"^\d+( \d+)*$", out, re.M), out   # nothing was generated

@@ -13,20 +13,13 @@ import re
 import shutil
 import struct
 import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-import bundle as B  # noqa: E402
-import qemu_run  # noqa: E402
+from kai_boot import KERNEL, MODELS, ROOT, all_programs, make_image, need_built, qemu_run
+import bundle as B  # noqa: E402  (tools/, on the path through kai_boot)
 
-PYTHON = "/usr/bin/python3"
-KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
-BIN = os.path.join(ROOT, "build", "user", "bin")
 HOST_LLMRUN = os.path.join(ROOT, "build", "host", "llmrun")
-MODELS = os.path.join(ROOT, "build", "models")
 WORK = os.path.join(ROOT, "build", "test-cold")
 
 # Guest name -> bundle directory under build/models (made by `make test-models`).
@@ -60,8 +53,7 @@ def config(path):
 
 @pytest.fixture(scope="module")
 def image():
-    if not os.path.exists(KERNEL) or not os.path.exists(os.path.join(BIN, "llmrun")):
-        pytest.skip("kernel or /bin/llmrun not built: run `make`")
+    need_built("llmrun")
     bundles = {name: os.path.join(MODELS, d) for name, d in BUNDLES.items()
                if os.path.exists(os.path.join(MODELS, d, "CFG.BIN"))}
     if any(n not in bundles for n in TINY):
@@ -101,14 +93,8 @@ def image():
         f.write(B.ids_bytes([1] * 300))
     with open(os.path.join(prompts, "REQ.TXT"), "w") as f:
         f.write("4 1 17 42\n\n3 5 6 7 8\nexit\n5 1 2\n")
-    img = os.path.join(WORK, "cold.img")
-    progs = [os.path.join(BIN, p) for p in sorted(os.listdir(BIN))
-             if os.path.isfile(os.path.join(BIN, p)) and "." not in p]
-    cmd = [PYTHON, os.path.join(ROOT, "tools", "mkfsimg.py"), "--out", img] + progs
-    for name, path in list(bundles.items()) + list(extra.items()):
-        cmd += ["--add-dir", f"{guest_dir(name)[1:]}={path}"]
-    cmd += ["--add-dir", f"P={prompts}"]
-    subprocess.check_call(cmd, stdout=subprocess.DEVNULL)
+    dirs = [(guest_dir(name)[1:], path) for name, path in list(bundles.items()) + list(extra.items())]
+    img = make_image(os.path.join(WORK, "cold.img"), all_programs(), dirs + [("P", prompts)])
     return img, bundles
 
 

@@ -6,19 +6,12 @@ exact mode refuses several harts with a clear message."""
 import os
 import re
 import subprocess
-import sys
 import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-import qemu_run  # noqa: E402
+from kai_boot import KERNEL, PYTHON, ROOT, make_image, need_built, need_model, programs, qemu_run
 
-PYTHON = "/usr/bin/python3"
-KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
-BIN = os.path.join(ROOT, "build", "user", "bin")
-LLAMA = os.path.join(ROOT, "build", "models", "tiny-llama")
 WORK = os.path.join(ROOT, "build", "test-determinism")
 
 COLD = "llmrun --asset-dir /AI/LLAMA --timing --align-tick --predict 8 1 2 3 4"
@@ -36,16 +29,11 @@ WARM_RE = re.compile(r"model LLAMA: queue wait (\d+) us, TTFT (\d+) us \(prefill
 
 @pytest.fixture(scope="module")
 def image():
-    if not os.path.exists(KERNEL) or not os.path.exists(os.path.join(BIN, "llmrun")):
-        pytest.skip("kernel or user programs not built: run `make`")
-    if not os.path.exists(os.path.join(LLAMA, "CFG.BIN")):
-        pytest.skip("tiny test models missing: run `make test-models`")
+    need_built("llmrun", "ai")
+    llama = need_model("tiny-llama")
     os.makedirs(WORK, exist_ok=True)
-    img = os.path.join(WORK, "det.img")
-    progs = [os.path.join(BIN, p) for p in ("init", "sh", "llmrun", "ai", "halt")]
-    subprocess.check_call([PYTHON, os.path.join(ROOT, "tools", "mkfsimg.py"), "--out", img] + progs +
-                          ["--add-dir", f"AI/LLAMA={LLAMA}"], stdout=subprocess.DEVNULL)
-    return img
+    return make_image(os.path.join(WORK, "det.img"), programs("init", "sh", "llmrun", "ai", "halt"),
+                      [("AI/LLAMA", llama)])
 
 
 def figures(img):

@@ -14,20 +14,12 @@ never freezes the machine"):
 Figures (calls, clients, lateness) are printed with -s for the issue notes."""
 import os
 import re
-import subprocess
-import sys
 import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-import qemu_run  # noqa: E402
+from kai_boot import KERNEL, ROOT, all_programs, make_image, need_built, need_model, qemu_run, run_in_session
 
-PYTHON = "/usr/bin/python3"
-KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
-BIN = os.path.join(ROOT, "build", "user", "bin")
-MODELS = os.path.join(ROOT, "build", "models")
 SMOL_IMG = os.path.join(ROOT, "build", "fs-smol.img")
 WORK = os.path.join(ROOT, "build", "test-hostile")
 FREE_MEMORY = re.compile(r"free memory: (\d+) of (\d+) pages")
@@ -35,33 +27,16 @@ FREE_MEMORY = re.compile(r"free memory: (\d+) of (\d+) pages")
 
 @pytest.fixture(scope="module")
 def tiny_image():
-    if not os.path.exists(os.path.join(BIN, "sysfuzz")) or not os.path.exists(KERNEL):
-        pytest.skip("kernel or /bin/sysfuzz not built: run `make`")
-    llama = os.path.join(MODELS, "tiny-llama")
-    if not os.path.exists(os.path.join(llama, "CFG.BIN")):
-        pytest.skip("tiny test models missing: run `make test-models`")
+    need_built("sysfuzz")
+    llama = need_model("tiny-llama")
     os.makedirs(WORK, exist_ok=True)
-    img = os.path.join(WORK, "hostile.img")
-    progs = [os.path.join(BIN, p) for p in sorted(os.listdir(BIN))
-             if os.path.isfile(os.path.join(BIN, p)) and "." not in p]
-    subprocess.check_call([PYTHON, os.path.join(ROOT, "tools", "mkfsimg.py"), "--out", img] + progs +
-                          ["--add-dir", f"AI/LLAMA={llama}"], stdout=subprocess.DEVNULL)
-    return img
+    return make_image(os.path.join(WORK, "hostile.img"), all_programs(), [("AI/LLAMA", llama)])
 
 
 def smol_image():
     if not os.path.exists(SMOL_IMG) or not os.path.exists(KERNEL):
         pytest.skip("build/fs-smol.img not built: run `make fsimg-smol`")
     return SMOL_IMG
-
-
-def run_command(s, cmd, timeout):
-    """Runs cmd in the session; returns its output (without echo and prompt)."""
-    start = s.mark()
-    assert s.command(cmd, timeout=timeout), f"`{cmd}` timed out\n" + s.transcript[-3000:]
-    text = s.transcript[start:]
-    text = text[text.find(cmd + "\n") + len(cmd) + 1:]
-    return text[:-len(qemu_run.PROMPT)] if text.endswith(qemu_run.PROMPT) else text
 
 
 def free_pages(s):
@@ -82,20 +57,20 @@ def test_sysfuzz_leaves_kernel_answering(tiny_image, smp):
                           boot_timeout=180) as s:
         assert s.booted, s.transcript
         assert s.wait_log(r"ai: model LLAMA (ready|failed)", timeout=120)
-        before = run_command(s, "ai --model LLAMA 1 2 3", 120).splitlines()[0]
+        before = run_in_session(s, "ai --model LLAMA 1 2 3", 120).splitlines()[0]
         # The first run creates /fz and its files; the second must not use
         # any more memory than the first left in use (no leak per run).
-        first = run_command(s, f"sysfuzz --calls 10000 --seed {smp}", 400)
+        first = run_in_session(s, f"sysfuzz --calls 10000 --seed {smp}", 400)
         pages_1 = free_pages(s)
-        second = run_command(s, f"sysfuzz --calls 10000 --seed {smp + 100}", 400)
+        second = run_in_session(s, f"sysfuzz --calls 10000 --seed {smp + 100}", 400)
         pages_2 = free_pages(s)
         print(f"\nsysfuzz smp={smp}: {first.strip()} | {second.strip()} | free pages {pages_1} -> {pages_2}")
         for out in (first, second):
             assert "10000 calls" in out and "all returned; kernel answers: yes" in out, out
         assert pages_2 == pages_1, f"free pages {pages_1} -> {pages_2} after a second fuzz run"
-        after = run_command(s, "ai --model LLAMA 1 2 3", 120).splitlines()[0]
+        after = run_in_session(s, "ai --model LLAMA 1 2 3", 120).splitlines()[0]
         assert after == before, (before, after)   # same tokens from the AI service
-        assert "alive" in run_command(s, "echo alive", 30)
+        assert "alive" in run_in_session(s, "echo alive", 30)
         # An unknown system call is logged once per process, not per call.
         assert len(re.findall(r"unknown system call", s.transcript)) <= 2, s.transcript[-3000:]
         assert_no_panic(s)
@@ -107,11 +82,11 @@ def test_kill_storm(tiny_image, smp, workers):
                           boot_timeout=180, append=f"ai.workers={workers}") as s:
         assert s.booted, s.transcript
         assert s.wait_log(r"ai: model LLAMA (ready|failed)", timeout=120)
-        out = run_command(s, "aistorm --model LLAMA --clients 100", 600)
+        out = run_in_session(s, "aistorm --model LLAMA --clients 100", 600)
         print(f"\naistorm smp={smp} workers={workers}:\n{out}")
         assert "FAIL" not in out, out
         assert "6 passed, 0 failed" in out, out
-        stat = run_command(s, "aistat", 30)
+        stat = run_in_session(s, "aistat", 30)
         assert "in_flight=0" in stat, stat
         assert_no_panic(s)
 
@@ -123,7 +98,7 @@ def test_shell_answers_while_a_request_runs_on_one_hart():
         assert s.wait_log(r"ai: model SMOL (ready|failed)", timeout=240)
         for attempt in range(3):
             # Eight int8 tokens of the SmolLM2 shape: several seconds of work.
-            run_command(s, "ai --model SMOL --int8 --predict 8 504 3575 282 4649 314 > /out &", 30)
+            run_in_session(s, "ai --model SMOL --int8 --predict 8 504 3575 282 4649 314 > /out &", 30)
             time.sleep(1.0)   # the request is in its prefill or decode now
             start = s.mark()
             t0 = time.monotonic()
@@ -139,27 +114,33 @@ def test_shell_answers_while_a_request_runs_on_one_hart():
             assert re.search(r"running=1", stat), stat
             # Let it finish (its client collects it) before the next attempt.
             deadline = time.monotonic() + 120
-            while "in_flight=0" not in run_command(s, "aistat", 30):
+            while "in_flight=0" not in run_in_session(s, "aistat", 30):
                 assert time.monotonic() < deadline, s.transcript[-2000:]
                 time.sleep(1.0)
         assert_no_panic(s)
 
 
 def test_wakeup_lateness_under_load_on_one_hart():
+    """In exact mode (QEMU -icount: the guest clock counts instructions), so
+    that what is measured is kai's scheduling and not how often the shared
+    host deschedules QEMU: on a busy host, real-time lateness shows the
+    host's stalls (hundreds of ms) whatever the kernel does. A worker that
+    kept its hart would still show up, as whole requests of virtual time."""
     img = smol_image()
-    with qemu_run.Session(img, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=180) as s:
+    with qemu_run.Session(img, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=300,
+                          deterministic=True) as s:
         assert s.booted, s.transcript
-        assert s.wait_log(r"ai: model SMOL (ready|failed)", timeout=240)
-        fuzz = run_command(s, "sysfuzz --calls 5000 --seed 7", 400)
+        assert s.wait_log(r"ai: model SMOL (ready|failed)", timeout=300)
+        fuzz = run_in_session(s, "sysfuzz --calls 5000 --seed 7", 400)
         assert "all returned" in fuzz, fuzz
-        out = run_command(s, "lateness --seconds 60 --load SMOL --int8 --predict 8", 300)
+        out = run_in_session(s, "lateness --seconds 30 --load SMOL --int8 --predict 8", 900)
         print(f"\n{out.strip()}")
         m = re.search(r"lateness: samples=(\d+) max_us=(\d+) p99_us=(\d+) mean_us=(\d+) "
                       r"over_2_ticks=(\d+) requests=(\d+)", out)
         assert m, out
         samples, max_us, p99_us, mean_us, over, requests = map(int, m.groups())
         assert requests >= 3, out             # the load really ran back to back
-        assert samples >= 2000, out           # ~one sample per 20 ms over a minute
+        assert samples >= 1000, out           # ~one sample per 20 ms over 30 s
         # A few timer ticks (10 ms each) at most; a hart kept by a worker
         # would show whole requests (seconds).
         assert max_us <= 50000, out

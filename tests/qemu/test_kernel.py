@@ -1,28 +1,25 @@
-"""Integration tests of the kernel core: boot kai in QEMU through
-tools/qemu_run.py and check what the console shows."""
+"""The kernel core works as a whole: kai boots to the shell (after its
+selftest) and powers off on halt, at every memory size it supports; a pipe
+connects two programs; usertests (the system-call interface, on 1 and 4
+harts) passes; a faulting or ^C-killed program dies alone while the kernel
+and shell go on; the console's line editing works."""
 import os
 import re
-import sys
 import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-import qemu_run  # noqa: E402
-
-IMAGE = os.path.join(ROOT, "build", "fs.img")
-KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
+from kai_boot import IMAGE, KERNEL, need_built, output_of, qemu_run
 
 
 def need_image():
-    if not os.path.exists(KERNEL) or not os.path.exists(IMAGE):
-        pytest.skip("build/fs.img or the kernel is missing: run `make`")
+    need_built()
+    if not os.path.exists(IMAGE):
+        pytest.skip("build/fs.img is missing: run `make`")
 
 
 def need_program(name):
-    if not os.path.exists(os.path.join(ROOT, "build", "user", "bin", name)):
-        pytest.skip(f"/bin/{name} is not built (user/bin/{name}.cpp missing)")
+    need_built(name)
 
 
 def boot(commands, **kwargs):
@@ -30,13 +27,6 @@ def boot(commands, **kwargs):
     kwargs.setdefault("snapshot", True)
     kwargs.setdefault("timeout", 120)
     return qemu_run.run(commands, image=IMAGE, kernel=KERNEL, **kwargs)
-
-
-def output_of(transcript, command):
-    """The console text between the echo of `command` and the next prompt."""
-    start = transcript.rindex(command + "\n") + len(command) + 1
-    end = transcript.find(qemu_run.PROMPT, start)
-    return transcript[start:end if end >= 0 else None]
 
 
 def test_boot_reaches_shell_and_halts():

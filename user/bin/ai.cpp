@@ -1,14 +1,21 @@
-// ai [--model NAME] [--predict N] [--int8] [--priority P] [--align-tick] [--timing] TOK...:
+// ai [--model NAME] [--predict N] [--int8] [--priority P] [--align-tick] [--timing]
+//    [--stream] [sampling and stop options] TOK...:
 // one request to the kernel's AI service (the warm path). Prints the
 // generated ids on one line, then the latency breakdown from the kernel's
 // timestamps. --priority: 0 (default, first) .. 15, used by the priority
 // policy. --align-tick: submit right after a timer tick, so that in exact
 // mode (qemu_run --deterministic) the figures repeat from boot to boot.
+// --stream: print each token as the kernel publishes it (ai_read), and say
+// when the first one arrived. Sampling (--temp, --top-k, --top-p, --min-p,
+// --repeat-penalty, --repeat-last-n, --seed) and stopping (--stop "IDS",
+// --stop-eos): see ai_generation_option() in kai_ai.h; greedy by default.
 #include "kai.h"
 #include "kai_ai.h"
 
 static void usage() {
-  fprintf(2, "usage: ai [--model NAME] [--predict N] [--int8] [--priority P] [--align-tick] [--timing] TOK...\n");
+  fprintf(2, "usage: ai [--model NAME] [--predict N] [--int8] [--priority P] [--align-tick] [--timing] [--stream]\n"
+             "          [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X] [--repeat-last-n N]\n"
+             "          [--seed N] [--stop \"ID ...\"] [--stop-eos] TOK...\n");
   exit(2);
 }
 
@@ -17,19 +24,24 @@ int main(int argc, char** argv) {
   uint32_t predict = 16;
   bool timing = false;
   uint32_t flags = 0, priority = 0;
-  bool align_tick = false;
+  bool align_tick = false, stream = false;
+  static ai_generation gen;
   static uint32_t prompt[KAI_AI_MAX_PROMPT + 1];
   uint32_t n = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
     else if (strcmp(argv[i], "--predict") == 0 && i + 1 < argc) {
       const char* v = argv[++i];
-      if (parse_u32(v, 4096, &predict) < 0 || predict == 0) {
-        fprintf(2, "ai: --predict: '%s' is not a number of tokens from 1 to 4096\n", v);
+      if (parse_u32(v, KAI_AI_MAX_OUTPUT, &predict) < 0 || predict == 0) {
+        fprintf(2, "ai: --predict: '%s' is not a number of tokens from 1 to %d\n", v, KAI_AI_MAX_OUTPUT);
         return 2;
       }
     }
     else if (strcmp(argv[i], "--timing") == 0) timing = true;
+    else if (strcmp(argv[i], "--stream") == 0) stream = true;
+    else if (int taken = ai_generation_option("ai", argc, argv, &i, &gen); taken != 0) {
+      if (taken < 0) return 2;
+    }
     else if (strcmp(argv[i], "--int8") == 0) flags |= KAI_AI_INT8;
     else if (strcmp(argv[i], "--align-tick") == 0) align_tick = true;
     else if (strcmp(argv[i], "--priority") == 0 && i + 1 < argc) {
@@ -63,19 +75,30 @@ int main(int argc, char** argv) {
   }
   uint32_t* out = static_cast<uint32_t*>(malloc(predict * sizeof(uint32_t) + 4));
   kai_ai_result res{};
-  kai_ai_submit req{};
-  req.model = name;
-  req.prompt = prompt;
-  req.prompt_len = n;
-  req.n_predict = predict;
-  req.flags = flags;
-  req.priority = priority;
+  kai_ai_submit req = ai_request(name, prompt, n, predict, flags, priority);
+  ai_apply_generation(&req, &gen);
   // sleep() returns in a timer interrupt's wake-up: what follows starts at
   // the same phase of the 10 ms tick in every boot. Three ticks, so that the
   // console has finished sending the echo of our command line (the UART's
   // interrupts come at the serial line's pace, ~87 us a character).
   if (align_tick) sleep(3);
+  uint64_t t_submit = clock_ns();
   int64_t id = ai_submit(&req);
+  // Streaming: tokens as they come; the client's own clock says when the
+  // first one reached it (the kernel's t_first_token_ns says when it was known).
+  uint64_t t_first_seen = 0;
+  if (stream && id > 0) {
+    uint32_t from = 0;
+    for (;;) {
+      kai_ai_status st{};
+      long k = ai_read(id, from, out + from, predict - from, &st, nullptr);
+      if (k <= 0) break;
+      if (from == 0) t_first_seen = clock_ns();
+      for (long j = 0; j < k; j++) printf(from + j ? " %u" : "%u", out[from + j]);
+      from += uint32_t(k);
+    }
+    printf("\n");
+  }
   long got = id < 0 ? id : ai_wait(id, out, predict, &res);
   if (got < 0) {
     // Say which argument was wrong, not only the error's name.
@@ -92,19 +115,31 @@ int main(int argc, char** argv) {
     }
     return 1;
   }
-  for (long i = 0; i < got; i++) printf(i ? " %u" : "%u", out[i]);
-  printf("\n");
+  if (!stream) {
+    for (long i = 0; i < got; i++) printf(i ? " %u" : "%u", out[i]);
+    printf("\n");
+  }
   if (res.state != KAI_AI_DONE) {
     fprintf(2, "ai: request %s (%s)\n", ai_state_name(res.state), strerror(res.error));
     return 1;
   }
   ai_latency l = ai_latency_of(&res);
+  // Mean batch size over the iterations this request took part in, x100.
+  uint32_t batch_x100 = res.iterations ? uint32_t(uint64_t(res.batch_sum) * 100 / res.iterations) : 0;
   if (timing) {
-    printf("timing model=%s path=warm prompt=%u gen=%u queue_us=%lu ttft_us=%lu prefill_us=%lu tpot_us=%lu total_us=%lu\n",
-           name, res.n_prompt, res.n_generated, l.queue_us, l.ttft_us, l.prefill_us, l.tpot_us, l.total_us);
+    printf("timing model=%s path=warm prompt=%u gen=%u queue_us=%lu ttft_us=%lu prefill_us=%lu tpot_us=%lu total_us=%lu iterations=%u mean_batch=%u.%02u finish=%s\n",
+           name, res.n_prompt, res.n_generated, l.queue_us, l.ttft_us, l.prefill_us, l.tpot_us, l.total_us,
+           res.iterations, batch_x100 / 100, batch_x100 % 100, ai_finish_name(res.finish_reason));
   } else {
-    printf("model %s: queue wait %lu us, TTFT %lu us (prefill %lu us), TPOT %lu us, end-to-end %lu us (worker %u, queue depth at submit %u)\n",
-           name, l.queue_us, l.ttft_us, l.prefill_us, l.tpot_us, l.total_us, res.worker, res.queue_depth_at_submit);
+    printf("model %s: queue wait %lu us, TTFT %lu us (prefill %lu us), TPOT %lu us, end-to-end %lu us (worker %u, queue depth at submit %u, %u iterations, mean batch %u.%02u)\n",
+           name, l.queue_us, l.ttft_us, l.prefill_us, l.tpot_us, l.total_us, res.worker, res.queue_depth_at_submit,
+           res.iterations, batch_x100 / 100, batch_x100 % 100);
+  }
+  if (stream && t_first_seen) {
+    // Both clocks are the same `time` CSR: comparable directly.
+    printf("stream: first token reached ai %lu us after submit; the request finished %lu us after submit\n",
+           (unsigned long)((t_first_seen - t_submit) / 1000),
+           (unsigned long)((res.t_finish_ns > t_submit ? res.t_finish_ns - t_submit : 0) / 1000));
   }
   free(out);
   return 0;

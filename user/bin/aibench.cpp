@@ -1,7 +1,7 @@
 // aibench: concurrent clients of the AI service, for queueing experiments.
 //
 //   aibench [--model NAME] [--clients C] [--requests R] [--prompt P]
-//           [--predict N] [--think MS | --rate RPS] [--seed S] [--int8] [--csv]
+//           [--predict N] [--think MS | --rate RPS] [--seed S] [--priority P] [--int8] [--csv]
 //           [--progress] [--die-after N [--die-clients K]]
 //
 // Forks C client processes. Closed loop (default): each client sends R
@@ -22,6 +22,7 @@
 // on standard error as records arrive (the host driver shows it).
 #include "kai.h"
 #include "kai_ai.h"
+#include "llm_math.h"
 
 namespace {
 
@@ -29,6 +30,7 @@ struct Options {
   char model[KAI_AI_MODEL_NAME_MAX] = "";
   int clients = 2, requests = 4, prompt = 8, predict = 8;
   int think_ms = 0;
+  uint32_t priority = 0;   // kai_ai_submit.priority of every request (priority policy)
   double rate = 0;   // requests per second over all clients; 0 = closed loop
   uint64_t seed = 1;
   uint32_t flags = 0;
@@ -41,6 +43,7 @@ struct Record {
   int32_t client, index, state, error;
   uint32_t n_prompt, n_generated, queue_depth, worker;
   uint64_t t_submit, t_start, t_first, t_finish;
+  ai_latency_ns latency;   // from the timestamps above (ai_latency_ns_of)
 };
 
 // One observation of the service by the sampler process.
@@ -77,17 +80,9 @@ uint32_t vocab;
 
 void usage() {
   fprintf(2, "usage: aibench [--model NAME] [--clients C] [--requests R] [--prompt P] [--predict N]\n"
-             "               [--think MS | --rate RPS] [--seed S] [--int8] [--csv] [--progress]\n"
+             "               [--think MS | --rate RPS] [--seed S] [--priority P] [--int8] [--csv] [--progress]\n"
              "               [--die-after N [--die-clients K]]\n");
   exit(2);
-}
-
-double parse_double(const char* s) {
-  double whole = 0, frac = 0, scale = 1;
-  while (*s >= '0' && *s <= '9') whole = whole * 10 + (*s++ - '0');
-  if (*s == '.')
-    for (s++; *s >= '0' && *s <= '9'; s++) frac += (*s - '0') * (scale /= 10);
-  return whole + frac;
 }
 
 // P distinct token ids for request (client, index), reproducible from the seed.
@@ -113,22 +108,18 @@ void sleep_until_ns(uint64_t t) {
 int64_t submit(int client, int index) {
   uint32_t prompt[KAI_AI_MAX_PROMPT];
   make_prompt(client, index, prompt);
-  kai_ai_submit req{};
-  req.model = opt.model;
-  req.prompt = prompt;
-  req.prompt_len = static_cast<uint32_t>(opt.prompt);
-  req.n_predict = static_cast<uint32_t>(opt.predict);
-  req.flags = opt.flags;
+  kai_ai_submit req = ai_request(opt.model, prompt, static_cast<uint32_t>(opt.prompt),
+                                 static_cast<uint32_t>(opt.predict), opt.flags, opt.priority);
   return ai_submit(&req);
 }
 
 void report(int fd, int client, int index, int64_t id) {
-  static uint32_t out[4096];
+  static uint32_t out[KAI_AI_MAX_OUTPUT];
   kai_ai_result res{};
   Record rec{};
   rec.client = client;
   rec.index = index;
-  long n = id < 0 ? id : ai_wait(id, out, 4096, &res);
+  long n = id < 0 ? id : ai_wait(id, out, KAI_AI_MAX_OUTPUT, &res);
   if (n < 0) {
     rec.state = KAI_AI_FAILED;
     rec.error = static_cast<int32_t>(-n);
@@ -143,6 +134,7 @@ void report(int fd, int client, int index, int64_t id) {
     rec.t_start = res.t_start_ns;
     rec.t_first = res.t_first_token_ns;
     rec.t_finish = res.t_finish_ns;
+    rec.latency = ai_latency_ns_of(&res);
   }
   Message m{};
   m.kind = Message::Kind::Record;
@@ -174,13 +166,7 @@ void open_loop_client(int fd, int client, uint64_t t0) {
   for (int i = 0; i < n; i++) {
     // Exponential gap: -ln(U)/rate, with U uniform in (0, 1].
     double u = double((kai_rng_next(&st) >> 11) + 1) / 9007199254740992.0;
-    double ln = 0;   // ln(u) by series on log2 (no libm): u = m * 2^e
-    int e = 0;
-    while (u < 0.5) { u *= 2; e--; }
-    double y = (u - 1) / (u + 1), y2 = y * y, term = y, sum = 0;
-    for (int k = 1; k < 30; k += 2) { sum += term / k; term *= y2; }
-    ln = 2 * sum + e * 0.6931471805599453;
-    t += -ln / per_client_rate;
+    t += -llm::log_d(u) / per_client_rate;   // the runtime's log (lib/llm_math.h)
     sleep_until_ns(t0 + static_cast<uint64_t>(t * 1e9));
     ids[i] = submit(client, i);
     if (dies_at(client, i)) exit(3);
@@ -217,6 +203,17 @@ void print_stat(const char* name, uint64_t* v, int n) {
          (unsigned long)(n ? v[n - 1] / 1000 : 0));
 }
 
+// One numeric option: a whole number in [lo, hi], or a message naming the
+// option and the value, and exit status 2 (nothing runs).
+int number_arg(const char* option, const char* value, uint32_t lo, uint32_t hi) {
+  uint32_t v;
+  if (parse_u32(value, hi, &v) < 0 || v < lo) {
+    fprintf(2, "aibench: %s: '%s' is not a number from %u to %u\n", option, value, lo, hi);
+    exit(2);
+  }
+  return static_cast<int>(v);
+}
+
 void parse_args(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
@@ -224,21 +221,34 @@ void parse_args(int argc, char** argv) {
     if (strcmp(a, "--csv") == 0) opt.csv = true;
     else if (strcmp(a, "--progress") == 0) opt.progress = true;
     else if (strcmp(a, "--int8") == 0) opt.flags |= KAI_AI_INT8;
-    else if (!has) usage();
+    else if (!has) {
+      fprintf(2, "aibench: %s: unknown option or missing value\n", a);
+      usage();
+    }
     else if (strcmp(a, "--model") == 0) strncpy(opt.model, argv[++i], sizeof(opt.model) - 1);
-    else if (strcmp(a, "--clients") == 0) opt.clients = atoi(argv[++i]);
-    else if (strcmp(a, "--requests") == 0) opt.requests = atoi(argv[++i]);
-    else if (strcmp(a, "--prompt") == 0) opt.prompt = atoi(argv[++i]);
-    else if (strcmp(a, "--predict") == 0) opt.predict = atoi(argv[++i]);
-    else if (strcmp(a, "--think") == 0) opt.think_ms = atoi(argv[++i]);
-    else if (strcmp(a, "--rate") == 0) opt.rate = parse_double(argv[++i]);
-    else if (strcmp(a, "--seed") == 0) opt.seed = strtoul(argv[++i], nullptr, 10);
-    else if (strcmp(a, "--die-after") == 0) opt.die_after = atoi(argv[++i]);
-    else if (strcmp(a, "--die-clients") == 0) opt.die_clients = atoi(argv[++i]);
-    else usage();
+    else if (strcmp(a, "--clients") == 0) opt.clients = number_arg(a, argv[++i], 1, 64);
+    else if (strcmp(a, "--requests") == 0) opt.requests = number_arg(a, argv[++i], 1, 1024);
+    else if (strcmp(a, "--prompt") == 0) opt.prompt = number_arg(a, argv[++i], 1, KAI_AI_MAX_PROMPT);
+    else if (strcmp(a, "--predict") == 0) opt.predict = number_arg(a, argv[++i], 1, KAI_AI_MAX_OUTPUT);
+    else if (strcmp(a, "--think") == 0) opt.think_ms = number_arg(a, argv[++i], 0, 3600000);
+    else if (strcmp(a, "--priority") == 0) opt.priority = number_arg(a, argv[++i], 0, KAI_AI_MAX_PRIORITY);
+    else if (strcmp(a, "--rate") == 0) {
+      uint32_t milli;
+      const char* v = argv[++i];
+      if (parse_milli(v, 1000000, &milli) < 0 || milli == 0) {
+        fprintf(2, "aibench: --rate: '%s' is not a rate from 0.001 to 1000 requests per second\n", v);
+        exit(2);
+      }
+      opt.rate = milli / 1000.0;
+    }
+    else if (strcmp(a, "--seed") == 0) opt.seed = number_arg(a, argv[++i], 0, 0xffffffffu);
+    else if (strcmp(a, "--die-after") == 0) opt.die_after = number_arg(a, argv[++i], 0, 1024);
+    else if (strcmp(a, "--die-clients") == 0) opt.die_clients = number_arg(a, argv[++i], 1, 64);
+    else {
+      fprintf(2, "aibench: unknown option %s\n", a);
+      usage();
+    }
   }
-  if (opt.clients < 1 || opt.clients > 64 || opt.requests < 1 || opt.requests > 1024 || opt.prompt < 1 ||
-      opt.prompt > KAI_AI_MAX_PROMPT || opt.predict < 1) usage();
 }
 
 }  // namespace
@@ -348,11 +358,11 @@ int main(int argc, char** argv) {
       not_done++;
       continue;
     }
-    e2e[done] = x.t_finish - x.t_submit;
-    qw[done] = x.t_start - x.t_submit;
-    ttft[done] = x.t_first - x.t_submit;
+    e2e[done] = x.latency.total;
+    qw[done] = x.latency.queue;
+    ttft[done] = x.latency.ttft;
     sum_e2e += e2e[done];
-    if (x.n_generated > 1) tpot[ntpot++] = (x.t_finish - x.t_first) / (x.n_generated - 1);
+    if (x.n_generated > 1) tpot[ntpot++] = x.latency.tpot;
     tokens += x.n_generated;
     if (x.t_submit < first_submit) first_submit = x.t_submit;
     if (x.t_finish > last_finish) last_finish = x.t_finish;

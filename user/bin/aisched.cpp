@@ -14,7 +14,7 @@ namespace {
 int passed, failed;
 char model[KAI_AI_MODEL_NAME_MAX];
 const uint32_t kPrompt[] = {1, 2, 3, 4};
-uint32_t out[4096];
+uint32_t out[KAI_AI_MAX_OUTPUT];
 
 void check(bool ok, const char* name) {
   (ok ? passed : failed)++;
@@ -22,18 +22,13 @@ void check(bool ok, const char* name) {
 }
 
 int64_t submit(uint32_t predict, uint32_t priority = 0) {
-  kai_ai_submit r{};
-  r.model = model;
-  r.prompt = kPrompt;
-  r.prompt_len = 4;
-  r.n_predict = predict;
-  r.priority = priority;
+  kai_ai_submit r = ai_request(model, kPrompt, 4, predict, 0, priority);
   return ai_submit(&r);
 }
 
 uint64_t started(int64_t id) {
   kai_ai_result res{};
-  return ai_wait(id, out, 4096, &res) >= 0 ? res.t_start_ns : 0;
+  return ai_wait(id, out, KAI_AI_MAX_OUTPUT, &res) >= 0 ? res.t_start_ns : 0;
 }
 
 // Submits a blocker and returns once the worker is running it, so that the

@@ -11,7 +11,7 @@ static kai_ai_model_info minfo;
 static uint32_t prompt[4] = {1, 2, 3, 4};
 static constexpr uint32_t kPromptLen = 4;
 static uint32_t predict;           // tokens per normal request
-static uint32_t expected[4096];    // the single-request reference answer
+static uint32_t expected[KAI_AI_MAX_OUTPUT];    // the single-request reference answer
 
 static void check(bool ok, const char* name, const char* fmt = "", long a = 0, long b = 0) {
   if (ok) {
@@ -26,13 +26,7 @@ static void check(bool ok, const char* name, const char* fmt = "", long a = 0, l
 }
 
 static kai_ai_submit request(const uint32_t* p, uint32_t n, uint32_t pred, uint32_t flags = 0) {
-  kai_ai_submit r{};
-  r.model = model;
-  r.prompt = p;
-  r.prompt_len = n;
-  r.n_predict = pred;
-  r.flags = flags;
-  return r;
+  return ai_request(model, p, n, pred, flags);
 }
 
 static int64_t submit(uint32_t pred = 0, uint32_t flags = 0) {
@@ -91,28 +85,28 @@ static void test_basic() {
   for (uint32_t i = 0; i < predict; i++) in_vocab = in_vocab && expected[i] < minfo.vocab_size;
   check(in_vocab, "generated ids are in the vocabulary");
 
-  uint32_t again[4096];
+  uint32_t again[KAI_AI_MAX_OUTPUT];
   long m = ai_call(model, prompt, kPromptLen, predict, again, predict, nullptr);
   check(m == n && same_tokens(again, expected, predict), "same request, same tokens");
 }
 
 static void test_reference() {
-  static uint32_t pmt[256], exp_tokens[4096], out[4096];
+  static uint32_t pmt[256], exp_tokens[KAI_AI_MAX_OUTPUT], out[KAI_AI_MAX_OUTPUT];
   long np = read_tokens("PMT.BIN", pmt, 255);
-  long ne = read_tokens("EXP.BIN", exp_tokens, 4096);
+  long ne = read_tokens("EXP.BIN", exp_tokens, KAI_AI_MAX_OUTPUT);
   if (np <= 0 || ne <= 0) {
     printf("skip bundle's PMT.BIN/EXP.BIN: not readable\n");
     return;
   }
   if (np + ne > long(minfo.runtime_seq_len)) ne = minfo.runtime_seq_len - np;
-  long n = ai_call(model, pmt, np, ne, out, 4096, nullptr);
+  long n = ai_call(model, pmt, np, ne, out, KAI_AI_MAX_OUTPUT, nullptr);
   check(n == ne && same_tokens(out, exp_tokens, ne), "tokens match the bundle's EXP.BIN",
         "got %ld tokens of %ld", n, ne);
 }
 
 static void test_collect_once_and_ids() {
   int64_t id = submit();
-  uint32_t out[4096];
+  uint32_t out[KAI_AI_MAX_OUTPUT];
   kai_ai_result res{};
   check(ai_wait(id, out, predict, &res) == long(predict), "wait collects the result");
   check(ai_wait(id, out, predict, &res) == -KAI_ESRCH, "second wait on the same id fails (ESRCH)");
@@ -165,7 +159,7 @@ static void test_submit_errors() {
 
 static void test_wait_buffers() {
   int64_t id = submit();
-  uint32_t out[4096];
+  uint32_t out[KAI_AI_MAX_OUTPUT];
   kai_ai_result res{};
   check(ai_wait(id, out, predict - 1, &res) == -KAI_ENOSPC, "too small output buffer: ENOSPC");
   check(ai_wait(id, (uint32_t*)0x1, predict, &res) == -KAI_EFAULT, "bad output pointer: EFAULT");
@@ -180,19 +174,19 @@ static void test_query_and_cancel() {
   int q = ai_query(id, &st);
   check(q == 0 && st.state >= KAI_AI_QUEUED && st.state <= KAI_AI_DONE, "query right after submit");
   check(ai_query(id, (kai_ai_status*)0x1) == -KAI_EFAULT, "query with a bad pointer: EFAULT");
-  uint32_t out[4096];
+  uint32_t out[KAI_AI_MAX_OUTPUT];
   kai_ai_result res{};
   ai_wait(id, out, predict, &res);
 
   // Cancel: a long request, then several behind it; cancel the last ones.
   uint32_t longest = minfo.runtime_seq_len - kPromptLen;
-  if (longest > 4096) longest = 4096;
+  if (longest > KAI_AI_MAX_OUTPUT) longest = KAI_AI_MAX_OUTPUT;
   int64_t ids[6];
   for (auto& i : ids) i = submit(longest);
   int cancelled = 0, consistent = 1;
   for (int i = 5; i >= 1; i--) {
     int c = ai_cancel(ids[i]);
-    ai_wait(ids[i], out, 4096, &res);
+    ai_wait(ids[i], out, KAI_AI_MAX_OUTPUT, &res);
     if (c == 0) {
       cancelled++;
       consistent &= res.state == KAI_AI_CANCELLED;
@@ -202,12 +196,12 @@ static void test_query_and_cancel() {
   }
   check(consistent, "cancel 0 -> cancelled, EBUSY -> done");
   check(cancelled > 0, "at least one queued request was cancelled");
-  ai_wait(ids[0], out, 4096, &res);
+  ai_wait(ids[0], out, KAI_AI_MAX_OUTPUT, &res);
   check(ai_cancel(ids[0]) == -KAI_ESRCH, "cancel after collection: ESRCH");
   int64_t done = submit(1);
   while (ai_query(done, &st) == 0 && st.state != KAI_AI_DONE) sleep(1);
   check(ai_cancel(done) == -KAI_EBUSY, "cancel of a finished request: EBUSY");
-  ai_wait(done, out, 4096, &res);
+  ai_wait(done, out, KAI_AI_MAX_OUTPUT, &res);
 }
 
 // One process may hold at most max_per_process slots; the next submit fails
@@ -295,7 +289,7 @@ static void test_batch() {
   int64_t ids[8];
   for (auto& id : ids) id = submit();
   bool ok = true;
-  uint32_t out[4096];
+  uint32_t out[KAI_AI_MAX_OUTPUT];
   for (auto id : ids) ok &= ai_wait(id, out, predict, nullptr) == long(predict) && same_tokens(out, expected, predict);
   check(ok, "batch of 8 submits then 8 waits: all match");
 }
@@ -314,14 +308,14 @@ static void test_ownership() {
   int64_t id = submit();
   int pid = fork();
   if (pid == 0) {
-    uint32_t out[4096];
+    uint32_t out[KAI_AI_MAX_OUTPUT];
     kai_ai_status st;
     bool ok = ai_wait(id, out, predict, nullptr) == -KAI_EPERM && ai_query(id, &st) == -KAI_EPERM &&
               ai_cancel(id) == -KAI_EPERM;
     exit(ok ? 0 : 1);
   }
   check(child_status(pid) == 0, "a child cannot wait, query or cancel its parent's request (EPERM)");
-  uint32_t out[4096];
+  uint32_t out[KAI_AI_MAX_OUTPUT];
   check(ai_wait(id, out, predict, nullptr) == long(predict), "the owner still collects it");
 }
 
@@ -331,7 +325,7 @@ static void test_concurrent_clients() {
   for (int c = 0; c < kClients; c++) {
     pids[c] = fork();
     if (pids[c] == 0) {
-      uint32_t out[4096];
+      uint32_t out[KAI_AI_MAX_OUTPUT];
       for (int i = 0; i < kEach; i++) {
         long n = ai_call(model, prompt, kPromptLen, predict, out, predict, nullptr);
         if (n != long(predict) || !same_tokens(out, expected, predict)) {
@@ -364,7 +358,7 @@ static void test_exit_cleanup() {
   // Killed while sleeping in ai_wait: the child tells us (through a pipe)
   // that its long request is submitted, then waits on it.
   uint32_t longest = minfo.runtime_seq_len - kPromptLen;
-  if (longest > 4096) longest = 4096;
+  if (longest > KAI_AI_MAX_OUTPUT) longest = KAI_AI_MAX_OUTPUT;
   int fds[2];
   pipe(fds);
   pid = fork();
@@ -374,8 +368,8 @@ static void test_exit_cleanup() {
     int64_t id = 0;
     for (int i = 0; i < 8; i++) id = submit(longest);
     write(fds[1], "s", 1);
-    uint32_t out[4096];
-    ai_wait(id, out, 4096, nullptr);
+    uint32_t out[KAI_AI_MAX_OUTPUT];
+    ai_wait(id, out, KAI_AI_MAX_OUTPUT, nullptr);
     exit(7);   // reached only if the kill came after the request finished
   }
   char c;

@@ -127,12 +127,7 @@ bool run_cold(Sample* s, uint32_t* ids, int* n_ids) {
 }
 
 bool run_warm(Sample* s, uint32_t* ids, int* n_ids) {
-  kai_ai_submit req{};
-  req.model = model;
-  req.prompt = prompt;
-  req.prompt_len = n_prompt;
-  req.n_predict = predict;
-  req.flags = int8 ? KAI_AI_INT8 : 0;
+  kai_ai_submit req = ai_request(model, prompt, n_prompt, predict, int8 ? KAI_AI_INT8 : 0);
   kai_ai_result res{};
   uint64_t t0 = clock_ns();
   int64_t id = ai_submit(&req);

@@ -32,12 +32,7 @@ int cmp_u32(const void* a, const void* b) {
   static uint32_t out[4096];
   uint32_t done = 0;
   for (;;) {
-    kai_ai_submit req{};
-    req.model = model;
-    req.prompt = prompt;
-    req.prompt_len = 5;
-    req.n_predict = predict;
-    req.flags = int8 ? KAI_AI_INT8 : 0;
+    kai_ai_submit req = ai_request(model, prompt, 5, predict, int8 ? KAI_AI_INT8 : 0);
     int64_t id = ai_submit(&req);
     if (id < 0) {
       printf("lateness: load submit failed: %s\n", strerror(static_cast<int>(id)));

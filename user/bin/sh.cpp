@@ -251,6 +251,14 @@ bool builtin(const Command& cmd) {
     last_status = r < 0;
     return true;
   }
+  if (strcmp(cmd.argv[0], "wait") == 0) {
+    // Every background job of this shell, as in Unix sh: wait until the
+    // shell has no children left.
+    int status = 0, w;
+    while ((w = wait(&status)) > 0) printf("[%d] done, status %d\n", w, status);
+    last_status = 0;
+    return true;
+  }
   if (strcmp(cmd.argv[0], "exit") == 0) {
     exit(cmd.argc > 1 ? atoi(cmd.argv[1]) : last_status);
   }

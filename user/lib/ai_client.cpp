@@ -2,15 +2,26 @@
 // turning kernel timestamps into the latency figures students report.
 #include "kai_ai.h"
 #include "kai_string.h"
+#include "kai_stdio.h"
+#include "kai_stdlib.h"
 
-extern "C" long ai_call(const char* model, const uint32_t* prompt, uint32_t prompt_len,
-                        uint32_t n_predict, uint32_t* out, uint32_t capacity,
-                        struct kai_ai_result* res) {
-  kai_ai_submit req{};
+extern "C" struct kai_ai_submit ai_request(const char* model, const uint32_t* prompt,
+                                          uint32_t prompt_len, uint32_t n_predict, uint32_t flags,
+                                          uint32_t priority) {
+  kai_ai_submit req{};   // reserved[] stays zero
   req.model = model;
   req.prompt = prompt;
   req.prompt_len = prompt_len;
   req.n_predict = n_predict;
+  req.flags = flags;
+  req.priority = priority;
+  return req;
+}
+
+extern "C" long ai_call(const char* model, const uint32_t* prompt, uint32_t prompt_len,
+                        uint32_t n_predict, uint32_t* out, uint32_t capacity,
+                        struct kai_ai_result* res) {
+  kai_ai_submit req = ai_request(model, prompt, prompt_len, n_predict);
   int64_t id = ai_submit(&req);
   if (id < 0) return id;
   return ai_wait(id, out, capacity, res);
@@ -41,15 +52,22 @@ extern "C" int ai_wait_model_ready(const char* name, int timeout_s, char* name_o
   }
 }
 
-extern "C" struct ai_latency ai_latency_of(const struct kai_ai_result* r) {
-  ai_latency l{};
-  auto us = [](uint64_t a, uint64_t b) { return b > a ? (b - a) / 1000 : 0; };
-  l.queue_us = us(r->t_submit_ns, r->t_start_ns);
-  l.prefill_us = us(r->t_start_ns, r->t_first_token_ns);
-  l.ttft_us = us(r->t_submit_ns, r->t_first_token_ns);
-  l.total_us = us(r->t_submit_ns, r->t_finish_ns);
-  l.tpot_us = r->n_generated > 1 ? us(r->t_first_token_ns, r->t_finish_ns) / (r->n_generated - 1) : 0;
+extern "C" struct ai_latency_ns ai_latency_ns_of(const struct kai_ai_result* r) {
+  ai_latency_ns l{};
+  auto since = [](uint64_t from, uint64_t to) { return to > from ? to - from : 0; };
+  l.queue = since(r->t_submit_ns, r->t_start_ns);
+  l.prefill = since(r->t_start_ns, r->t_first_token_ns);
+  l.ttft = since(r->t_submit_ns, r->t_first_token_ns);
+  l.total = since(r->t_submit_ns, r->t_finish_ns);
+  l.tpot = r->n_generated > 1 ? since(r->t_first_token_ns, r->t_finish_ns) / (r->n_generated - 1) : 0;
   return l;
+}
+
+// floor(floor(x / k) / 1000) == floor(x / (1000 k)): converting after the
+// division gives the same microseconds as dividing microseconds.
+extern "C" struct ai_latency ai_latency_of(const struct kai_ai_result* r) {
+  ai_latency_ns ns = ai_latency_ns_of(r);
+  return ai_latency{ns.queue / 1000, ns.prefill / 1000, ns.ttft / 1000, ns.tpot / 1000, ns.total / 1000};
 }
 
 extern "C" const char* ai_state_name(int32_t state) {
@@ -60,5 +78,137 @@ extern "C" const char* ai_state_name(int32_t state) {
     case KAI_AI_FAILED: return "failed";
     case KAI_AI_CANCELLED: return "cancelled";
     default: return "?";
+  }
+}
+
+extern "C" int parse_milli(const char* s, uint32_t max_milli, uint32_t* out) {
+  if (s == nullptr || *s == 0) return -KAI_EINVAL;
+  uint64_t whole = 0, frac = 0;
+  int frac_digits = 0;
+  const char* p = s;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    whole = whole * 10 + uint64_t(*p - '0');
+    if (whole > 0xffffffffull) return -KAI_ERANGE;
+  }
+  if (*p == '.') {
+    p++;
+    for (; *p >= '0' && *p <= '9'; p++) {
+      if (++frac_digits > 3) return -KAI_EINVAL;
+      frac = frac * 10 + uint64_t(*p - '0');
+    }
+    if (frac_digits == 0 && p == s + 1) return -KAI_EINVAL;   // "." alone
+  }
+  if (*p != 0 || p == s) return -KAI_EINVAL;
+  for (int d = frac_digits; d < 3; d++) frac *= 10;
+  uint64_t milli = whole * 1000 + frac;
+  if (milli > max_milli) return -KAI_ERANGE;
+  *out = uint32_t(milli);
+  return 0;
+}
+
+namespace {
+
+// "ID ID ..." appended to g->stop as one {len, ids...} sequence.
+bool add_stop(struct ai_generation* g, const char* text) {
+  uint32_t ids[KAI_AI_MAX_STOP_TOKENS];
+  uint32_t n = 0;
+  const char* p = text;
+  while (*p) {
+    while (*p == ' ') p++;
+    if (!*p) break;
+    char word[16];
+    uint32_t len = 0;
+    while (*p && *p != ' ' && len < sizeof(word) - 1) word[len++] = *p++;
+    word[len] = 0;
+    if ((*p && *p != ' ') || n == KAI_AI_MAX_STOP_TOKENS) return false;
+    if (parse_u32(word, 0xffffffffu, &ids[n]) < 0) return false;
+    n++;
+  }
+  uint32_t seqs = 0;
+  for (uint32_t at = 0; at < g->stop_words; at += 1 + g->stop[at]) seqs++;
+  if (n == 0 || seqs == KAI_AI_MAX_STOP_SEQS) return false;
+  g->stop[g->stop_words++] = n;
+  for (uint32_t k = 0; k < n; k++) g->stop[g->stop_words++] = ids[k];
+  return true;
+}
+
+}  // namespace
+
+extern "C" int ai_generation_option(const char* prog, int argc, char** argv, int* i,
+                                    struct ai_generation* g) {
+  const char* opt = argv[*i];
+  struct Milli {
+    const char* name;
+    uint32_t* field;
+    uint32_t max;
+    const char* what;
+  } millis[] = {
+      {"--temp", &g->sampling.temperature_milli, 10000, "a temperature from 0 to 10"},
+      {"--top-p", &g->sampling.top_p_milli, 1000, "a fraction from 0 to 1"},
+      {"--min-p", &g->sampling.min_p_milli, 1000, "a fraction from 0 to 1"},
+      {"--repeat-penalty", &g->sampling.repeat_penalty_milli, 10000, "a penalty from 0 to 10 (1 = off)"},
+  };
+  if (strcmp(opt, "--stop-eos") == 0) {
+    g->flags |= KAI_AI_STOP_AT_EOS;
+    return 1;
+  }
+  bool known = strcmp(opt, "--top-k") == 0 || strcmp(opt, "--repeat-last-n") == 0 ||
+               strcmp(opt, "--seed") == 0 || strcmp(opt, "--stop") == 0;
+  for (const Milli& m : millis) known |= strcmp(opt, m.name) == 0;
+  if (!known) return 0;
+  if (*i + 1 >= argc) {
+    fprintf(2, "%s: %s needs a value\n", prog, opt);
+    return -1;
+  }
+  const char* v = argv[++*i];
+  for (const Milli& m : millis) {
+    if (strcmp(opt, m.name) != 0) continue;
+    if (parse_milli(v, m.max, m.field) < 0) {
+      fprintf(2, "%s: %s: '%s' is not %s\n", prog, opt, v, m.what);
+      return -1;
+    }
+    return 1;
+  }
+  if (strcmp(opt, "--stop") == 0) {
+    if (!add_stop(g, v)) {
+      fprintf(2, "%s: --stop: '%s' is not 1 to %d token ids (at most %d --stop options)\n", prog, v,
+              KAI_AI_MAX_STOP_TOKENS, KAI_AI_MAX_STOP_SEQS);
+      return -1;
+    }
+    return 1;
+  }
+  if (strcmp(opt, "--seed") == 0) {
+    char* end;
+    unsigned long long seed = strtoull(v, &end, 10);
+    if (!*v || *end || *v == '-') {
+      fprintf(2, "%s: --seed: '%s' is not a number\n", prog, v);
+      return -1;
+    }
+    g->sampling.seed = seed;
+    return 1;
+  }
+  uint32_t* field = strcmp(opt, "--top-k") == 0 ? &g->sampling.top_k : &g->sampling.repeat_last_n;
+  if (parse_u32(v, 1u << 20, field) < 0) {
+    fprintf(2, "%s: %s: '%s' is not a number of tokens\n", prog, opt, v);
+    return -1;
+  }
+  return 1;
+}
+
+extern "C" void ai_apply_generation(struct kai_ai_submit* req, const struct ai_generation* g) {
+  req->sampling = g->sampling;
+  req->stop = g->stop_words ? g->stop : nullptr;
+  req->stop_words = g->stop_words;
+  req->flags |= g->flags;
+}
+
+extern "C" const char* ai_finish_name(uint32_t reason) {
+  switch (reason) {
+    case KAI_AI_FINISH_LENGTH: return "length";
+    case KAI_AI_FINISH_EOS: return "eos";
+    case KAI_AI_FINISH_STOP: return "stop";
+    case KAI_AI_FINISH_CANCELLED: return "cancelled";
+    case KAI_AI_FINISH_FAILED: return "failed";
+    default: return "-";
   }
 }

@@ -4,6 +4,12 @@
 #include "kai_sys.h"
 
 extern "C" {
+// The one way user programs build a submit request: every field of
+// struct kai_ai_submit set, the reserved ones zero (the kernel refuses
+// anything else there). A field added to the ABI gets its default here.
+struct kai_ai_submit ai_request(const char* model, const uint32_t* prompt, uint32_t prompt_len,
+                                uint32_t n_predict, uint32_t flags = 0, uint32_t priority = 0);
+
 // Submit and wait in one call. Returns the number of generated tokens
 // (copied to out) or -errno; res (may be null) gets the result record.
 long ai_call(const char* model, const uint32_t* prompt, uint32_t prompt_len, uint32_t n_predict,
@@ -15,7 +21,22 @@ long ai_call(const char* model, const uint32_t* prompt, uint32_t prompt_len, uin
 // *mi. Returns 0, or -KAI_ENOENT / -KAI_ENODEV / -KAI_EAGAIN (timeout).
 int ai_wait_model_ready(const char* name, int timeout_s, char* name_out, struct kai_ai_model_info* mi);
 
-// Latency breakdown of a finished request, in microseconds.
+// Latency breakdown of a finished request, in nanoseconds. The one place in
+// user space where these formulas are written (tools/bench.py has the same
+// ones for the host side):
+//   queue   = start - submit            time waiting for a worker
+//   prefill = first token - start       prompt processing + the first token
+//   ttft    = first token - submit      time to first token, queue included
+//   tpot    = (finish - first token) / (generated - 1)   time per output
+//             token after the first; 0 when only one token was generated
+//   total   = finish - submit           end to end
+// A timestamp earlier than the one it is measured from counts as 0.
+struct ai_latency_ns {
+  uint64_t queue, prefill, ttft, tpot, total;
+};
+struct ai_latency_ns ai_latency_ns_of(const struct kai_ai_result* res);
+
+// The same figures in microseconds (rounded down), for printing.
 struct ai_latency {
   uint64_t queue_us;    // start - submit
   uint64_t prefill_us;  // first token - start (prompt processing + first token)
@@ -25,4 +46,30 @@ struct ai_latency {
 };
 struct ai_latency ai_latency_of(const struct kai_ai_result* res);
 const char* ai_state_name(int32_t state);
+}
+
+extern "C" {
+// ---- generation options shared by the AI programs' command lines ----------
+// What a request asks for beyond its prompt: sampling, stop sequences and
+// the end-of-sequence flag. ai_generation_option() recognises
+//   --temp X  --top-k N  --top-p X  --min-p X  --repeat-penalty X
+//   --repeat-last-n N  --seed N  --stop "ID ID ..." (repeatable)  --stop-eos
+// at argv[*i] (consuming its value: *i advances); returns 1 if it took the
+// option, 0 if argv[*i] is none of these, -1 after printing why the value
+// is bad ("PROG: --top-p: '1.5' is not a fraction from 0 to 1").
+struct ai_generation {
+  struct kai_ai_sampling sampling;
+  uint32_t stop[KAI_AI_MAX_STOP_WORDS];
+  uint32_t stop_words;
+  uint32_t flags;   // KAI_AI_STOP_AT_EOS
+};
+int ai_generation_option(const char* prog, int argc, char** argv, int* i, struct ai_generation* g);
+// Copies g's sampling, stop sequences and flags into a request.
+void ai_apply_generation(struct kai_ai_submit* req, const struct ai_generation* g);
+// "length", "eos", "stop", "cancelled", "failed" or "-".
+const char* ai_finish_name(uint32_t reason);
+
+// "0.7" -> 700, "1" -> 1000, "1.25" -> 1250: a decimal with at most three
+// digits after the point, at most max_milli. 0, or -KAI_EINVAL / -KAI_ERANGE.
+int parse_milli(const char* s, uint32_t max_milli, uint32_t* out);
 }

@@ -69,6 +69,8 @@ int64_t ai_submit(const struct kai_ai_submit* req);
 int ai_wait(int64_t id, uint32_t* out, uint32_t capacity, struct kai_ai_result* res);
 int ai_query(int64_t id, struct kai_ai_status* st);
 int ai_cancel(int64_t id);
+int ai_read(int64_t id, uint32_t from, uint32_t* out, uint32_t capacity, struct kai_ai_status* st,
+            uint64_t* times);
 int ai_info(struct kai_ai_info* info);
 int ai_control(uint32_t cmd, uint64_t arg);   // KAI_AI_CTL_*: init or the console's foreground process only
 

@@ -1,0 +1,308 @@
+// KV block pools, block tables and the prefix cache: see kv_cache.h for the
+// idea and the invariants. Map: per-model pool state; block lists (free,
+// LRU); the lookup table of cached prefix blocks; the operations the worker
+// calls (admit, grow, publish, release). Locking: ai::lock for everything.
+#include "kv_cache.h"
+#include "requests.h"
+#include "models.h"
+#include "../kalloc.h"
+#include "../printf.h"
+#include "../string.h"
+
+namespace ai {
+
+uint32_t kv_mb = kDefaultKvMb;
+uint32_t kv_blocks_override = 0;
+uint32_t kv_block_size = kDefaultKvBlock;
+bool prefix_cache_enabled = true;
+
+namespace {
+
+// One model's pool. Per-block arrays are indexed by block id.
+struct ModelKv {
+  bool paged = false;
+  llm::KvPool pool;
+  void* kmem = nullptr;
+  void* vmem = nullptr;
+  uint32_t n_blocks = 0;
+  uint32_t* refs = nullptr;        // requests whose table holds the block
+  uint32_t* gen = nullptr;         // bumped each time the block is given new content
+  uint8_t* cached = nullptr;       // holds a registered prefix block (parent + tokens below)
+  uint32_t* parent = nullptr;      // cached: the block before it in its prefix, or kNoBlock
+  uint32_t* parent_gen = nullptr;  // ... and that block's gen when this one was registered
+  uint32_t* tokens = nullptr;      // cached: [n_blocks][B] the prompt tokens it holds
+  uint32_t* lru_prev = nullptr;    // the LRU list of cached blocks with refs == 0
+  uint32_t* lru_next = nullptr;
+  uint32_t lru_head = kNoBlock, lru_tail = kNoBlock, n_lru = 0;
+  uint32_t* free_stack = nullptr;  // never-cached free blocks
+  uint32_t n_free = 0;
+  uint32_t* bucket = nullptr;      // lookup table: head of each hash chain
+  uint32_t* chain_next = nullptr;
+  uint32_t n_buckets = 0;
+};
+
+ModelKv pools[KAI_AI_MAX_MODELS];
+KvStats stats;
+
+uint32_t* take_u32s(uint8_t*& cursor, uint64_t n) {
+  auto* p = reinterpret_cast<uint32_t*>(cursor);
+  cursor += (n * 4 + 7) & ~uint64_t(7);
+  return p;
+}
+
+// FNV-1a over the parent's identity and the block's tokens: only to pick a
+// chain; a match is always confirmed by comparing everything.
+uint32_t key_hash(uint32_t parent, uint32_t parent_gen, const uint32_t* toks, uint32_t B) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint32_t v) {
+    for (int i = 0; i < 4; i++) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(parent);
+  mix(parent_gen);
+  for (uint32_t i = 0; i < B; i++) mix(toks[i]);
+  return uint32_t(h ^ (h >> 32));
+}
+
+// ---- block lists --------------------------------------------------------
+
+void lru_remove(ModelKv& k, uint32_t b) {
+  uint32_t p = k.lru_prev[b], n = k.lru_next[b];
+  (p == kNoBlock ? k.lru_head : k.lru_next[p]) = n;
+  (n == kNoBlock ? k.lru_tail : k.lru_prev[n]) = p;
+  k.n_lru--;
+}
+
+void lru_append(ModelKv& k, uint32_t b) {
+  k.lru_prev[b] = k.lru_tail;
+  k.lru_next[b] = kNoBlock;
+  (k.lru_tail == kNoBlock ? k.lru_head : k.lru_next[k.lru_tail]) = b;
+  k.lru_tail = b;
+  k.n_lru++;
+}
+
+void unregister(ModelKv& k, uint32_t b) {
+  uint32_t B = k.pool.block_size;
+  uint32_t* at = &k.bucket[key_hash(k.parent[b], k.parent_gen[b], k.tokens + size_t(b) * B, B) & (k.n_buckets - 1)];
+  while (*at != b) at = &k.chain_next[*at];
+  *at = k.chain_next[b];
+  k.cached[b] = 0;
+}
+
+// A block for new content: a free one, else the least recently used cached
+// one (page replacement). kNoBlock if every block is in use.
+uint32_t take_block(ModelKv& k) {
+  uint32_t b;
+  if (k.n_free > 0) {
+    b = k.free_stack[--k.n_free];
+  } else if (k.lru_head != kNoBlock) {
+    b = k.lru_head;
+    lru_remove(k, b);
+    unregister(k, b);
+  } else {
+    return kNoBlock;
+  }
+  k.gen[b]++;   // old children of this block can never match it again
+  k.refs[b] = 1;
+  return b;
+}
+
+void put_block(ModelKv& k, uint32_t b) {
+  if (k.refs[b] == 0) panic("ai: KV block %u released twice", b);
+  if (--k.refs[b] > 0) return;
+  if (k.cached[b]) lru_append(k, b);   // keeps its prefix for a later request
+  else k.free_stack[k.n_free++] = b;
+}
+
+uint32_t lookup(const ModelKv& k, uint32_t parent, const uint32_t* toks) {
+  uint32_t B = k.pool.block_size;
+  uint32_t pgen = parent == kNoBlock ? 0 : k.gen[parent];
+  for (uint32_t b = k.bucket[key_hash(parent, pgen, toks, B) & (k.n_buckets - 1)]; b != kNoBlock;
+       b = k.chain_next[b]) {
+    if (!k.cached[b] || k.parent[b] != parent || k.parent_gen[b] != pgen) continue;
+    if (memcmp(k.tokens + size_t(b) * B, toks, B * sizeof(uint32_t)) == 0) return b;
+  }
+  return kNoBlock;
+}
+
+bool reuses_prefixes(int m) {
+  return prefix_cache_enabled && models[m].summary.config.n_linear_layers() == 0;
+}
+
+}  // namespace
+
+uint32_t kv_blocks_for(uint32_t positions) { return (positions + kv_block_size - 1) / kv_block_size; }
+
+void kv_init_model(int m) {
+  ModelKv& k = pools[m];
+  const llm::Config& c = models[m].summary.config;
+  uint32_t B = kv_block_size;
+  size_t block_bytes = llm::KvPool::bytes_per_block(c, B);
+  uint32_t per_request = kv_blocks_for(c.runtime_seq_len);
+  if (per_request > kMaxKvBlocks || block_bytes == 0) {
+    kprintf("ai: model %s: runtime_seq_len %u needs %u KV blocks of %u; not paged (contiguous KV per request)\n",
+            models[m].name, c.runtime_seq_len, per_request, B);
+    return;
+  }
+  // ai.kv_mb, but never more than every slot at full length could use; or
+  // exactly ai.kv_blocks (experiments with a nearly full pool).
+  uint64_t n = uint64_t(kv_mb) * 1024 * 1024 / block_bytes;
+  uint64_t most = uint64_t(per_request) * kQueueCapacity;
+  if (n > most) n = most;
+  if (kv_blocks_override) n = kv_blocks_override;
+  if (n < per_request) n = per_request;   // at least one full-length request
+  uint64_t half = n * (block_bytes / 2);
+  uint32_t n_buckets = 1;
+  while (n_buckets < 2 * n) n_buckets *= 2;
+  // Eight u32 arrays, the tokens, the buckets, the cached flags (+ rounding).
+  uint64_t meta = 8 * n * 4 + n * B * 4 + uint64_t(n_buckets) * 4 + n + 128;
+  k.kmem = kalloc_contiguous(half);
+  k.vmem = kalloc_contiguous(half);
+  auto* cursor = static_cast<uint8_t*>(kalloc_contiguous(meta));
+  if (!k.kmem || !k.vmem || !cursor) {
+    if (k.kmem) kfree_contiguous(k.kmem, half);
+    if (k.vmem) kfree_contiguous(k.vmem, half);
+    if (cursor) kfree_contiguous(cursor, meta);
+    k.kmem = k.vmem = nullptr;
+    kprintf("ai: model %s: no memory for %lu KV blocks; not paged\n", models[m].name, n);
+    return;
+  }
+  memset(cursor, 0, meta);
+  k.n_blocks = uint32_t(n);
+  k.refs = take_u32s(cursor, n);
+  k.gen = take_u32s(cursor, n);
+  k.parent = take_u32s(cursor, n);
+  k.parent_gen = take_u32s(cursor, n);
+  k.lru_prev = take_u32s(cursor, n);
+  k.lru_next = take_u32s(cursor, n);
+  k.free_stack = take_u32s(cursor, n);
+  k.chain_next = take_u32s(cursor, n);
+  k.tokens = take_u32s(cursor, n * B);
+  k.n_buckets = n_buckets;
+  k.bucket = take_u32s(cursor, k.n_buckets);
+  k.cached = cursor;
+  for (uint32_t i = 0; i < k.n_buckets; i++) k.bucket[i] = kNoBlock;
+  for (uint32_t b = 0; b < n; b++) k.free_stack[b] = uint32_t(n) - 1 - b;   // block 0 first
+  k.n_free = uint32_t(n);
+  k.pool.k = static_cast<float*>(k.kmem);
+  k.pool.v = static_cast<float*>(k.vmem);
+  k.pool.block_size = B;
+  k.pool.n_blocks = uint32_t(n);
+  k.paged = true;
+  kprintf("ai: model %s: KV cache %lu blocks of %u positions (%lu KiB each, %lu MiB)%s\n", models[m].name, n, B,
+          block_bytes / 1024, (n * block_bytes) >> 20, reuses_prefixes(m) ? ", prefix cache on" : "");
+}
+
+const llm::KvPool* kv_pool(int m) { return pools[m].paged ? &pools[m].pool : nullptr; }
+
+bool kv_could_fit(int m, uint32_t positions) {
+  const ModelKv& k = pools[m];
+  return !k.paged || kv_blocks_for(positions) <= k.n_blocks;
+}
+
+bool kv_admit(Request* r, uint32_t positions) {
+  ModelKv& k = pools[r->model];
+  r->kv_blocks = 0;
+  r->kv_registered = 0;
+  r->cached_tokens = 0;
+  r->fed = 0;
+  if (!k.paged) return true;
+  uint32_t B = k.pool.block_size;
+  // The cached prefix: whole prompt blocks, leaving at least one position to
+  // compute (the last prompt token's logits give the first token).
+  uint32_t hits[kMaxKvBlocks];
+  uint32_t n_hits = 0, hits_in_lru = 0;
+  uint32_t context = r->prompt_len + r->n_generated;
+  if (reuses_prefixes(r->model)) {
+    uint32_t parent = kNoBlock;
+    for (uint32_t i = 0; (i + 1) * B <= r->prompt_len && (i + 1) * B < context; i++) {
+      uint32_t b = lookup(k, parent, r->prompt + i * B);
+      if (b == kNoBlock) break;
+      hits[n_hits++] = b;
+      hits_in_lru += k.refs[b] == 0;
+      parent = b;
+    }
+  }
+  uint32_t need = kv_blocks_for(positions);
+  uint32_t fresh = need > n_hits ? need - n_hits : 0;
+  if (fresh > k.n_free + (k.n_lru - hits_in_lru)) return false;
+  for (uint32_t i = 0; i < n_hits; i++) {
+    uint32_t b = hits[i];
+    if (k.refs[b]++ == 0) lru_remove(k, b);
+    r->kv_table[r->kv_blocks++] = b;
+  }
+  for (uint32_t i = 0; i < fresh; i++) r->kv_table[r->kv_blocks++] = take_block(k);
+  r->fed = r->cached_tokens = n_hits * B;
+  r->kv_registered = n_hits;
+  if (n_hits > 0) {
+    stats.prefix_hit_requests++;
+    stats.prefix_hit_tokens += n_hits * B;
+  }
+  return true;
+}
+
+bool kv_grow(Request* r, uint32_t positions) {
+  ModelKv& k = pools[r->model];
+  if (!k.paged) return true;
+  uint32_t need = kv_blocks_for(positions);
+  if (need > kMaxKvBlocks) return false;
+  while (r->kv_blocks < need) {
+    uint32_t b = take_block(k);
+    if (b == kNoBlock) return false;
+    r->kv_table[r->kv_blocks++] = b;
+  }
+  return true;
+}
+
+void kv_publish(Request* r) {
+  ModelKv& k = pools[r->model];
+  if (!k.paged || !reuses_prefixes(r->model)) return;
+  uint32_t B = k.pool.block_size;
+  uint32_t full = (r->fed < r->prompt_len ? r->fed : r->prompt_len) / B;   // whole prompt blocks computed
+  for (uint32_t i = r->kv_registered; i < full && i < r->kv_blocks; i++) {
+    uint32_t b = r->kv_table[i];
+    uint32_t parent = i > 0 ? r->kv_table[i - 1] : kNoBlock;
+    const uint32_t* toks = r->prompt + i * B;
+    // Already cached (a shared hit), or the same prefix cached by someone
+    // else meanwhile: ours stays private and is freed at the end. A block
+    // after a private one is not registered either: no lookup from the
+    // start of a prompt could reach it.
+    bool parent_cached = parent == kNoBlock || k.cached[parent];
+    if (!k.cached[b] && parent_cached && lookup(k, parent, toks) == kNoBlock) {
+      k.cached[b] = 1;
+      k.parent[b] = parent;
+      k.parent_gen[b] = parent == kNoBlock ? 0 : k.gen[parent];
+      memcpy(k.tokens + size_t(b) * B, toks, B * sizeof(uint32_t));
+      uint32_t* head = &k.bucket[key_hash(parent, k.parent_gen[b], toks, B) & (k.n_buckets - 1)];
+      k.chain_next[b] = *head;
+      *head = b;
+    }
+    r->kv_registered = i + 1;
+  }
+}
+
+void kv_release(Request* r) {
+  ModelKv& k = pools[r->model];
+  if (k.paged)
+    for (uint32_t i = 0; i < r->kv_blocks; i++) put_block(k, r->kv_table[i]);
+  r->kv_blocks = 0;
+  r->kv_registered = 0;
+}
+
+KvStats kv_stats() {
+  KvStats s = stats;
+  s.blocks_total = s.blocks_used = s.blocks_cached = 0;
+  for (const ModelKv& k : pools) {
+    if (!k.paged) continue;
+    s.blocks_total += k.n_blocks;
+    s.blocks_used += k.n_blocks - k.n_free - k.n_lru;
+    s.blocks_cached += k.n_lru;
+  }
+  return s;
+}
+
+void kv_count_preemption() { stats.preemptions++; }
+
+}  // namespace ai

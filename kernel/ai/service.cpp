@@ -1,0 +1,82 @@
+// The AI service's face to the rest of the kernel: start() reads the
+// service's options from the kernel command line and starts its threads;
+// process_exited() forgets a dead process's requests.
+#include "service.h"
+#include "requests.h"
+#include "models.h"
+#include "worker.h"
+#include "engine.h"
+#include "row_team.h"
+#include "kv_cache.h"
+#include "../cpu.h"
+#include "../fdt.h"
+#include "../boot.h"
+#include "../printf.h"
+#include "../proc.h"
+
+namespace ai {
+
+// Written only by start(), which returns before the first user program
+// runs, so readers need no lock.
+static int worker_count;
+
+namespace {
+
+// `key=N` from the command line when it lies in [lo, hi]; otherwise the
+// current value stays and the console says why.
+void option_u32(const char* key, uint32_t lo, uint32_t hi, uint32_t* value) {
+  int64_t v = bootarg_int(g_boot, key, *value);
+  if (v >= lo && v <= hi) *value = static_cast<uint32_t>(v);
+  else kprintf("ai: %s=%ld out of range %u..%u; using %u\n", key, v, lo, hi, *value);
+}
+
+}  // namespace
+
+int n_workers() { return worker_count; }
+
+void start() {
+  uint32_t workers = 1;
+  option_u32("ai.workers", 1, kMaxWorkers, &workers);
+  option_u32("ai.max_per_process", 1, kQueueCapacity, &max_per_process);
+  option_u32("ai.max_batch", 1, kMaxBatch, &max_batch);
+  option_u32("ai.budget", 1, kMaxBudget, &token_budget);
+  if (token_budget < max_batch) {
+    // Every running request's decode token must fit in one iteration.
+    kprintf("ai: ai.budget=%u is below ai.max_batch=%u; using budget %u\n", token_budget, max_batch, max_batch);
+    token_budget = max_batch;
+  }
+  option_u32("ai.kv_mb", 1, 65536, &kv_mb);
+  option_u32("ai.kv_block", 1, 256, &kv_block_size);
+  option_u32("ai.kv_blocks", 0, 1u << 20, &kv_blocks_override);
+  uint32_t prefix = 1;
+  option_u32("ai.prefix_cache", 0, 1, &prefix);
+  prefix_cache_enabled = prefix != 0;
+  char name[16];
+  if (bootarg_str(g_boot, "ai.policy", name, sizeof name) && !policy_from_name(name, &policy))
+    kprintf("ai: unknown ai.policy=%s (fcfs, sjf or priority); using %s\n", name, policy_name(policy));
+  uint32_t aging_ms = kDefaultAgingMs;
+  option_u32("ai.aging_ms", 1, 3600000, &aging_ms);
+  aging_ns = uint64_t(aging_ms) * 1000000;
+
+  // Harts per iteration: all but one by default (one stays free for the
+  // shell and the clients), at least one.
+  uint32_t harts = ncpu > 1 ? static_cast<uint32_t>(ncpu) - 1 : 1;
+  option_u32("ai.harts", 1, kMaxTeamParts, &harts);
+
+  start_loader();
+  for (uint32_t i = 0; i < workers; i++) {
+    engine_start_team(i, harts);
+    if (auto started = start_worker(i); started.is_error()) {
+      kprintf("ai: cannot start worker %u (error %d)\n", i, static_cast<int>(started.error()));
+      continue;
+    }
+    worker_count++;
+  }
+}
+
+void process_exited(int pid) {
+  SpinlockGuard guard(lock);
+  forget_owner(pid);
+}
+
+}  // namespace ai

@@ -1,0 +1,52 @@
+// Choosing the next token from the logits: greedy or sampled.
+//
+// The same code runs on the cold path (llmrun), in the kernel's AI service
+// and in the host runner, and it is a pure function of (logits, parameters,
+// generator state, recent tokens): the logits are bit-identical on all three
+// (same runtime code), so the same seed gives the same tokens everywhere.
+//
+// The steps, in this order (each one optional; llama.cpp's sampler chain
+// and Hugging Face's logits processors apply them in the same spirit):
+//   1. repetition penalty: a token seen in the last `repeat_last_n` tokens
+//      has its logit divided by `repeat_penalty` if positive, multiplied if
+//      negative (the CTRL paper's rule), so it becomes less likely either way;
+//   2. temperature: logits / T (T < 1 sharpens, T > 1 flattens);
+//   3. top-k: keep the k largest logits;
+//   4. softmax over what is left;
+//   5. min-p: drop tokens whose probability is below min_p x the largest;
+//   6. top-p (nucleus): keep the smallest prefix, by falling probability,
+//      whose total reaches p;
+//   7. draw one token with a uniform number from the generator.
+// Temperature 0 means greedy: the argmax (lowest index on ties), exactly
+// the token the runtime's classifier picks, with no randomness used.
+#pragma once
+#include <stdint.h>
+
+namespace llm {
+
+struct SamplingParams {
+  float temperature = 0;       // 0 = greedy
+  uint32_t top_k = 0;          // 0 = off
+  float top_p = 1;             // 1 = off
+  float min_p = 0;             // 0 = off
+  float repeat_penalty = 1;    // 1 = off
+  uint32_t repeat_last_n = 64; // how many recent tokens the penalty looks at
+  bool greedy() const { return temperature <= 0; }
+};
+
+// A small, fast, reproducible generator (SplitMix64): the whole state is
+// one 64-bit number, so a request's sampling can be replayed from its seed.
+struct Rng {
+  uint64_t state = 0;
+  uint64_t next();
+  float uniform();   // in [0, 1), 24 random bits
+};
+Rng rng_from_seed(uint64_t seed);
+
+// Picks the next token. `logits` (n values) is used as scratch and changed;
+// `order` is caller scratch of n entries. `recent` holds the tokens so far
+// (prompt and output), the last `n_recent` of which the penalty considers.
+uint32_t sample_token(float* logits, uint32_t n, const SamplingParams& p, Rng& rng,
+                      const uint32_t* recent, uint32_t n_recent, uint32_t* order);
+
+}  // namespace llm

@@ -1,0 +1,108 @@
+// The sampler (lib/llm_sample.h): greedy is the classifier's argmax, each
+// filter keeps what it should, draws follow the probabilities, and a seed
+// replays the same tokens.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <vector>
+#include "llm_sample.h"
+
+namespace {
+
+uint32_t draw(std::vector<float> logits, const llm::SamplingParams& p, llm::Rng& rng,
+              const std::vector<uint32_t>& recent = {}) {
+  std::vector<uint32_t> order(logits.size());
+  return llm::sample_token(logits.data(), uint32_t(logits.size()), p, rng, recent.data(),
+                           uint32_t(recent.size()), order.data());
+}
+
+}  // namespace
+
+TEST_CASE("greedy picks the largest logit, the lowest index on ties", "[sample]") {
+  llm::SamplingParams p;   // temperature 0
+  llm::Rng rng = llm::rng_from_seed(1);
+  CHECK(draw({0.1f, 3.0f, -2.0f, 3.0f}, p, rng) == 1);
+  CHECK(draw({-5.0f, -4.0f, -4.5f}, p, rng) == 1);
+  CHECK(rng.state == 1);   // greedy uses no randomness
+}
+
+TEST_CASE("the same seed gives the same draws, another seed others", "[sample]") {
+  llm::SamplingParams p;
+  p.temperature = 1.0f;
+  std::vector<float> flat(64, 0.0f);
+  llm::Rng a = llm::rng_from_seed(42), b = llm::rng_from_seed(42), c = llm::rng_from_seed(43);
+  std::vector<uint32_t> da, db, dc;
+  for (int i = 0; i < 50; i++) {
+    da.push_back(draw(flat, p, a));
+    db.push_back(draw(flat, p, b));
+    dc.push_back(draw(flat, p, c));
+  }
+  CHECK(da == db);
+  CHECK(da != dc);
+}
+
+TEST_CASE("draws follow the softmax probabilities", "[sample]") {
+  llm::SamplingParams p;
+  p.temperature = 1.0f;
+  std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.2f)};
+  llm::Rng rng = llm::rng_from_seed(7);
+  int count[3] = {};
+  const int n = 20000;
+  for (int i = 0; i < n; i++) count[draw(logits, p, rng)]++;
+  CHECK(std::fabs(count[0] / double(n) - 0.5) < 0.02);
+  CHECK(std::fabs(count[1] / double(n) - 0.3) < 0.02);
+  CHECK(std::fabs(count[2] / double(n) - 0.2) < 0.02);
+}
+
+TEST_CASE("temperature sharpens and flattens", "[sample]") {
+  std::vector<float> logits = {1.0f, 0.0f};
+  auto share_of_first = [&](float t) {
+    llm::SamplingParams p;
+    p.temperature = t;
+    llm::Rng rng = llm::rng_from_seed(3);
+    int first = 0;
+    for (int i = 0; i < 10000; i++) first += draw(logits, p, rng) == 0;
+    return first / 10000.0;
+  };
+  double cold = share_of_first(0.25f), normal = share_of_first(1.0f), hot = share_of_first(4.0f);
+  CHECK(cold > normal);
+  CHECK(normal > hot);
+  CHECK(std::fabs(normal - 1.0 / (1.0 + std::exp(-1.0))) < 0.02);   // 0.731
+}
+
+TEST_CASE("top-k, top-p and min-p keep only the best candidates", "[sample]") {
+  std::vector<float> logits = {0.0f, 2.0f, 1.0f, 1.9f, -1.0f};   // ranks: 1, 3, 2, 0, 4
+  llm::Rng rng = llm::rng_from_seed(11);
+  llm::SamplingParams k2;
+  k2.temperature = 1.0f;
+  k2.top_k = 2;
+  llm::SamplingParams p_small;
+  p_small.temperature = 1.0f;
+  p_small.top_p = 0.01f;   // the best alone already reaches it
+  llm::SamplingParams min1;
+  min1.temperature = 1.0f;
+  min1.min_p = 0.95f;      // exp(-0.1) = 0.905 < 0.95: only the best survives
+  bool seen3 = false;
+  for (int i = 0; i < 2000; i++) {
+    uint32_t t = draw(logits, k2, rng);
+    CHECK((t == 1 || t == 3));
+    seen3 |= t == 3;
+    CHECK(draw(logits, p_small, rng) == 1);
+    CHECK(draw(logits, min1, rng) == 1);
+  }
+  CHECK(seen3);   // top-k 2 still samples, it does not collapse to greedy
+  llm::SamplingParams k1;
+  k1.temperature = 5.0f;
+  k1.top_k = 1;
+  CHECK(draw(logits, k1, rng) == 1);
+}
+
+TEST_CASE("the repetition penalty makes recent tokens less likely", "[sample]") {
+  llm::SamplingParams p;   // greedy, so the effect is exact
+  p.repeat_penalty = 1.5f;
+  llm::Rng rng = llm::rng_from_seed(5);
+  CHECK(draw({2.0f, 1.9f}, p, rng, {0}) == 1);       // 2.0 / 1.5 < 1.9
+  CHECK(draw({2.0f, 1.9f}, p, rng, {0, 0, 0}) == 1);  // penalised once, not three times
+  CHECK(draw({-1.0f, -1.2f}, p, rng, {0}) == 1);     // negative: multiplied, -1.5 < -1.2
+  p.repeat_last_n = 1;
+  CHECK(draw({2.0f, 1.9f}, p, rng, {0, 1}) == 0);    // only the last token is in the window
+}

@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+"""The serving-engine study (docs/experiments.md, "The engine"): what
+iteration-level batching, scheduling policies and chunked prefill do, on
+the SmolLM2-135M-shape model with int8 activations.
+
+Three experiments, each in its own boots of kai:
+  1. batching: closed-loop clients (aibench) with ai.max_batch=1 (one
+     request at a time, the service before batching) and ai.max_batch=8;
+     throughput and latency against the number of clients;
+  2. policies: a mixed workload of short and long requests (two aibench
+     runs at once) under fcfs, sjf and priority; p50/p95 TTFT and
+     end-to-end per class, and the longest wait of a long request;
+  3. head-of-line blocking: running requests' inter-token gaps while a
+     255-token prompt is admitted (aihol), chunked (small ai.budget) and
+     whole (ai.budget=256).
+
+By default every boot runs in exact mode (QEMU -icount, one hart: "virtual
+time, 1 instruction = 1 ns"), so the figures repeat exactly from run to run
+and do not depend on how busy the host is; --real-time uses the host clock.
+
+    engine_study.py --out results/engine [--quick] [--image IMG --model NAME]
+Writes report.md and results.json there; prints one line per point.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import qemu_run  # noqa: E402
+
+KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
+
+
+def boot_and_run(image, model, append, commands, deterministic, timeout):
+    """Boots with kernel options `append`, waits for the model, runs the
+    commands; returns {command: output}."""
+    outputs = {}
+    with qemu_run.Session(image, KERNEL, smp=1 if deterministic else 2, memory="1G", snapshot=True,
+                          boot_timeout=300, append=append, deterministic=deterministic) as s:
+        if not s.booted:
+            raise RuntimeError("boot failed:\n" + s.transcript[-2000:])
+        if not s.wait_log(rf"ai: model {model} (ready|failed)", timeout=300):
+            raise RuntimeError(f"model {model} never loaded:\n" + s.transcript[-2000:])
+        for cmd in commands:
+            start = s.mark()
+            if not s.command(cmd, timeout=timeout):
+                raise RuntimeError(f"`{cmd}` did not finish in {timeout} s:\n" + s.transcript[start:][-2000:])
+            outputs[cmd] = s.transcript[start:]
+        s.halt()
+    return outputs
+
+
+STAT = re.compile(r"^(end-to-end|queue wait|TTFT|TPOT)\s+mean\s+(\d+)\s+p50\s+(\d+)\s+p95\s+(\d+)\s+max\s+(\d+) us",
+                  re.M)
+
+
+def parse_aibench(text):
+    """The summary of one aibench run: throughput and the latency table (ms)."""
+    out = {}
+    m = re.search(r"throughput: ([\d.]+) req/s, ([\d.]+) tokens/s", text)
+    if m:
+        out["req_per_s"], out["tokens_per_s"] = float(m.group(1)), float(m.group(2))
+    for name, mean, p50, p95, mx in STAT.findall(text):
+        key = name.replace(" ", "_").replace("-", "_").lower()
+        out[key] = {"mean_ms": int(mean) / 1000, "p50_ms": int(p50) / 1000, "p95_ms": int(p95) / 1000,
+                    "max_ms": int(mx) / 1000}
+    m = re.search(r"requests: (\d+) done", text)
+    out["done"] = int(m.group(1)) if m else 0
+    return out
+
+
+def experiment_batching(a, log):
+    rows = []
+    for max_batch in (1, 8):
+        for clients in a.clients:
+            cmd = (f"aibench --model {a.model} --clients {clients} --requests {a.requests} "
+                   f"--prompt {a.prompt} --predict {a.predict} --int8")
+            t0 = time.monotonic()
+            out = boot_and_run(a.image, a.model, f"ai.max_batch={max_batch}", [cmd], a.exact, a.timeout)[cmd]
+            r = parse_aibench(out)
+            r.update(max_batch=max_batch, clients=clients, wall_s=round(time.monotonic() - t0, 1))
+            rows.append(r)
+            log(f"batching: max_batch={max_batch} clients={clients}: {r.get('tokens_per_s', 0):.2f} tokens/s, "
+                f"p50 end-to-end {r.get('end_to_end', {}).get('p50_ms', 0):.0f} ms")
+    return rows
+
+
+def experiment_policies(a, log):
+    rows = []
+    short = (f"aibench --model {a.model} --clients {a.short_clients} --requests {a.requests} "
+             f"--prompt 8 --predict 4 --int8 --seed 11")
+    long_ = (f"aibench --model {a.model} --clients {a.long_clients} --requests 1 "
+             f"--prompt {a.long_prompt} --predict {a.long_predict} --int8 --seed 12 --priority 5")
+    for policy in ("fcfs", "sjf", "priority"):
+        # The long class starts first (it is what blocks the short ones
+        # under fcfs); the short class runs in the foreground; then the
+        # long class's report is read from its file.
+        cmds = [f"{long_} > /long.txt &", short, "wait", "cat /long.txt"]
+        append = f"ai.max_batch={a.policy_batch} ai.policy={policy} ai.aging_ms={a.aging_ms}"
+        outs = boot_and_run(a.image, a.model, append, cmds, a.exact, a.timeout)
+        r = {"policy": policy, "short": parse_aibench(outs[short]), "long": parse_aibench(outs["cat /long.txt"])}
+        rows.append(r)
+        log(f"policies: {policy}: short p50 TTFT {r['short'].get('ttft', {}).get('p50_ms', 0):.0f} ms, "
+            f"long max queue wait {r['long'].get('queue_wait', {}).get('max_ms', 0):.0f} ms")
+    return rows
+
+
+def experiment_hol(a, log):
+    rows = []
+    for budget in a.budgets:
+        cmd = f"aihol --model {a.model} --clients {a.hol_clients} --predict {a.hol_predict} --long {a.long_len} --int8"
+        out = boot_and_run(a.image, a.model, f"ai.max_batch=8 ai.budget={budget}", [cmd], a.exact, a.timeout)[cmd]
+        m = re.search(r"aihol: (.*)", out)
+        if not m:
+            raise RuntimeError(f"aihol printed no summary:\n{out}")
+        r = {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", m.group(1))}
+        rows.append(r)
+        log(f"head-of-line: budget={budget}: running requests' p95 gap {r['during_p95_us'] / 1000:.0f} ms during "
+            f"the long prefill vs {r['solo_p50_us'] / 1000:.0f} ms alone ({r['ratio_p95']:.2f}x)")
+    return rows
+
+
+def report(a, res):
+    clock = "virtual time (QEMU -icount, one hart): 1 instruction = 1 ns" if a.exact else "real time (host clock)"
+    lines = ["# The engine study", "", f"Command: `{' '.join(sys.argv)}`", "", f"Clock: {clock}.", ""]
+    if "batching" in res:
+        lines += ["## Batching: throughput against clients", "",
+                  "| max_batch | clients | tokens/s | req/s | p50 end-to-end ms | p95 end-to-end ms | p50 TTFT ms |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in res["batching"]:
+            e2e, ttft = r.get("end_to_end", {}), r.get("ttft", {})
+            lines.append(f"| {r['max_batch']} | {r['clients']} | {r.get('tokens_per_s', 0):.2f} | "
+                         f"{r.get('req_per_s', 0):.3f} | {e2e.get('p50_ms', 0):.0f} | {e2e.get('p95_ms', 0):.0f} | "
+                         f"{ttft.get('p50_ms', 0):.0f} |")
+        top = max(a.clients)
+        t1 = next((r.get("tokens_per_s", 0) for r in res["batching"] if r["max_batch"] == 1 and r["clients"] == top), 0)
+        t8 = next((r.get("tokens_per_s", 0) for r in res["batching"] if r["max_batch"] == 8 and r["clients"] == top), 0)
+        if t1:
+            lines += ["", f"At {top} clients, batching gives {t8 / t1:.2f}x the throughput of one request at a time."]
+        lines.append("")
+    if "policies" in res:
+        lines += ["## Policies under a mixed workload", "",
+                  f"Short: {a.short_clients} clients x {a.requests} requests, prompt 8, 4 tokens. "
+                  f"Long: {a.long_clients} clients x 1 request, prompt {a.long_prompt}, {a.long_predict} tokens, "
+                  f"priority 5. ai.max_batch={a.policy_batch}, ai.aging_ms={a.aging_ms}.", "",
+                  "| policy | short p50 TTFT ms | short p95 TTFT ms | short p50 end-to-end ms | long max queue wait ms | long p50 end-to-end ms |",
+                  "|---|---|---|---|---|---|"]
+        for r in res["policies"]:
+            s, l_ = r["short"], r["long"]
+            lines.append(f"| {r['policy']} | {s.get('ttft', {}).get('p50_ms', 0):.0f} | {s.get('ttft', {}).get('p95_ms', 0):.0f} | "
+                         f"{s.get('end_to_end', {}).get('p50_ms', 0):.0f} | {l_.get('queue_wait', {}).get('max_ms', 0):.0f} | "
+                         f"{l_.get('end_to_end', {}).get('p50_ms', 0):.0f} |")
+        lines.append("")
+    if "hol" in res:
+        lines += ["## Head-of-line blocking: a long prompt arrives while others generate", "",
+                  f"{a.hol_clients} streaming clients generating {a.hol_predict} tokens each; a {a.long_len}-token prompt "
+                  "arrives. Gaps between two tokens of the running requests, from the kernel's timestamps.", "",
+                  "| ai.budget | gap alone p50 ms | gap during prefill p50 ms | p95 ms | max ms | p95 / alone | long prefill ms |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in res["hol"]:
+            lines.append(f"| {int(r['budget'])} | {r['solo_p50_us'] / 1000:.0f} | {r['during_p50_us'] / 1000:.0f} | "
+                         f"{r['during_p95_us'] / 1000:.0f} | {r['during_max_us'] / 1000:.0f} | {r['ratio_p95']:.2f}x | "
+                         f"{r['long_prefill_us'] / 1000:.0f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default=os.path.join(ROOT, "results", "engine"))
+    p.add_argument("--image", default=os.path.join(ROOT, "build", "fs-smol.img"))
+    p.add_argument("--model", default="SMOL")
+    p.add_argument("--quick", action="store_true", help="fewer points and shorter requests")
+    p.add_argument("--real-time", action="store_true", help="host clock instead of exact mode")
+    p.add_argument("--only", choices=["batching", "policies", "hol"], action="append")
+    p.add_argument("--timeout", type=float, default=3600)
+    a = p.parse_args(argv)
+    a.exact = not a.real_time
+    if not os.path.exists(a.image) or not os.path.exists(KERNEL):
+        p.error(f"{a.image} or {KERNEL} missing: run `make all build/fs-smol.img`")
+    if a.quick:
+        a.clients, a.requests, a.prompt, a.predict = [1, 4], 1, 4, 4
+        a.short_clients, a.long_clients, a.long_prompt, a.long_predict = 3, 1, 48, 8
+        a.policy_batch, a.aging_ms = 1, 60000
+        a.budgets, a.hol_clients, a.hol_predict, a.long_len = [8, 256], 2, 60, 32
+    else:
+        a.clients, a.requests, a.prompt, a.predict = [1, 8], 1, 8, 8
+        a.short_clients, a.long_clients, a.long_prompt, a.long_predict = 6, 2, 128, 16
+        a.policy_batch, a.aging_ms = 2, 600000
+        a.budgets, a.hol_clients, a.hol_predict, a.long_len = [8, 16, 256], 4, 32, 255
+    os.makedirs(a.out, exist_ok=True)
+
+    def log(msg):
+        print(msg, flush=True)
+
+    res = {}
+    for name, fn in (("batching", experiment_batching), ("policies", experiment_policies), ("hol", experiment_hol)):
+        if a.only and name not in a.only:
+            continue
+        res[name] = fn(a, log)
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    with open(os.path.join(a.out, "report.md"), "w") as f:
+        f.write(report(a, res))
+    log(f"engine study: report in {os.path.join(a.out, 'report.md')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+// aibatch MODEL [--clients N]: batching never changes a token.
+//
+// First every request runs alone, one after another (the reference); then
+// N clients submit the same requests at the same moment, so the kernel's
+// workers run them together in batches: different prompt lengths (prefill
+// chunks of different sizes), different lengths of output (requests leave
+// and others keep going), int8 and float activations mixed, greedy and
+// sampled (each sampled request has its own seed). Each client
+// compares its tokens with the solo run's, bit for bit. Also checks that
+// batching really happened (some request's mean batch size above 1) when
+// the service allows batches (ai.max_batch > 1).
+// Prints one line per client, then "aibatch: N passed, M failed".
+#include "kai.h"
+#include "kai_ai.h"
+
+static constexpr uint32_t kMaxClients = 16;
+static constexpr uint32_t kMaxPredict = 24;
+
+struct Job {
+  uint32_t prompt[64];
+  uint32_t prompt_len, n_predict, flags;
+  kai_ai_sampling sampling;   // every third client samples, with its own seed
+  uint32_t solo[kMaxPredict];
+  long solo_n;
+};
+
+static Job jobs[kMaxClients];
+static char model[KAI_AI_MODEL_NAME_MAX];
+
+// Client i's request: prompt lengths 1..~60 and outputs 3..~20 tokens,
+// spread so that prompts are still prefilling while others decode.
+static void make_job(Job& j, uint32_t i, const kai_ai_model_info& mi) {
+  j.prompt_len = 1 + (i * 13) % 47;
+  j.n_predict = 3 + (i * 7) % 18;
+  while (j.prompt_len + j.n_predict > mi.runtime_seq_len && j.prompt_len > 1) j.prompt_len--;
+  while (j.prompt_len + j.n_predict > mi.runtime_seq_len && j.n_predict > 1) j.n_predict--;
+  for (uint32_t t = 0; t < j.prompt_len; t++) j.prompt[t] = (i * 31 + t * 17 + 1) % mi.vocab_size;
+  j.flags = (i % 2) ? KAI_AI_INT8 : 0;   // both activation kinds, mixed in one batch
+  j.sampling = kai_ai_sampling{};
+  if (i % 3 == 2) {   // sampled: the generator is the request's own, so batching cannot change it
+    j.sampling.temperature_milli = 900;
+    j.sampling.top_k = 40;
+    j.sampling.seed = 1000 + i;
+  }
+}
+
+static long run(const Job& j, uint32_t* out, kai_ai_result* res) {
+  kai_ai_submit r = ai_request(model, j.prompt, j.prompt_len, j.n_predict, j.flags);
+  r.sampling = j.sampling;
+  int64_t id = ai_submit(&r);
+  if (id < 0) return id;
+  return ai_wait(id, out, kMaxPredict, res);
+}
+
+// Exit status of a client: 0 same tokens, batched; 1 different tokens or
+// an error; 2 same tokens, but it never shared an iteration.
+[[noreturn]] static void client(uint32_t i, int start_fd) {
+  char go;
+  if (read(start_fd, &go, 1) != 1) exit(1);
+  const Job& j = jobs[i];
+  uint32_t out[kMaxPredict];
+  kai_ai_result res{};
+  long n = run(j, out, &res);
+  bool same = n == j.solo_n;
+  for (long t = 0; same && t < n; t++) same = out[t] == j.solo[t];
+  uint32_t batch_x100 = res.iterations ? uint32_t(uint64_t(res.batch_sum) * 100 / res.iterations) : 0;
+  printf("client %u: prompt %u, %u tokens, %s%s, %s solo, %u iterations, mean batch %u.%02u\n", i,
+         j.prompt_len, j.n_predict, (j.flags & KAI_AI_INT8) ? "int8" : "float",
+         j.sampling.temperature_milli ? " sampled" : "",
+         same ? "same tokens as" : "DIFFERENT tokens from", res.iterations, batch_x100 / 100,
+         batch_x100 % 100);
+  exit(!same ? 1 : (batch_x100 > 100 ? 0 : 2));
+}
+
+int main(int argc, char** argv) {
+  uint32_t clients = 8;
+  const char* name = nullptr;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc) {
+      if (parse_u32(argv[++i], kMaxClients, &clients) < 0 || clients == 0) {
+        fprintf(2, "aibatch: --clients: '%s' is not a number from 1 to %u\n", argv[i], kMaxClients);
+        return 2;
+      }
+    } else if (argv[i][0] == '-' || name) {
+      fprintf(2, "aibatch: unexpected argument '%s'\nusage: aibatch MODEL [--clients N]\n", argv[i]);
+      return 2;
+    } else {
+      name = argv[i];
+    }
+  }
+  kai_ai_model_info mi{};
+  int r = ai_wait_model_ready(name ? name : "", 300, model, &mi);
+  if (r < 0) {
+    fprintf(2, "aibatch: model %s: %s\n", name ? name : "(first)", strerror(r));
+    return 1;
+  }
+  for (uint32_t i = 0; i < clients; i++) {
+    make_job(jobs[i], i, mi);
+    jobs[i].solo_n = run(jobs[i], jobs[i].solo, nullptr);
+    if (jobs[i].solo_n < 0) {
+      fprintf(2, "aibatch: solo request %u: %s\n", i, strerror(int(jobs[i].solo_n)));
+      return 1;
+    }
+  }
+  static kai_ai_info info;
+  ai_info(&info);
+
+  // All clients block on one pipe; one byte each releases them together.
+  int start[2];
+  if (pipe(start) < 0) return 1;
+  for (uint32_t i = 0; i < clients; i++) {
+    int pid = fork();
+    if (pid == 0) {
+      close(start[1]);
+      client(i, start[0]);
+    }
+    if (pid < 0) {
+      fprintf(2, "aibatch: fork: %s\n", strerror(pid));
+      return 1;
+    }
+  }
+  close(start[0]);
+  char go[kMaxClients] = {};
+  write(start[1], go, clients);
+  close(start[1]);
+  int passed = 0, failed = 0, batched = 0;
+  for (uint32_t i = 0; i < clients; i++) {
+    int status = 1;
+    wait(&status);
+    if (status == 0 || status == 2) passed++;
+    else failed++;
+    batched += status == 0;
+  }
+  if (info.max_batch > 1 && clients > 1) {
+    bool ok = batched > 0;
+    printf("%s some requests shared iterations (%d of %u clients, ai.max_batch=%u)\n",
+           ok ? "ok" : "FAIL", batched, clients, info.max_batch);
+    (ok ? passed : failed)++;
+  }
+  printf("aibatch: %d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,122 @@
+// aiprefix [--model M] [--requests N] [--prefix P] [--tail T] [--predict K]
+//          [--concurrent] [--int8]: shared prompt prefixes (the prefix cache).
+//
+// N requests share a P-token prefix (a "system prompt") and differ in a
+// T-token tail. The first runs alone, so it computes the prefix and leaves
+// its full blocks in the cache; then the others run, one after another or
+// (--concurrent) all at once. Prints each request's tokens, TTFT and how
+// many prompt tokens it took from the cache, then one summary line:
+//   aiprefix: first_ttft_us=A later_ttft_p50_us=B ratio=R cached_tokens=C
+// With the cache off (ai.prefix_cache=0) the tokens must be the same: the
+// integration tests compare them across boots.
+#include "kai.h"
+#include "kai_ai.h"
+
+namespace {
+
+constexpr uint32_t kMax = 16;
+
+struct Options {
+  char model[KAI_AI_MODEL_NAME_MAX] = "";
+  uint32_t requests = 8, prefix = 128, tail = 8, predict = 8, flags = 0;
+  bool concurrent = false;
+};
+
+int cmp_u64(const void* a, const void* b) {
+  uint64_t x = *static_cast<const uint64_t*>(a), y = *static_cast<const uint64_t*>(b);
+  return x < y ? -1 : x > y;
+}
+
+void make_prompt(const Options& o, uint32_t i, uint32_t vocab, uint32_t* p) {
+  for (uint32_t t = 0; t < o.prefix; t++) p[t] = (t * 7 + 3) % vocab;
+  for (uint32_t t = 0; t < o.tail; t++) p[o.prefix + t] = (i * 31 + t * 11 + 5) % vocab;
+}
+
+// Runs request i; prints its line; returns its TTFT in ns (0 on failure).
+uint64_t run_one(const Options& o, uint32_t i, uint32_t vocab, uint32_t* cached) {
+  static uint32_t prompt[KAI_AI_MAX_PROMPT];
+  make_prompt(o, i, vocab, prompt);
+  kai_ai_submit r = ai_request(o.model, prompt, o.prefix + o.tail, o.predict, o.flags);
+  uint32_t out[64];
+  kai_ai_result res{};
+  int64_t id = ai_submit(&r);
+  long n = id < 0 ? id : ai_wait(id, out, 64, &res);
+  if (n < 0) {
+    printf("request %u: %s\n", i, strerror(int(n)));
+    return 0;
+  }
+  ai_latency l = ai_latency_of(&res);
+  // One write per line: concurrent clients share the console.
+  char line[1024];
+  int len = snprintf(line, sizeof line, "request %u: ttft_us=%lu cached=%u tokens:", i, l.ttft_us, res.cached_tokens);
+  for (long t = 0; t < n && len < int(sizeof line) - 16; t++) len += snprintf(line + len, sizeof line - len, " %u", out[t]);
+  printf("%s\n", line);
+  *cached = res.cached_tokens;
+  return l.ttft_us * 1000;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; i++) {
+    const char* a = argv[i];
+    uint32_t* field = strcmp(a, "--requests") == 0 ? &o.requests
+                      : strcmp(a, "--prefix") == 0 ? &o.prefix
+                      : strcmp(a, "--tail") == 0   ? &o.tail
+                      : strcmp(a, "--predict") == 0 ? &o.predict : nullptr;
+    if (strcmp(a, "--concurrent") == 0) o.concurrent = true;
+    else if (strcmp(a, "--int8") == 0) o.flags |= KAI_AI_INT8;
+    else if (strcmp(a, "--model") == 0 && i + 1 < argc) strlcpy(o.model, argv[++i], sizeof o.model);
+    else if (field && i + 1 < argc) {
+      uint32_t max = field == &o.requests ? kMax : field == &o.predict ? 64 : KAI_AI_MAX_PROMPT;
+      if (parse_u32(argv[++i], max, field) < 0 || *field == 0) {
+        fprintf(2, "aiprefix: %s: '%s' is not a number from 1 to %u\n", a, argv[i], max);
+        return 2;
+      }
+    } else {
+      fprintf(2, "aiprefix: unexpected argument '%s'\nusage: aiprefix [--model M] [--requests N] [--prefix P] "
+                 "[--tail T] [--predict K] [--concurrent] [--int8]\n", a);
+      return 2;
+    }
+  }
+  char name[KAI_AI_MODEL_NAME_MAX];
+  kai_ai_model_info mi{};
+  if (int r = ai_wait_model_ready(o.model, 300, name, &mi); r < 0) {
+    fprintf(2, "aiprefix: model %s: %s\n", o.model[0] ? o.model : "(first)", strerror(r));
+    return 1;
+  }
+  strlcpy(o.model, name, sizeof o.model);
+  if (o.prefix + o.tail > KAI_AI_MAX_PROMPT || o.prefix + o.tail + o.predict > mi.runtime_seq_len) {
+    fprintf(2, "aiprefix: prefix %u + tail %u + predict %u does not fit model %s (runtime_seq_len %u, prompts <= %d)\n",
+            o.prefix, o.tail, o.predict, name, mi.runtime_seq_len, KAI_AI_MAX_PROMPT);
+    return 2;
+  }
+  uint32_t cached = 0, total_cached = 0;
+  uint64_t first = run_one(o, 0, mi.vocab_size, &cached);
+  static uint64_t later[kMax];
+  uint32_t n_later = 0;
+  if (o.concurrent) {
+    // Each client prints its own line; the parent only waits.
+    for (uint32_t i = 1; i < o.requests; i++) {
+      if (fork() == 0) {
+        uint32_t c = 0;
+        exit(run_one(o, i, mi.vocab_size, &c) ? 0 : 1);
+      }
+    }
+    for (uint32_t i = 1; i < o.requests; i++) wait(nullptr);
+    printf("aiprefix: first_ttft_us=%lu concurrent=%u\n", (unsigned long)(first / 1000), o.requests - 1);
+    return 0;
+  }
+  for (uint32_t i = 1; i < o.requests; i++) {
+    later[n_later++] = run_one(o, i, mi.vocab_size, &cached);
+    total_cached += cached;
+  }
+  qsort(later, n_later, sizeof(uint64_t), cmp_u64);
+  uint64_t p50 = n_later ? later[(n_later - 1) / 2] : 0;
+  uint64_t ratio_x100 = first ? p50 * 100 / first : 0;
+  printf("aiprefix: first_ttft_us=%lu later_ttft_p50_us=%lu ratio=%lu.%02lu cached_tokens=%u\n",
+         (unsigned long)(first / 1000), (unsigned long)(p50 / 1000), (unsigned long)(ratio_x100 / 100),
+         (unsigned long)(ratio_x100 % 100), total_cached);
+  return 0;
+}

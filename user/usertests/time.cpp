@@ -1,0 +1,55 @@
+// usertests: the clock and sleep.
+#include "harness.h"
+
+using namespace ut;
+
+namespace {
+
+// ---------------------------------------------------------------- time
+
+bool t_clock() {
+  uint64_t prev = clock_ns();
+  EXPECT(prev > 0, "clock_ns returned 0");
+  for (int i = 0; i < 2000; ++i) {
+    uint64_t t = clock_ns();
+    EXPECT(t >= prev, "clock_ns went backwards: %lu then %lu", (unsigned long)prev, (unsigned long)t);
+    prev = t;
+  }
+  return true;
+}
+
+bool t_sleep() {
+  long u0 = uptime();
+  uint64_t t0 = clock_ns();
+  EXPECT(sleep(20) == 0, "sleep(20) failed");
+  uint64_t dt = clock_ns() - t0;
+  long du = uptime() - u0;
+  EXPECT(dt >= 180000000ULL, "sleep(20) lasted only %lu ms", (unsigned long)(dt / 1000000));
+  EXPECT(dt < 5000000000ULL, "sleep(20) lasted %lu ms", (unsigned long)(dt / 1000000));
+  EXPECT(du >= 18 && du <= 200, "uptime advanced %ld ticks during sleep(20)", du);
+  EXPECT(sleep(0) == 0, "sleep(0)");
+  return true;
+}
+
+bool t_sleep_many() {
+  // Sleepers in parallel wake up at about the same time.
+  uint64_t t0 = clock_ns();
+  int pids[8];
+  for (int i = 0; i < 8; ++i) {
+    pids[i] = fork();
+    if (pids[i] == 0) { sleep(30); exit(0); }
+  }
+  for (int i = 0; i < 8; ++i) EXPECT(reap(pids[i]) == 0, "sleeper failed");
+  uint64_t dt = clock_ns() - t0;
+  EXPECT(dt < 5000000000ULL, "8 parallel sleep(30) took %lu ms", (unsigned long)(dt / 1000000));
+  return true;
+}
+
+const Test kTests[] = {
+    {"clock", t_clock},
+    {"sleep", t_sleep},
+    {"sleep_many", t_sleep_many},
+};
+}  // namespace
+
+const TestGroup ut::time_tests = UT_GROUP(kTests);
