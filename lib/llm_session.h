@@ -60,7 +60,9 @@ class Session {
   constexpr Session() = default;
 
   // Tokens one internal forward pass of prefill() takes (a prompt chunk).
-  static constexpr uint32_t kPrefillChunk = 16;
+  // 18: a multiple of 3 and 2, so the int8 kernels pack every item of a
+  // chunk three (or two) to a word (matmul_int8.cpp).
+  static constexpr uint32_t kPrefillChunk = 18;
 
   // Bytes of caller memory a session of this model needs (64-byte multiple):
   // its state plus a Batch of kPrefillChunk items for feed/prefill/step.

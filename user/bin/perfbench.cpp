@@ -1,4 +1,4 @@
-// perfbench [--asset-dir D] [--float] [--group G] [--quick]: the cost of the
+// perfbench [--asset-dir D] [--float] [--group G] [--quick] [--repeat R]: the cost of the
 // batched forward pass (lib/llm_batch.h) on a model bundle (default /AI/SMOL),
 // int8 activations unless --float. tools/perf.py (make perf) runs it twice:
 // in exact mode (QEMU -icount: the guest clock counts instructions, 1 ns
@@ -11,7 +11,9 @@
 // One line per case:
 //   perf case=decode batch=8 tokens=8 macs=N ns=N weight_bytes=N
 // macs are the runtime's own work counts for the pass (Session::work).
-// --quick: decode@1, decode@8 and prefill@64 only.
+// --quick: decode@1, decode@8 and prefill@64 only. --repeat R: run each case
+// R times and report the fastest (real time on a shared host is noisy; in
+// exact mode every run gives the same count).
 #include "kai.h"
 #include "llm.h"
 
@@ -60,6 +62,7 @@ struct Bench {
   llm::Batch batch;
   llm::Session* sessions = nullptr;
   uint32_t n_sessions = 0;
+  uint32_t repeat = 1;
 
   uint32_t token(uint32_t i) const { return (i * 7919u + 13u) % model.config().vocab_size; }
 
@@ -69,50 +72,53 @@ struct Bench {
   }
 
   bool decode(uint32_t b) {
-    llm::BatchItem items[16];
-    // Every session has a prompt of 8 tokens behind it (prefill not measured).
-    for (uint32_t s = 0; s < b; s++) {
-      sessions[s].reset();
-      uint32_t prompt[8];
-      for (uint32_t i = 0; i < 8; i++) prompt[i] = token(s * 8 + i);
-      if (sessions[s].prefill(prompt, 8).is_error()) return false;
+    uint64_t best = ~0ull, macs = 0, wbytes = 0;
+    for (uint32_t rep = 0; rep < repeat; rep++) {
+      llm::BatchItem items[16];
+      // Every session has a prompt of 8 tokens behind it (prefill not measured).
+      for (uint32_t s = 0; s < b; s++) {
+        sessions[s].reset();
+        uint32_t prompt[8];
+        for (uint32_t i = 0; i < 8; i++) prompt[i] = token(s * 8 + i);
+        if (sessions[s].prefill(prompt, 8).is_error()) return false;
+        items[s] = llm::BatchItem{&sessions[s], token(1000 + s), llm::Phase::Decode, true, 0};
+      }
+      uint64_t t0 = clock_ns();
+      auto r = batch.forward(items, b);
+      uint64_t t1 = clock_ns();
+      if (r.is_error()) {
+        fprintf(2, "perfbench: %s\n", r.error().message);
+        return false;
+      }
+      if (t1 - t0 < best) best = t1 - t0;
+      macs = wbytes = 0;  // reset() zeroed the counts: this pass only
+      for (uint32_t s = 0; s < b; s++) {
+        macs += sessions[s].work(llm::Phase::Decode).macs;
+        wbytes += sessions[s].work(llm::Phase::Decode).weight_bytes;
+      }
     }
-    uint64_t before = 0, wb = 0;
-    for (uint32_t s = 0; s < b; s++) {
-      before += sessions[s].work(llm::Phase::Decode).macs;
-      wb += sessions[s].work(llm::Phase::Decode).weight_bytes;
-      items[s] = llm::BatchItem{&sessions[s], token(1000 + s), llm::Phase::Decode, true, 0};
-    }
-    uint64_t t0 = clock_ns();
-    auto r = batch.forward(items, b);
-    uint64_t t1 = clock_ns();
-    if (r.is_error()) {
-      fprintf(2, "perfbench: %s\n", r.error().message);
-      return false;
-    }
-    uint64_t macs = 0, wa = 0;
-    for (uint32_t s = 0; s < b; s++) {
-      macs += sessions[s].work(llm::Phase::Decode).macs;
-      wa += sessions[s].work(llm::Phase::Decode).weight_bytes;
-    }
-    report("decode", b, b, macs - before, t1 - t0, wa - wb);
+    report("decode", b, b, macs, best, wbytes);
     return true;
   }
 
   bool prefill(uint32_t n) {
     llm::Session& s = sessions[0];
-    s.reset();
     static llm::BatchItem items[256];
-    for (uint32_t i = 0; i < n; i++) items[i] = llm::BatchItem{&s, token(i), llm::Phase::Prefill, i + 1 == n, 0};
-    uint64_t t0 = clock_ns();
-    auto r = batch.forward(items, n);
-    uint64_t t1 = clock_ns();
-    if (r.is_error()) {
-      fprintf(2, "perfbench: %s\n", r.error().message);
-      return false;
+    uint64_t best = ~0ull;
+    for (uint32_t rep = 0; rep < repeat; rep++) {
+      s.reset();
+      for (uint32_t i = 0; i < n; i++) items[i] = llm::BatchItem{&s, token(i), llm::Phase::Prefill, i + 1 == n, 0};
+      uint64_t t0 = clock_ns();
+      auto r = batch.forward(items, n);
+      uint64_t t1 = clock_ns();
+      if (r.is_error()) {
+        fprintf(2, "perfbench: %s\n", r.error().message);
+        return false;
+      }
+      if (t1 - t0 < best) best = t1 - t0;
     }
     const llm::WorkCounts& w = s.work(llm::Phase::Prefill);
-    report("prefill", n, n, w.macs, t1 - t0, w.weight_bytes);
+    report("prefill", n, n, w.macs, best, w.weight_bytes);
     return true;
   }
 };
@@ -129,8 +135,9 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--float") == 0) b.opt.matvec = llm::MatvecKind::Float;
     else if (strcmp(argv[i], "--group") == 0 && i + 1 < argc) b.opt.int8_group = uint32_t(atoi(argv[++i]));
     else if (strcmp(argv[i], "--quick") == 0) quick = true;
+    else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) b.repeat = uint32_t(atoi(argv[++i]));
     else {
-      fprintf(2, "usage: perfbench [--asset-dir D] [--float] [--group G] [--quick]\n");
+      fprintf(2, "usage: perfbench [--asset-dir D] [--float] [--group G] [--quick] [--repeat R]\n");
       return 2;
     }
   }
@@ -159,7 +166,8 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  printf("perfbench model=%s matvec=%s group=%u\n", dir, b.batch.ops().name, b.opt.int8_group);
+  if (b.repeat == 0) b.repeat = 1;
+  printf("perfbench model=%s matvec=%s group=%u repeat=%u\n", dir, b.batch.ops().name, b.opt.int8_group, b.repeat);
   static const uint32_t kDecode[] = {1, 2, 4, 8, 16}, kQuickDecode[] = {1, 8};
   static const uint32_t kPrefill[] = {16, 64, 255}, kQuickPrefill[] = {64};
   const uint32_t* dec = quick ? kQuickDecode : kDecode;
