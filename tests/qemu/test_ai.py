@@ -348,13 +348,24 @@ def test_text_in_and_out_and_end_of_sequence(image):
                           ["--add-dir", f"AI/STORIES={bundles['STORIES']}", "--add-dir", f"AI/EOSTEST={eos_dir}"],
                           stdout=subprocess.DEVNULL)
     ids = " ".join(map(str, prompt))
+    sample = "--predict 20 --temp 1.2 --top-k 40 --seed 7"
+    host_sampled = subprocess.run([os.path.join(ROOT, "build", "host", "llmrun"), "--asset-dir", bundles["STORIES"]] +
+                                  sample.split() + [str(t) for t in prompt], capture_output=True, text=True, check=True)
     cmds = ['ai --model STORIES --text "Once upon a time" --predict 30',
+            'llmrun --asset-dir /AI/STORIES --text "Once upon a time" --predict 30',
+            f"ai --model STORIES {sample} {ids}", f"llmrun --asset-dir /AI/STORIES {sample} {ids}",
             f"ai --model EOSTEST --predict 30 --stop-eos --timing {ids}",
             f"ai --model EOSTEST --predict 30 --timing {ids}"]
     res = boot(eos_img, cmds, ["STORIES", "EOSTEST"])
     assert res.ok, res.error + "\n" + res.transcript[-3000:]
     text_out = res.outputs[cmds[0]]
     assert want in text_out, f"guest:\n{text_out}\nhost:\n{want}"
-    stopped, full = res.outputs[cmds[1]], res.outputs[cmds[2]]
+    assert want in res.outputs[cmds[1]], res.outputs[cmds[1]]         # the cold path's --text too
+    # Sampling: the same seed gives the same tokens on all three runners.
+    sampled = _ids(host_sampled.stdout)
+    assert sampled and sampled != host_ids[:20], (sampled, host_ids)
+    assert _ids(res.outputs[cmds[2]]) == sampled, res.outputs[cmds[2]]
+    assert _ids(res.outputs[cmds[3]]) == sampled, res.outputs[cmds[3]]
+    stopped, full = res.outputs[cmds[4]], res.outputs[cmds[5]]
     assert _ids(stopped) == host_ids[:4] and "finish=eos" in stopped, stopped
     assert _ids(full) == host_ids and "finish=length" in full, full
