@@ -125,7 +125,10 @@ $(FSIMG): $(UPROGS) tools/mkfsimg.py $(FSIMG_STAMP) $(MODEL_FILES)
 QEMU_IMG ?= $(FSIMG)
 # AI worker threads, passed on the kernel command line (ai.workers=N).
 AI_WORKERS ?= 1
-QEMU_OPTS = -machine virt -bios default -kernel $(KERNEL_ELF) -m $(RAM) -smp $(CPUS) -nographic -append "ai.workers=$(AI_WORKERS)" \
+# More AI-service options for the kernel command line (docs/ai-service.md),
+# e.g. make qemu AI_ARGS="ai.max_batch=1 ai.policy=sjf ai.kv_block=8".
+AI_ARGS ?=
+QEMU_OPTS = -machine virt -bios default -kernel $(KERNEL_ELF) -m $(RAM) -smp $(CPUS) -nographic -append "ai.workers=$(AI_WORKERS) $(AI_ARGS)" \
             -global virtio-mmio.force-legacy=false \
             -drive file=$(QEMU_IMG),if=none,format=raw,id=x0$(DISK_OPTS) -device virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0
 

@@ -27,14 +27,16 @@ namespace {
 constexpr const char* kModelRoot = "/AI";
 
 // Collects the names of the subdirectories of /AI (any order on disk).
+// The transaction covers the lookup and the final iput only (a directory
+// is small, and its reads never wait for a commit).
 int list_bundle_dirs(char names[][KAI_AI_MODEL_NAME_MAX], int max) {
-  fs::begin_op();
-  auto dir = fs::namei(kModelRoot);
-  if (dir.is_error()) {
-    fs::end_op();
-    return 0;
+  fs::Inode* ip;
+  {
+    fs::Transaction tx;   // namei may drop the last reference to a directory
+    auto dir = fs::namei(kModelRoot);
+    if (dir.is_error()) return 0;
+    ip = dir.value();
   }
-  fs::Inode* ip = dir.value();
   fs::ilock(ip);
   int n = 0;
   kai_dirent de;
@@ -52,8 +54,9 @@ int list_bundle_dirs(char names[][KAI_AI_MODEL_NAME_MAX], int max) {
     }
     safestrcpy(names[n++], de.name, KAI_AI_MODEL_NAME_MAX);
   }
-  fs::iunlockput(ip);
-  fs::end_op();
+  fs::iunlock(ip);
+  fs::Transaction tx;   // the last reference to an unlinked directory frees it
+  fs::iput(ip);
   return n;
 }
 

@@ -1,7 +1,7 @@
 // The registry of resident models: filled by the loader thread at boot.
 #pragma once
 #include <stdint.h>
-#include "../../include/kai/ai_abi.h"
+#include <kai/ai_abi.h>
 #include "engine.h"
 
 namespace ai {

@@ -4,7 +4,7 @@
 // then asks the policy in force. See docs/ai-service.md, "Scheduling policies".
 #pragma once
 #include <stdint.h>
-#include "../../include/kai/ai_abi.h"
+#include <kai/ai_abi.h>
 
 namespace ai {
 

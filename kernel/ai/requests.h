@@ -18,7 +18,7 @@
 #pragma once
 #include <stdint.h>
 #include "../spinlock.h"
-#include "../../include/kai/ai_abi.h"
+#include <kai/ai_abi.h>
 #include "service.h"
 #include "policy.h"
 #include "kv_cache.h"

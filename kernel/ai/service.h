@@ -8,12 +8,13 @@
 #pragma once
 #include <stdint.h>
 #include "../syscall.h"
+#include <kai/ai_abi.h>
 
 namespace ai {
 
 constexpr int kQueueCapacity = 32;     // request slots (queued + running + uncollected)
 constexpr int kMaxWorkers = 4;
-constexpr uint32_t kMaxOutput = 4096;  // generated tokens per request
+constexpr uint32_t kMaxOutput = KAI_AI_MAX_OUTPUT;  // generated tokens per request (the ABI's limit)
 
 // Iteration-level batching (docs/ai-service.md, "Iterations"):
 // ai.max_batch=N requests run together in one worker (1 = one at a time, the

@@ -7,6 +7,7 @@
 #include "../trap.h"
 #include "../string.h"
 #include "../vm.h"
+#include "../user_ptr.h"
 #include "../console.h"
 #include "../printf.h"
 
@@ -54,8 +55,7 @@ bool sampling_ok(const kai_ai_sampling& s) {
 ErrorOr<void> copy_stop(const kai_ai_submit& req, uint32_t* stop) {
   if (req.stop_words == 0) return {};
   if (req.stop_words > KAI_AI_MAX_STOP_WORDS) return Errno::Invalid;
-  TRY(copyin(me()->pagetable, stop, reinterpret_cast<uint64_t>(req.stop),
-             uint64_t(req.stop_words) * sizeof(uint32_t)));
+  TRY(copy_from_user(stop, UserPtr<uint32_t>(reinterpret_cast<uint64_t>(req.stop)), req.stop_words));
   uint32_t seqs = 0;
   for (uint32_t at = 0; at < req.stop_words; at += 1 + stop[at]) {
     uint32_t len = stop[at];
@@ -75,10 +75,9 @@ ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt, uint32_t* stop
   if (req.prompt_len > KAI_AI_MAX_PROMPT) return Errno::TooBig;          // bounds the copy below
   if (req.n_predict > kMaxOutput) return Errno::FileTooBig;               // the result buffer
   char name[KAI_AI_MODEL_NAME_MAX];
-  auto copied = copyinstr(me()->pagetable, name, reinterpret_cast<uint64_t>(req.model), sizeof(name));
+  auto copied = copy_string_from_user(name, UserPtr<char>(reinterpret_cast<uint64_t>(req.model)), sizeof(name));
   if (copied.is_error()) return copied.error() == Errno::NameTooLong ? Errno::NoEnt : Errno::Fault;
-  TRY(copyin(me()->pagetable, prompt, reinterpret_cast<uint64_t>(req.prompt),
-             uint64_t(req.prompt_len) * sizeof(uint32_t)));
+  TRY(copy_from_user(prompt, UserPtr<uint32_t>(reinterpret_cast<uint64_t>(req.prompt)), req.prompt_len));
   TRY(copy_stop(req, stop));
 
   SpinlockGuard guard(lock);
@@ -100,7 +99,7 @@ ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt, uint32_t* stop
 
 SyscallResult sys_ai_submit() {
   kai_ai_submit req;
-  if (copyin(me()->pagetable, &req, arg_raw(0), sizeof(req)).is_error()) return reject(Errno::Fault);
+  if (copy_from_user(&req, arg_ptr<kai_ai_submit>(0)).is_error()) return reject(Errno::Fault);
   static_assert(KAI_AI_MAX_PROMPT * 4 <= 1024, "prompt copy lives on the kernel stack");
   uint32_t prompt[KAI_AI_MAX_PROMPT];
   uint32_t stop[KAI_AI_MAX_STOP_WORDS];
@@ -130,9 +129,9 @@ SyscallResult sys_ai_submit() {
 
 SyscallResult sys_ai_wait() {
   int64_t id = arg_int(0);
-  uint64_t out = arg_raw(1);
+  auto out = arg_ptr<uint32_t>(1);
   uint64_t capacity = arg_raw(2);
-  uint64_t result_addr = arg_raw(3);
+  auto result = arg_ptr<kai_ai_result>(3);
 
   SpinlockGuard guard(lock);
   Request* r = TRY(owned_request(id));
@@ -160,8 +159,8 @@ SyscallResult sys_ai_wait() {
   res.cached_tokens = r->cached_tokens;
   res.preemptions = r->preemptions;
   // A bad buffer keeps the result: the caller may wait again with a good one.
-  if (r->n_generated > 0) TRY(copyout(me()->pagetable, out, r->output, r->n_generated * sizeof(uint32_t)));
-  if (result_addr != 0) TRY(copyout(me()->pagetable, result_addr, &res, sizeof(res)));
+  if (r->n_generated > 0) TRY(copy_to_user(out, r->output, r->n_generated));
+  if (!result.is_null()) TRY(copy_to_user(result, &res));
   collect(r);
   return static_cast<uint64_t>(res.n_generated);
 }
@@ -174,7 +173,7 @@ SyscallResult sys_ai_query() {
     Request* r = TRY(owned_request(id));
     st = status_of(*r);
   }
-  TRY(copyout(me()->pagetable, arg_raw(1), &st, sizeof(st)));
+  TRY(copy_to_user(arg_ptr<kai_ai_status>(1), &st));
   return 0;
 }
 
@@ -182,8 +181,10 @@ SyscallResult sys_ai_query() {
 // wakes the slot's channel) and at the end.
 SyscallResult sys_ai_read() {
   int64_t id = arg_int(0);
-  uint64_t from = arg_raw(1), out = arg_raw(2), capacity = arg_raw(3), status_addr = arg_raw(4);
-  uint64_t times_addr = arg_raw(5);
+  uint64_t from = arg_raw(1), capacity = arg_raw(3);
+  auto out = arg_ptr<uint32_t>(2);
+  auto status = arg_ptr<kai_ai_status>(4);
+  auto times = arg_ptr<uint64_t>(5);
   SpinlockGuard guard(lock);
   Request* r = TRY(owned_request(id));
   while (r->n_generated <= from && !finished(r->state)) {
@@ -193,12 +194,11 @@ SyscallResult sys_ai_read() {
   }
   uint64_t n = r->n_generated > from ? r->n_generated - from : 0;
   if (n > capacity) n = capacity;
-  if (n > 0) TRY(copyout(me()->pagetable, out, r->output + from, n * sizeof(uint32_t)));
-  if (n > 0 && times_addr != 0)
-    TRY(copyout(me()->pagetable, times_addr, r->output_ns + from, n * sizeof(uint64_t)));
-  if (status_addr != 0) {
+  if (n > 0) TRY(copy_to_user(out, r->output + from, n));
+  if (n > 0 && !times.is_null()) TRY(copy_to_user(times, r->output_ns + from, n));
+  if (!status.is_null()) {
     kai_ai_status st = status_of(*r);
-    TRY(copyout(me()->pagetable, status_addr, &st, sizeof(st)));
+    TRY(copy_to_user(status, &st));
   }
   return n;
 }
@@ -267,7 +267,7 @@ SyscallResult sys_ai_info() {
       mi.load_ns = m.load_ns;
     }
   }
-  TRY(copyout(me()->pagetable, arg_raw(0), &info, sizeof(info)));
+  TRY(copy_to_user(arg_ptr<kai_ai_info>(0), &info));
   return 0;
 }
 
