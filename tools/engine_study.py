@@ -100,7 +100,9 @@ def experiment_policies(a, log):
         # The long class starts first (it is what blocks the short ones
         # under fcfs); the short class runs in the foreground; then the
         # long class's report is read from its file.
-        cmds = [f"{long_} > /long.txt &", short, "wait", "cat /long.txt"]
+        # The long class starts first and has the queue to itself for a
+        # moment (one second) before the short class arrives.
+        cmds = [f"{long_} > /long.txt &", "sleep 1", short, "wait", "cat /long.txt"]
         append = f"ai.max_batch={a.policy_batch} ai.policy={policy} ai.aging_ms={a.aging_ms}"
         outs = boot_and_run(a.image, a.model, append, cmds, a.exact, a.timeout)
         r = {"policy": policy, "short": parse_aibench(outs[short]), "long": parse_aibench(outs["cat /long.txt"])}
@@ -190,8 +192,11 @@ def main(argv=None):
         a.budgets, a.hol_clients, a.hol_predict, a.long_len = [8, 256], 2, 60, 32
     else:
         a.clients, a.requests, a.prompt, a.predict = [1, 8], 1, 8, 8
-        a.short_clients, a.long_clients, a.long_prompt, a.long_predict = 6, 2, 128, 16
-        a.policy_batch, a.aging_ms = 2, 600000
+        # Three long requests, one admitted at a time: while one runs, the
+        # other two wait in the queue with the short ones, so each admission
+        # is a real choice between a long and a short request.
+        a.short_clients, a.long_clients, a.long_prompt, a.long_predict = 4, 3, 64, 8
+        a.policy_batch, a.aging_ms = 1, 600000
         a.budgets, a.hol_clients, a.hol_predict, a.long_len = [8, 16, 256], 4, 32, 255
     os.makedirs(a.out, exist_ok=True)
 
