@@ -19,7 +19,7 @@ all: kernel user fsimg host
 
 help:
 	@echo "make            build kernel, user programs, fs image, host runner"
-	@echo "make qemu       boot kai with a shell (CPUS=$(CPUS) RAM=$(RAM))"
+	@echo "make qemu       boot kai with a shell (CPUS=$(CPUS) RAM=$(RAM) DISK=ram|nvme|ssd|hdd|sdcard DETERMINISTIC=1)"
 	@echo "make qemu-gdb   same, waiting for gdb on tcp::1234"
 	@echo "make test       every test suite; ends with 'N passed, M failed'"
 	@echo "make bench      the standard benchmark study (not part of make test)"
@@ -127,7 +127,19 @@ QEMU_IMG ?= $(FSIMG)
 AI_WORKERS ?= 1
 QEMU_OPTS = -machine virt -bios default -kernel $(KERNEL_ELF) -m $(RAM) -smp $(CPUS) -nographic -append "ai.workers=$(AI_WORKERS)" \
             -global virtio-mmio.force-legacy=false \
-            -drive file=$(QEMU_IMG),if=none,format=raw,id=x0 -device virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0
+            -drive file=$(QEMU_IMG),if=none,format=raw,id=x0$(DISK_OPTS) -device virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0
+
+# DISK=ram|nvme|ssd|hdd|sdcard: QEMU throttles the virtual disk to that
+# device's bandwidth and IOPS, so the cold path's loading time is what the
+# device would cost. The figures live in one table, tools/disk_models.py
+# (docs/experiments.md shows it); ram is no throttling.
+DISK ?= ram
+ifneq ($(DISK),ram)
+DISK_OPTS := $(shell $(PYTHON) tools/disk_models.py --drive-options '$(DISK)' 2>/dev/null || echo BAD)
+ifeq ($(DISK_OPTS),BAD)
+$(error DISK=$(DISK): unknown disk model; choose one of ram nvme ssd hdd sdcard (tools/disk_models.py))
+endif
+endif
 
 # DETERMINISTIC=1: exact mode, the guest clock counts instructions (1 ns
 # each; docs/experiments.md). One hart only.
@@ -157,6 +169,11 @@ $(B)/host/%.cpp.o: %.cpp
 	$(HOSTCXX) $(HOST_CXXFLAGS) -c $< -o $@
 $(B)/host/llmrun: $(HOST_LIB_OBJS) $(patsubst %,$(B)/host/%.o,$(HOST_RUNNER_SRCS))
 	@mkdir -p $(dir $@)
+	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
+
+# toktool: lib/llm_tokenizer on the host (tests compare it with tools/tokenizer.py).
+host: $(B)/host/toktool
+$(B)/host/toktool: $(HOST_LIB_OBJS) $(B)/host/tools/toktool.cpp.o
 	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
 
 # Catch2 host unit tests: tests/host/*.cpp, built with AddressSanitizer.
@@ -192,10 +209,10 @@ $(B)/models/tiny-qwen/INFO.TXT: $(MODEL_TOOLS)
 	$(PYTHON) tools/make_model.py --preset tiny-qwen --dtype q8 --out $(dir $@)
 $(B)/models/tiny-qwen-f32/INFO.TXT: $(MODEL_TOOLS)
 	$(PYTHON) tools/make_model.py --preset tiny-qwen --dtype f32 --out $(dir $@)
-$(B)/models/stories260K/INFO.TXT: $(MODEL_TOOLS) $(STORIES_BIN)
-	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --dtype f32 --out $(dir $@)
-$(B)/models/stories260K-q8/INFO.TXT: $(MODEL_TOOLS) $(STORIES_BIN)
-	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --dtype q8 --out $(dir $@)
+$(B)/models/stories260K/INFO.TXT: $(MODEL_TOOLS) tools/tokbin.py $(STORIES_BIN) $(KAI_SHARED_MODELS)/stories260K/tok512.bin
+	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --tokenizer $(KAI_SHARED_MODELS)/stories260K/tok512.bin --dtype f32 --out $(dir $@)
+$(B)/models/stories260K-q8/INFO.TXT: $(MODEL_TOOLS) tools/tokbin.py $(STORIES_BIN) $(KAI_SHARED_MODELS)/stories260K/tok512.bin
+	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --tokenizer $(KAI_SHARED_MODELS)/stories260K/tok512.bin --dtype q8 --out $(dir $@)
 
 # ---------------------------------------------------------------- images with models (course spelling)
 # smol-assets / qwen-assets: the bundle from the course's zip (SMOL_ARCHIVE,
@@ -251,15 +268,39 @@ demo: setup
 setup:
 	@bash tools/setup.sh
 
+# ---------------------------------------------------------------- real SmolLM2 weights (network)
+# fetch-smol: downloads SmolLM2-135M and SmolLM2-135M-Instruct from the Hugging
+# Face Hub (KAI_HF_BASE_URL overrides the address), verifies them against the
+# Hub's checksums, exports q8 bundles with TOK.BIN, and packs them at /AI/SMOL
+# and /AI/SMOLI in FETCH_IMG. Offline it says so and fails. Boot the result with
+#   make qemu-run QEMU_IMG=build/fs-smol-real.img RAM=2G
+FETCH_DIR     ?= $(B)/hf
+FETCH_MODELS  ?= $(B)/models
+FETCH_IMG     ?= $(B)/fs-smol-real.img
+FETCH_ARGS    ?=
+.PHONY: fetch-smol
+fetch-smol: $(UPROGS)
+	$(PYTHON) tools/fetch_model.py --download-dir $(FETCH_DIR) --bundle-root $(FETCH_MODELS) $(FETCH_ARGS)
+	$(PYTHON) tools/mkfsimg.py --out $(FETCH_IMG) $(UPROGS) --add-dir AI/SMOL=$(FETCH_MODELS)/SmolLM2-135M --add-dir AI/SMOLI=$(FETCH_MODELS)/SmolLM2-135M-Instruct $(FSIMG_ARGS)
+	@echo "fetch-smol: $(FETCH_IMG) holds /AI/SMOL and /AI/SMOLI; boot it with: make qemu-run QEMU_IMG=$(FETCH_IMG) RAM=2G"
+
 # ---------------------------------------------------------------- benchmarks
-# The standard study (docs/experiments.md): cold vs warm start and a 1..8
-# client sweep with 1 and 2 AI workers on the SmolLM2-135M-shape model, about
-# 7-15 minutes here. Not part of `make test` (tests/qemu/test_bench.py runs a small
-# version on the tiny model). BENCH_ARGS adds options, e.g. BENCH_ARGS=--quick.
-BENCH_OUT  ?= results/bench
-BENCH_ARGS ?=
+# The standard study (docs/experiments.md) on the SmolLM2-135M-shape model,
+# 17 minutes here on a quiet host, 30 on a busy one:
+# - cold vs warm start in exact mode (virtual time, one hart), once per disk
+#   model in BENCH_DISKS;
+# - the clients sweep (1, 2, 4 clients; 1 and 2 AI workers on 2 harts) in
+#   real time, each worker count booted BENCH_REPEAT times in a random order,
+#   with a host-noise check around every point.
+# Not part of `make test` (tests/qemu/test_bench.py runs a small version on
+# the tiny model). BENCH_ARGS adds options, e.g. BENCH_ARGS=--quick (a few
+# minutes) or BENCH_ARGS="--seed 42" to repeat an order.
+BENCH_OUT    ?= results/bench
+BENCH_REPEAT ?= 3
+BENCH_DISKS  ?= ram,nvme,ssd,hdd,sdcard
+BENCH_ARGS   ?=
 bench: kernel user smol-assets
-	$(PYTHON) tools/bench.py --out $(BENCH_OUT) $(BENCH_ARGS)
+	$(PYTHON) tools/bench.py --out $(BENCH_OUT) --repeat $(BENCH_REPEAT) --disk $(BENCH_DISKS) $(BENCH_ARGS)
 
 # ---------------------------------------------------------------- perf
 # The batched forward pass (lib/llm_batch.h) on the SmolLM2-135M shape, int8:

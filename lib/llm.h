@@ -5,6 +5,7 @@
 //   llm_batch.h   Batch: one forward pass over many tokens of many sessions
 //   matvec.h      matrix-vector kernels (float, int8 activations)
 //   llm_math.h    exp/log/sqrt and vector helpers without libm
+//   llm_tokenizer.h  text <-> token ids with a bundle's TOK.BIN
 //   llm_sample.h  next-token choice: greedy or sampled (temperature, top-k/p, min-p, penalty)
 #pragma once
 #include "llm_batch.h"
@@ -14,4 +15,5 @@
 #include "llm_model.h"
 #include "llm_sample.h"
 #include "llm_session.h"
+#include "llm_tokenizer.h"
 #include "matvec.h"

@@ -25,6 +25,44 @@ Rng rng_from_seed(uint64_t seed) {
   return r;
 }
 
+SamplingParams sampling_from_thousandths(uint32_t temperature, uint32_t top_k, uint32_t top_p,
+                                         uint32_t min_p, uint32_t repeat_penalty, uint32_t repeat_last_n) {
+  SamplingParams p;
+  p.temperature = float(temperature) / 1000.0f;
+  p.top_k = top_k;
+  p.top_p = top_p == 0 ? 1.0f : float(top_p) / 1000.0f;
+  p.min_p = float(min_p) / 1000.0f;
+  p.repeat_penalty = repeat_penalty == 0 ? 1.0f : float(repeat_penalty) / 1000.0f;
+  p.repeat_last_n = repeat_last_n == 0 ? 64 : repeat_last_n;
+  return p;
+}
+
+bool parse_thousandths(const char* s, uint32_t max, uint32_t* out) {
+  if (s == nullptr || *s == 0) return false;
+  uint64_t whole = 0, frac = 0;
+  int frac_digits = 0;
+  const char* p = s;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    whole = whole * 10 + uint64_t(*p - '0');
+    if (whole > 0xffffffffull) return false;
+  }
+  bool digits_before = p != s;
+  if (*p == '.') {
+    p++;
+    for (; *p >= '0' && *p <= '9'; p++) {
+      if (++frac_digits > 3) return false;
+      frac = frac * 10 + uint64_t(*p - '0');
+    }
+    if (frac_digits == 0 && !digits_before) return false;   // "." alone
+  }
+  if (*p != 0 || (!digits_before && frac_digits == 0)) return false;
+  for (int d = frac_digits; d < 3; d++) frac *= 10;
+  uint64_t v = whole * 1000 + frac;
+  if (v > max) return false;
+  *out = uint32_t(v);
+  return true;
+}
+
 namespace {
 
 // "a ranks before b": larger logit first, the lower index among equals,

@@ -34,6 +34,16 @@ struct SamplingParams {
   bool greedy() const { return temperature <= 0; }
 };
 
+// Sampling parameters travel as whole thousandths (700 = 0.7) on command
+// lines and in the kernel ABI, so that every runner turns them into exactly
+// the same floats: this is the one place that does. 0 means "off" for
+// top_p and repeat_penalty (as 1000 does), 0 for repeat_last_n means 64.
+SamplingParams sampling_from_thousandths(uint32_t temperature, uint32_t top_k, uint32_t top_p,
+                                         uint32_t min_p, uint32_t repeat_penalty, uint32_t repeat_last_n);
+// "0.7" -> 700, "1" -> 1000, "1.25" -> 1250: a decimal with at most three
+// digits after the point, at most max. False for anything else.
+bool parse_thousandths(const char* s, uint32_t max, uint32_t* out);
+
 // A small, fast, reproducible generator (SplitMix64): the whole state is
 // one 64-bit number, so a request's sampling can be replayed from its seed.
 struct Rng {

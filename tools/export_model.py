@@ -4,6 +4,10 @@
     export_model.py --from hf SOURCE_DIR --out DIR [--dtype q8|f32] [--runtime-seq-len N]
     export_model.py --from llama2c MODEL.bin --out DIR [--tokenizer tok512.bin] ...
 
+The tokenizer (tokenizer.json beside an HF checkpoint, or --tokenizer) is also
+written into the bundle as TOK.BIN (tools/tokbin.py); --eos overrides its
+end-of-sequence ids.
+
 `hf`: a Hugging Face directory (config.json + *.safetensors, sharded or not,
 BF16/F16/F32) of model_type `llama` (SmolLM2) or `qwen3_5` (text part only;
 model.visual.* and mtp.* are skipped).
@@ -300,6 +304,25 @@ def load_tokenizer(path):
         return None
 
 
+def write_tok(tok_path, out_dir, vocab_size, eos_ids=None):
+    """TOK.BIN (tools/tokbin.py) from the model's tokenizer, or none: a bundle
+    without TOK.BIN still runs on token ids (docs/model-format.md).  Returns the
+    INFO.TXT note.  An unsupported tokenizer is reported, never fatal."""
+    import tokbin
+    dst = os.path.join(out_dir, "TOK.BIN")
+    os.makedirs(out_dir, exist_ok=True)
+    if os.path.exists(dst):
+        os.remove(dst)              # never leave a stale tokenizer beside new weights
+    if not tok_path or not os.path.exists(tok_path):
+        return "no TOK.BIN (no tokenizer given or found)"
+    try:
+        d = tokbin.write_tokbin(tok_path, dst, eos_ids=eos_ids, max_vocab=vocab_size)
+    except (tokbin.TokBinError, ValueError, KeyError, OSError) as e:
+        print(f"export_model: warning: TOK.BIN not written: {e}", file=sys.stderr)
+        return f"no TOK.BIN ({e})"
+    return f"TOK.BIN from {os.path.abspath(tok_path)} ({len(d['pieces'])} tokens, eos {d['eos']})"
+
+
 def write_bundle(src, out_dir, prompt_ids=None, predict=16, tok=None, extra=None,
                  prompt_text=None):
     """Stream `src` (embedding(), layer(i), final_norm(), cfg) into a bundle, then
@@ -353,6 +376,8 @@ def main(argv=None):
     ap.add_argument("--prompt-ids", help="sample prompt as ids, e.g. '1 2 3'")
     ap.add_argument("--predict", type=int, default=None,
                     help="tokens of reference continuation in EXP.BIN (0 skips)")
+    ap.add_argument("--eos", help="TOK.BIN end-of-sequence ids, e.g. '0 2' (default: from the "
+                    "tokenizer: llama2.c 2, HF tokenizer_config.json / generation_config.json)")
     a = ap.parse_args(argv)
     try:
         if a.kind == "hf":
@@ -374,7 +399,9 @@ def main(argv=None):
         else:
             ids = [1, 2, 3, 4]
         predict = a.predict if a.predict is not None else (40 if a.kind == "llama2c" else 16)
-        extra = {"source": src.source}
+        extra = {"source": src.source,
+                 "tokenizer": write_tok(tok_path, a.out, src.cfg.vocab_size,
+                                        [int(x) for x in a.eos.split()] if a.eos else None)}
         pmt, exp = write_bundle(src, a.out, ids, predict, tok, extra, text)
     except (B.BundleError, OSError, KeyError, ValueError) as e:
         print(f"export_model: error: {e}", file=sys.stderr)

@@ -2,7 +2,7 @@
 """Deterministic synthetic models (random weights, real shapes) as kai bundles.
 
     make_model.py --preset P --out DIR [--dtype q8|f32] [--seed N] [--hf-out DIR]
-                  [--hf-dtype bf16|f32] [--shard-mb MB] [--predict N]
+                  [--hf-dtype bf16|f32] [--shard-mb MB] [--predict N] [--tokenizer PATH]
 
 Presets: tiny-llama, tiny-qwen (small, for tests), smol135m (SmolLM2-135M's
 exact shape), qwen08b (Qwen3.5-0.8B text model's shape, see ASSUMPTIONS below).
@@ -21,6 +21,7 @@ N(0, 1/sqrt(kernel)), A_log = log U(0.5, 4), dt_bias N(0, 0.5), gated-norm weigh
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -206,6 +207,8 @@ def main(argv=None):
     ap.add_argument("--shard-mb", type=float, default=2000.0,
                     help="max safetensors shard size in MB (more shards + index when exceeded)")
     ap.add_argument("--predict", type=int, help="reference tokens for EXP.BIN (default per preset)")
+    ap.add_argument("--tokenizer", help="tokenizer.json / llama2.c tokenizer.bin to pair with the model: "
+                    "written as TOK.BIN (and copied into --hf-out); at most the preset's vocab_size tokens")
     a = ap.parse_args(argv)
     t0 = time.time()
     cfg = make_config(a.preset, a.dtype)
@@ -218,6 +221,20 @@ def main(argv=None):
              "expected_note": None}
     if a.preset == "qwen08b":
         extra["assumptions"] = QWEN08B_NOTE
+    if a.tokenizer:
+        import tokbin
+        os.makedirs(a.out, exist_ok=True)
+        try:
+            d = tokbin.write_tokbin(a.tokenizer, os.path.join(a.out, "TOK.BIN"), max_vocab=cfg.vocab_size)
+        except (tokbin.TokBinError, ValueError, KeyError, OSError) as e:
+            print(f"make_model: error: --tokenizer {a.tokenizer}: {e}", file=sys.stderr)
+            return 1
+        extra["tokenizer"] = f"TOK.BIN from {os.path.abspath(a.tokenizer)} ({len(d['pieces'])} tokens)"
+        if a.hf_out and a.tokenizer.endswith(".json"):
+            os.makedirs(a.hf_out, exist_ok=True)
+            shutil.copyfile(a.tokenizer, os.path.join(a.hf_out, "tokenizer.json"))
+    elif os.path.exists(os.path.join(a.out, "TOK.BIN")):
+        os.remove(os.path.join(a.out, "TOK.BIN"))   # a stale tokenizer must not pair with new weights
     w = B.BundleWriter(a.out, cfg)
     w.header()
     w.embedding(src.embedding())

@@ -2,7 +2,8 @@
 """Boot kai in QEMU, run shell commands, print the console transcript.
 
     python3 tools/qemu_run.py [--image IMG] [--kernel ELF] [--smp N] [--memory SIZE]
-                              [--timeout S] [--snapshot] -c 'COMMAND' [-c ...]
+                              [--timeout S] [--snapshot] [--deterministic]
+                              [--disk ram|nvme|ssd|hdd|sdcard] -c 'COMMAND' [-c ...]
 
 Boots QEMU with the Makefile's options (serial console on stdio), waits for
 the shell prompt `$ `, sends each command, waits for the next prompt (at most
@@ -18,6 +19,9 @@ import subprocess
 import sys
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import disk_models  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_IMAGE = os.path.join(ROOT, "build", "fs.img")
@@ -117,7 +121,10 @@ EXACT_MAX_SMP = 1
 
 
 def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G", snapshot=False,
-                 append="", deterministic=False):
+                 append="", deterministic=False, disk=disk_models.DEFAULT_DISK):
+    """QEMU's command line. disk names a disk model (tools/disk_models.py):
+    QEMU throttles the drive to that device's bandwidth and IOPS."""
+    throttle = disk_models.drive_options(disk)   # UnknownDisk (a ValueError) if bad
     cmd = ["qemu-system-riscv64", "-machine", "virt", "-bios", "default", "-kernel", kernel,
            "-m", str(memory), "-smp", str(smp), "-nographic",
            "-global", "virtio-mmio.force-legacy=false"]
@@ -131,6 +138,7 @@ def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
             # Writes go to a temporary overlay, so the image is only read: skip
             # QEMU's image lock so that several sessions (or tests) can share it.
             drive += ",snapshot=on,file.locking=off"
+        drive += throttle
         cmd += ["-drive", drive, "-device", "virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0"]
     if append:
         cmd += ["-append", append]   # kernel command line, e.g. "ai.workers=2"
@@ -192,10 +200,12 @@ class Session:
     """
 
     def __init__(self, image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
-                 snapshot=True, boot_timeout=60.0, append="", deterministic=False):
+                 snapshot=True, boot_timeout=60.0, append="", deterministic=False,
+                 disk=disk_models.DEFAULT_DISK):
         self.deterministic = deterministic
+        self.disk = disk
         self.proc = subprocess.Popen(qemu_command(image, kernel, smp, memory, snapshot, append,
-                                                  deterministic),
+                                                  deterministic, disk),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, bufsize=0)
         self.console = _Console(self.proc)
@@ -271,10 +281,11 @@ class Session:
 
 
 def run(commands, image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
-        timeout=60.0, boot_timeout=60.0, snapshot=False, halt=True, append="", deterministic=False):
+        timeout=60.0, boot_timeout=60.0, snapshot=False, halt=True, append="", deterministic=False,
+        disk=disk_models.DEFAULT_DISK):
     """Boot, run each command, halt. Returns a RunResult (transcript and status)."""
     result = RunResult()
-    session = Session(image, kernel, smp, memory, snapshot, boot_timeout, append, deterministic)
+    session = Session(image, kernel, smp, memory, snapshot, boot_timeout, append, deterministic, disk)
     try:
         if not session.booted:
             result.error = "boot failed: no shell prompt"
@@ -322,11 +333,19 @@ def main(argv=None):
     ap.add_argument("--append", default="", help='kernel command line, e.g. "ai.workers=2"')
     ap.add_argument("--deterministic", action="store_true",
                     help="exact mode: QEMU -icount, the guest clock counts instructions (1 ns each)")
+    ap.add_argument("--disk", default=disk_models.DEFAULT_DISK, metavar="|".join(disk_models.DISK_NAMES),
+                    help="disk model: QEMU throttles the drive to that device's bandwidth and IOPS "
+                         "(tools/disk_models.py; ram: no throttling)")
     ap.add_argument("-c", "--command", action="append", default=[], dest="commands")
     args = ap.parse_args(argv)
     if args.deterministic and args.smp > EXACT_MAX_SMP:
         print(f"qemu_run: --deterministic runs one hart (--smp 1), not --smp {args.smp}: "
               "see docs/experiments.md", file=sys.stderr)
+        return 2
+    try:
+        disk_models.disk_model(args.disk)
+    except disk_models.UnknownDisk as e:
+        print(f"qemu_run: --disk: {e}", file=sys.stderr)
         return 2
     for path in (args.kernel, args.image):
         if path and not os.path.exists(path):
@@ -334,7 +353,8 @@ def main(argv=None):
             return 2
     res = run(args.commands, image=args.image, kernel=args.kernel, smp=args.smp,
               memory=args.memory, timeout=args.timeout, boot_timeout=args.boot_timeout,
-              snapshot=args.snapshot, append=args.append, deterministic=args.deterministic)
+              snapshot=args.snapshot, append=args.append, deterministic=args.deterministic,
+              disk=args.disk)
     sys.stdout.write(res.transcript)
     if not res.transcript.endswith("\n"):
         sys.stdout.write("\n")

@@ -127,10 +127,37 @@ ErrorOr<void> read_config(const char* dir, llm::Config* cfg, char* why, size_t w
 
 }  // namespace
 
+// End-of-sequence ids from the header of the bundle's TOK.BIN, if it has
+// one (course bundles do not: then a request never stops at an EOS). A
+// broken TOK.BIN is reported, and the model still serves token ids.
+void read_eos_ids(const char* dir, ModelSummary* summary) {
+  summary->n_eos = 0;
+  auto size = file_size(dir, "TOK.BIN");
+  if (size.is_error()) return;
+  auto* page = static_cast<uint8_t*>(kalloc());
+  if (page == nullptr) return;
+  uint64_t n = size.value() < 4096 ? size.value() : 4096;
+  if (read_file(dir, "TOK.BIN", page, n).is_error()) {
+    kfree(page);
+    return;
+  }
+  uint32_t ids[8];
+  auto got = llm::eos_ids_from_header(page, n, ids, 8);
+  kfree(page);
+  if (got.is_error()) {
+    kprintf("ai: %s/TOK.BIN: %s (no end-of-sequence ids)\n", dir, got.error().message);
+    return;
+  }
+  uint32_t count = got.value() < 4 ? got.value() : 4;
+  for (uint32_t i = 0; i < count; i++) summary->eos[i] = ids[i];
+  summary->n_eos = count;
+}
+
 ErrorOr<void> engine_probe(const char* dir, ModelSummary* summary, char* why, size_t why_len) {
   llm::Config cfg;
   TRY(read_config(dir, &cfg, why, why_len));
   fill_summary(cfg, summary);
+  read_eos_ids(dir, summary);
   return {};
 }
 
@@ -176,6 +203,7 @@ ErrorOr<EngineModel*> engine_load(const char* dir, ModelSummary* summary, char* 
     return Errno::Invalid;
   }
   fill_summary(cfg, summary);
+  read_eos_ids(dir, summary);
   summary->bytes = total;
   return em;
 }

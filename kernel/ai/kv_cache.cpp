@@ -116,9 +116,15 @@ void put_block(ModelKv& k, uint32_t b) {
   else k.free_stack[k.n_free++] = b;
 }
 
-uint32_t lookup(const ModelKv& k, uint32_t parent, const uint32_t* toks) {
+// The first block of a prefix has no parent; its "parent generation" is
+// the activation kind instead, because int8 and float activations give
+// different K/V rows for the same tokens: their prefixes never mix.
+uint32_t parent_tag(const ModelKv& k, uint32_t parent, const Request& r) {
+  return parent == kNoBlock ? ((r.flags & KAI_AI_INT8) ? 1 : 0) : k.gen[parent];
+}
+
+uint32_t lookup(const ModelKv& k, uint32_t parent, uint32_t pgen, const uint32_t* toks) {
   uint32_t B = k.pool.block_size;
-  uint32_t pgen = parent == kNoBlock ? 0 : k.gen[parent];
   for (uint32_t b = k.bucket[key_hash(parent, pgen, toks, B) & (k.n_buckets - 1)]; b != kNoBlock;
        b = k.chain_next[b]) {
     if (!k.cached[b] || k.parent[b] != parent || k.parent_gen[b] != pgen) continue;
@@ -218,7 +224,7 @@ bool kv_admit(Request* r, uint32_t positions) {
   if (reuses_prefixes(r->model)) {
     uint32_t parent = kNoBlock;
     for (uint32_t i = 0; (i + 1) * B <= r->prompt_len && (i + 1) * B < context; i++) {
-      uint32_t b = lookup(k, parent, r->prompt + i * B);
+      uint32_t b = lookup(k, parent, parent_tag(k, parent, *r), r->prompt + i * B);
       if (b == kNoBlock) break;
       hits[n_hits++] = b;
       hits_in_lru += k.refs[b] == 0;
@@ -270,10 +276,11 @@ void kv_publish(Request* r) {
     // after a private one is not registered either: no lookup from the
     // start of a prompt could reach it.
     bool parent_cached = parent == kNoBlock || k.cached[parent];
-    if (!k.cached[b] && parent_cached && lookup(k, parent, toks) == kNoBlock) {
+    uint32_t pgen = parent_tag(k, parent, *r);
+    if (!k.cached[b] && parent_cached && lookup(k, parent, pgen, toks) == kNoBlock) {
       k.cached[b] = 1;
       k.parent[b] = parent;
-      k.parent_gen[b] = parent == kNoBlock ? 0 : k.gen[parent];
+      k.parent_gen[b] = pgen;
       memcpy(k.tokens + size_t(b) * B, toks, B * sizeof(uint32_t));
       uint32_t* head = &k.bucket[key_hash(parent, k.parent_gen[b], toks, B) & (k.n_buckets - 1)];
       k.chain_next[b] = *head;

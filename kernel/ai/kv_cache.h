@@ -23,8 +23,10 @@
 //   - a block is in exactly one of: the free list; in use (refs > 0); the LRU
 //     list of cached, unreferenced blocks;
 //   - a cached block's tokens and parent are those of the prefix it holds, and
-//     it is in the lookup table under that (parent, tokens) key; a block is
-//     looked up only by an exact comparison of both, never by hash alone;
+//     it is in the lookup table under that (parent, parent's generation,
+//     tokens) key; the first block of a prefix carries the activation kind
+//     instead of a parent (int8 and float K/V differ); a block is looked up
+//     only by an exact comparison of all of it, never by hash alone;
 //   - a block with refs > 0 is never freed, evicted or handed out again.
 #pragma once
 #include <stdint.h>

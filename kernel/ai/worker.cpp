@@ -198,17 +198,11 @@ class Worker {
   // The ABI's thousandths become the sampler's floats here, in a kernel
   // thread (system calls do no floating point).
   static void set_sampling(BatchSlot& s, const kai_ai_sampling& a) {
-    llm::SamplingParams p;
-    p.temperature = float(a.temperature_milli) / 1000.0f;
-    p.top_k = a.top_k;
-    p.top_p = a.top_p_milli == 0 ? 1.0f : float(a.top_p_milli) / 1000.0f;
-    p.min_p = float(a.min_p_milli) / 1000.0f;
-    p.repeat_penalty = a.repeat_penalty_milli == 0 ? 1.0f : float(a.repeat_penalty_milli) / 1000.0f;
-    p.repeat_last_n = a.repeat_last_n == 0 ? 64 : a.repeat_last_n;
-    s.params = p;
+    s.params = llm::sampling_from_thousandths(a.temperature_milli, a.top_k, a.top_p_milli, a.min_p_milli,
+                                              a.repeat_penalty_milli, a.repeat_last_n);
     // The generator lives in the request (rng_state), so a preempted and
     // recomputed request goes on drawing where it stopped.
-    s.sampled = !p.greedy() || p.repeat_penalty != 1.0f;
+    s.sampled = !s.params.greedy() || s.params.repeat_penalty != 1.0f;
   }
 
   // For sampled requests, replace the argmax of each new token by a draw.

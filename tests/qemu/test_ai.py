@@ -69,13 +69,13 @@ class Result:
         self.ok, self.error, self.transcript, self.outputs = ok, error, transcript, outputs
 
 
-def boot(img, commands, models, smp=2, workers=1, timeout=600):
+def boot(img, commands, models, smp=2, workers=1, timeout=600, append=""):
     """Boots, waits until every model in `models` has logged its load (so
     kernel log lines cannot interleave with the commands' output), runs the
     commands and returns each command's output."""
     outputs = {}
     with qemu_run.Session(img, KERNEL, smp=smp, memory="1G", snapshot=True, boot_timeout=180,
-                          append=f"ai.workers={workers}") as s:
+                          append=f"ai.workers={workers} {append}".strip()) as s:
         if not s.booted:
             return Result(False, "boot failed", s.transcript, outputs)
         for name in models:
@@ -268,3 +268,104 @@ def test_streaming_sampling_and_stop_sequences(image):
     assert res.ok, res.error
     assert _ids(res.outputs[cmd]) == greedy[:cut], res.outputs[cmd]
     assert "finish=stop" in res.outputs[cmd], res.outputs[cmd]
+
+
+def _token_lines(text):
+    """{'request N': 'ids...'} from aiprefix's lines, without timings."""
+    out = {}
+    for m in re.finditer(r"^(request \d+): ttft_us=\d+ cached=\d+ tokens:([\d ]*)$", text, re.M):
+        out.setdefault(m.group(1), []).append(m.group(2).strip())
+    return out
+
+
+def test_paged_kv_and_prefix_cache_are_exact(image):
+    """The KV cache in blocks: with the prefix cache on or off, with blocks of
+    1 or 16 positions, and with a pool so small that running requests are
+    preempted and recomputed, every request gets the same tokens (greedy and
+    sampled, float and int8, Llama and the hybrid Qwen). Shared prefixes are
+    really reused (cached tokens > 0) and, at the end, no block is still in
+    use: nothing leaks, and a referenced block was never handed out twice
+    (that would have changed some tokens)."""
+    img, bundles = image
+    cmds = ["aiprefix --model LLAMA --prefix 48 --tail 8 --predict 12 --requests 5",
+            "aiprefix --model LLAMA --prefix 40 --tail 9 --predict 20 --requests 8 --concurrent --int8",
+            "aibatch QWEN --clients 6", "aistat"]
+    runs = {}
+    for opts in ["ai.prefix_cache=1", "ai.prefix_cache=0", "ai.kv_block=1",
+                 "ai.kv_block=16 ai.kv_blocks=8"]:
+        res = boot(img, cmds, models_of(bundles), append=opts)
+        assert res.ok, res.error + "\n" + res.transcript[-3000:]
+        runs[opts] = res.outputs
+        assert "aibatch: " in res.outputs[cmds[2]] and "FAIL" not in res.outputs[cmds[2]], res.outputs[cmds[2]]
+        stat = res.outputs["aistat"]
+        assert "in_flight=0" in stat and re.search(r"kv: .* used=0 ", stat), stat
+    base = runs["ai.prefix_cache=0"]
+    for opts, outs in runs.items():
+        for cmd in cmds[:2]:
+            got, want = _token_lines(outs[cmd]), _token_lines(base[cmd])
+            assert got and got == want, f"{opts}: {cmd}\n{outs[cmd]}\nvs prefix_cache=0:\n{base[cmd]}"
+    cached = lambda outs: int(re.search(r"prefix_tokens=(\d+)", outs["aistat"]).group(1))
+    assert cached(runs["ai.prefix_cache=1"]) > 0 and cached(runs["ai.prefix_cache=0"]) == 0
+    preempted = int(re.search(r"preemptions=(\d+)", runs["ai.kv_block=16 ai.kv_blocks=8"]["aistat"]).group(1))
+    assert preempted > 0, runs["ai.kv_block=16 ai.kv_blocks=8"]["aistat"]
+
+
+SHARED = os.environ.get("KAI_SHARED_MODELS", os.path.join(os.path.dirname(ROOT), "shared", "models"))
+
+
+def test_text_in_and_out_and_end_of_sequence(image):
+    """`ai --text` with stories260K (exported with its tokenizer): the guest
+    prints the same English text as the host runner's tokens decoded by the
+    host tokenizer (tools/tokenizer.py); and an end-of-sequence id from the
+    bundle's TOK.BIN stops generation early (finish=eos) only when asked."""
+    img, bundles = image
+    if "STORIES" not in bundles:
+        pytest.skip("stories260K not exported (needs ../shared/models): run `make test-models`")
+    stories_bin = os.path.join(SHARED, "stories260K", "stories260K.bin")
+    tok512 = os.path.join(SHARED, "stories260K", "tok512.bin")
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import tokenizer  # noqa: E402
+    tok = tokenizer.load(tok512)
+    prompt = tok.encode("Once upon a time", bos=True)
+    host = subprocess.run([os.path.join(ROOT, "build", "host", "llmrun"), "--asset-dir", bundles["STORIES"],
+                           "--predict", "30"] + [str(t) for t in prompt], capture_output=True, text=True, check=True)
+    host_ids = _ids(host.stdout)
+    assert host_ids and len(host_ids) == 30, host.stdout
+    want = "Once upon a time" + tok.decode(host_ids)
+    assert want.startswith("Once upon a time, there was a little girl"), want
+
+    # A copy of the model whose TOK.BIN says a token of its greedy answer is the end.
+    eos_dir = os.path.join(WORK, "EOSTEST")
+    shutil.rmtree(eos_dir, ignore_errors=True)
+    eos_id = host_ids[3]
+    subprocess.check_call([PYTHON, os.path.join(ROOT, "tools", "export_model.py"), "--from", "llama2c", stories_bin,
+                           "--tokenizer", tok512, "--eos", str(eos_id), "--dtype", "f32", "--out", eos_dir],
+                          stdout=subprocess.DEVNULL)
+    eos_img = os.path.join(WORK, "eos.img")
+    progs = [os.path.join(BIN, p) for p in sorted(os.listdir(BIN))
+             if os.path.isfile(os.path.join(BIN, p)) and "." not in p]
+    subprocess.check_call([PYTHON, os.path.join(ROOT, "tools", "mkfsimg.py"), "--out", eos_img] + progs +
+                          ["--add-dir", f"AI/STORIES={bundles['STORIES']}", "--add-dir", f"AI/EOSTEST={eos_dir}"],
+                          stdout=subprocess.DEVNULL)
+    ids = " ".join(map(str, prompt))
+    sample = "--predict 20 --temp 1.2 --top-k 40 --seed 7"
+    host_sampled = subprocess.run([os.path.join(ROOT, "build", "host", "llmrun"), "--asset-dir", bundles["STORIES"]] +
+                                  sample.split() + [str(t) for t in prompt], capture_output=True, text=True, check=True)
+    cmds = ['ai --model STORIES --text "Once upon a time" --predict 30',
+            'llmrun --asset-dir /AI/STORIES --text "Once upon a time" --predict 30',
+            f"ai --model STORIES {sample} {ids}", f"llmrun --asset-dir /AI/STORIES {sample} {ids}",
+            f"ai --model EOSTEST --predict 30 --stop-eos --timing {ids}",
+            f"ai --model EOSTEST --predict 30 --timing {ids}"]
+    res = boot(eos_img, cmds, ["STORIES", "EOSTEST"])
+    assert res.ok, res.error + "\n" + res.transcript[-3000:]
+    text_out = res.outputs[cmds[0]]
+    assert want in text_out, f"guest:\n{text_out}\nhost:\n{want}"
+    assert want in res.outputs[cmds[1]], res.outputs[cmds[1]]         # the cold path's --text too
+    # Sampling: the same seed gives the same tokens on all three runners.
+    sampled = _ids(host_sampled.stdout)
+    assert sampled and sampled != host_ids[:20], (sampled, host_ids)
+    assert _ids(res.outputs[cmds[2]]) == sampled, res.outputs[cmds[2]]
+    assert _ids(res.outputs[cmds[3]]) == sampled, res.outputs[cmds[3]]
+    stopped, full = res.outputs[cmds[4]], res.outputs[cmds[5]]
+    assert _ids(stopped) == host_ids[:4] and "finish=eos" in stopped, stopped
+    assert _ids(full) == host_ids and "finish=length" in full, full

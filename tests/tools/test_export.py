@@ -242,6 +242,12 @@ def test_llama2c_bundle_contents(stories):
         assert os.path.getsize(os.path.join(stories[dt], "ROP.BIN")) == 256 * 2 * (8 // 2) * 4
     # CFG v1 is byte-compatible with the course's: 10 u32 + 2 f32
     assert os.path.getsize(os.path.join(stories["q8"], "CFG.BIN")) == 48
+    # tok512.bin beside the checkpoint becomes TOK.BIN: scores kind, BOS 1 prepended, EOS 2
+    import tokbin
+    hdr = tokbin.read_header(open(os.path.join(stories["f32"], "TOK.BIN"), "rb").read())
+    assert (hdr["kind"], hdr["vocab_size"], hdr["bos_id"], hdr["n_eos"], hdr["eos0"]) == \
+        (tokbin.KIND_SCORES, 512, 1, 1, 2)
+    assert hdr["flags"] & tokbin.FLAG_ADD_BOS and hdr["flags"] & tokbin.FLAG_DUMMY_PREFIX
 
 
 def test_babyllama_exports(tmp_path):
@@ -281,3 +287,20 @@ def test_hf_sample_prompt_uses_the_checkpoint_tokenizer(tmp_path):
     assert info["prompt"] == "Once upon a time"
     assert info["decoded_expected"] == tok.decode(exp)
     assert open(os.path.join(out, "PROMPT.TXT")).read() == "Once upon a time\n"
+    import tokbin
+    hdr = tokbin.read_header(open(os.path.join(out, "TOK.BIN"), "rb").read())
+    assert (hdr["kind"], hdr["vocab_size"], hdr["n_eos"]) == (tokbin.KIND_BYTE_BPE, len(vocab), 0)
+    assert info["tokenizer"].startswith("TOK.BIN from")
+
+    # --eos sets the end-of-sequence ids; an unsupported tokenizer is a warning, not a failure,
+    # and a stale TOK.BIN from an earlier export never survives beside new weights
+    assert X.main(["--from", "hf", hf, "--out", out, "--predict", "0", "--eos", "3 7"]) == 0
+    hdr = tokbin.read_header(open(os.path.join(out, "TOK.BIN"), "rb").read())
+    assert (hdr["n_eos"], hdr["eos0"], hdr["eos1"]) == (2, 3, 7)
+    tj["pre_tokenizer"] = {"type": "Metaspace"}
+    with open(os.path.join(hf, "tokenizer.json"), "w") as f:
+        json.dump(tj, f)
+    assert X.main(["--from", "hf", hf, "--out", out, "--predict", "0", "--prompt-ids", "1 2"]) == 0
+    assert not os.path.exists(os.path.join(out, "TOK.BIN"))
+    info = json.load(open(os.path.join(out, "INFO.TXT")))
+    assert info["tokenizer"].startswith("no TOK.BIN (pre-tokenizer Metaspace")

@@ -162,3 +162,21 @@ def test_smol135m_generates_fast_and_streams(tmp_path):
         4 * 2 * 576 + sum(B.mat_nbytes(r, c, B.FMT_Q8) for _, r, c in B.layer_mats(b.cfg, "llama"))
     info = json.load(open(os.path.join(out, "INFO.TXT")))
     assert info["expected_tokens"] == [] and "skipped" in info["expected_note"]
+
+
+def test_tokenizer_becomes_tok_bin_and_must_fit_the_vocab(tmp_path):
+    tok105 = os.path.join(os.environ.get("KAI_SHARED_MODELS", os.path.join(ROOT, "..", "shared", "models")),
+                          "babyllama-tok105", "tok105.bin")
+    if not os.path.exists(tok105):
+        pytest.skip(f"{tok105} not found (set KAI_SHARED_MODELS)")
+    import tokbin
+    out = tmp_path / "m"
+    assert M.main(["--preset", "tiny-llama", "--out", str(out), "--predict", "0", "--tokenizer", tok105]) == 0
+    hdr = tokbin.read_header((out / "TOK.BIN").read_bytes())
+    assert (hdr["kind"], hdr["vocab_size"], hdr["eos0"]) == (tokbin.KIND_SCORES, 105, 2)
+    tok512 = os.path.join(os.path.dirname(os.path.dirname(tok105)), "stories260K", "tok512.bin")
+    if os.path.exists(tok512):      # 512 tokens do not fit tiny-llama's 320
+        assert M.main(["--preset", "tiny-llama", "--out", str(out), "--predict", "0",
+                       "--tokenizer", tok512]) == 1
+    assert M.main(["--preset", "tiny-llama", "--out", str(out), "--predict", "0"]) == 0
+    assert not (out / "TOK.BIN").exists()           # no stale tokenizer beside new weights

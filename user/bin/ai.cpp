@@ -6,16 +6,19 @@
 // policy. --align-tick: submit right after a timer tick, so that in exact
 // mode (qemu_run --deterministic) the figures repeat from boot to boot.
 // --stream: print each token as the kernel publishes it (ai_read), and say
-// when the first one arrived. Sampling (--temp, --top-k, --top-p, --min-p,
+// when the first one arrived. --text "...": the prompt as text, encoded with
+// the bundle's TOK.BIN; the answer streams as text and stops at the model's
+// end-of-sequence id. Sampling (--temp, --top-k, --top-p, --min-p,
 // --repeat-penalty, --repeat-last-n, --seed) and stopping (--stop "IDS",
 // --stop-eos): see ai_generation_option() in kai_ai.h; greedy by default.
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_text.h"
 
 static void usage() {
   fprintf(2, "usage: ai [--model NAME] [--predict N] [--int8] [--priority P] [--align-tick] [--timing] [--stream]\n"
              "          [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X] [--repeat-last-n N]\n"
-             "          [--seed N] [--stop \"ID ...\"] [--stop-eos] TOK...\n");
+             "          [--seed N] [--stop \"ID ...\"] [--stop-eos] (TOK... | --text \"...\")\n");
   exit(2);
 }
 
@@ -25,6 +28,7 @@ int main(int argc, char** argv) {
   bool timing = false;
   uint32_t flags = 0, priority = 0;
   bool align_tick = false, stream = false;
+  const char* text = nullptr;   // --text: the prompt as text, the answer as text
   static ai_generation gen;
   static uint32_t prompt[KAI_AI_MAX_PROMPT + 1];
   uint32_t n = 0;
@@ -39,6 +43,7 @@ int main(int argc, char** argv) {
     }
     else if (strcmp(argv[i], "--timing") == 0) timing = true;
     else if (strcmp(argv[i], "--stream") == 0) stream = true;
+    else if (strcmp(argv[i], "--text") == 0 && i + 1 < argc) text = argv[++i];
     else if (int taken = ai_generation_option("ai", argc, argv, &i, &gen); taken != 0) {
       if (taken < 0) return 2;
     }
@@ -65,7 +70,7 @@ int main(int argc, char** argv) {
     }
     else { fprintf(2, "ai: more than %d prompt tokens\n", KAI_AI_MAX_PROMPT); return 1; }
   }
-  if (n == 0) usage();
+  if ((n == 0) == (text == nullptr)) usage();   // token ids or --text, one of them
   char name[KAI_AI_MODEL_NAME_MAX];
   kai_ai_model_info mi{};
   int r = ai_wait_model_ready(model, 600, name, &mi);
@@ -73,6 +78,27 @@ int main(int argc, char** argv) {
     fprintf(2, "ai: model %s: %s\n", model[0] ? model : "(first)", strerror(r));
     return 1;
   }
+  // Text mode: the bundle's tokenizer (TOK.BIN) turns the prompt into ids
+  // (with BOS when the model's prompts start with one) and the answer back
+  // into text as it streams; generation stops at the end-of-sequence id.
+  static KaiText tokenizer;
+  if (text) {
+    char err[160];
+    if (tokenizer.open(name, err, sizeof err) < 0) {
+      fprintf(2, "ai: %s\n", err);
+      return 1;
+    }
+    long got = tokenizer.encode(text, prompt, KAI_AI_MAX_PROMPT, true, err, sizeof err);
+    if (got <= 0) {
+      fprintf(2, "ai: --text: %s\n", got == 0 ? "no tokens" : err);
+      return 2;
+    }
+    n = uint32_t(got);
+    stream = true;
+    gen.flags |= KAI_AI_STOP_AT_EOS;
+  }
+  llm::Decoder decoder = tokenizer.decoder();   // used in text mode only
+  decoder.set_at_start(false);   // the prompt's text is printed as given, before the answer
   uint32_t* out = static_cast<uint32_t*>(malloc(predict * sizeof(uint32_t) + 4));
   kai_ai_result res{};
   kai_ai_submit req = ai_request(name, prompt, n, predict, flags, priority);
@@ -93,10 +119,17 @@ int main(int argc, char** argv) {
       kai_ai_status st{};
       long k = ai_read(id, from, out + from, predict - from, &st, nullptr);
       if (k <= 0) break;
-      if (from == 0) t_first_seen = clock_ns();
-      for (long j = 0; j < k; j++) printf(from + j ? " %u" : "%u", out[from + j]);
+      if (from == 0) {
+        t_first_seen = clock_ns();
+        if (text) printf("%s", text);
+      }
+      for (long j = 0; j < k; j++) {
+        if (text) kai_text_put(decoder, out[from + j], 1);
+        else printf(from + j ? " %u" : "%u", out[from + j]);
+      }
       from += uint32_t(k);
     }
+    if (text) kai_text_end(decoder, 1);
     printf("\n");
   }
   long got = id < 0 ? id : ai_wait(id, out, predict, &res);

@@ -14,7 +14,7 @@
 
 namespace {
 
-constexpr uint32_t kMax = 16;
+constexpr uint32_t kMax = 12;   // --concurrent keeps a pipe per client: 11 + stdio < NOFILE
 
 struct Options {
   char model[KAI_AI_MODEL_NAME_MAX] = "";
@@ -32,8 +32,8 @@ void make_prompt(const Options& o, uint32_t i, uint32_t vocab, uint32_t* p) {
   for (uint32_t t = 0; t < o.tail; t++) p[o.prefix + t] = (i * 31 + t * 11 + 5) % vocab;
 }
 
-// Runs request i; prints its line; returns its TTFT in ns (0 on failure).
-uint64_t run_one(const Options& o, uint32_t i, uint32_t vocab, uint32_t* cached) {
+// Runs request i; writes its line to fd; returns its TTFT in ns (0 on failure).
+uint64_t run_one(const Options& o, uint32_t i, uint32_t vocab, uint32_t* cached, int fd = 1) {
   static uint32_t prompt[KAI_AI_MAX_PROMPT];
   make_prompt(o, i, vocab, prompt);
   kai_ai_submit r = ai_request(o.model, prompt, o.prefix + o.tail, o.predict, o.flags);
@@ -42,15 +42,14 @@ uint64_t run_one(const Options& o, uint32_t i, uint32_t vocab, uint32_t* cached)
   int64_t id = ai_submit(&r);
   long n = id < 0 ? id : ai_wait(id, out, 64, &res);
   if (n < 0) {
-    printf("request %u: %s\n", i, strerror(int(n)));
+    fprintf(fd, "request %u: %s\n", i, strerror(int(n)));
     return 0;
   }
   ai_latency l = ai_latency_of(&res);
-  // One write per line: concurrent clients share the console.
   char line[1024];
   int len = snprintf(line, sizeof line, "request %u: ttft_us=%lu cached=%u tokens:", i, l.ttft_us, res.cached_tokens);
   for (long t = 0; t < n && len < int(sizeof line) - 16; t++) len += snprintf(line + len, sizeof line - len, " %u", out[t]);
-  printf("%s\n", line);
+  fprintf(fd, "%s\n", line);
   *cached = res.cached_tokens;
   return l.ttft_us * 1000;
 }
@@ -97,12 +96,25 @@ int main(int argc, char** argv) {
   static uint64_t later[kMax];
   uint32_t n_later = 0;
   if (o.concurrent) {
-    // Each client prints its own line; the parent only waits.
+    // Each client sends its line through its own pipe and the parent prints
+    // them in order: writes of several processes to the console can mix.
+    int fds[kMax];
     for (uint32_t i = 1; i < o.requests; i++) {
+      int p[2];
+      if (pipe(p) < 0) return 1;
       if (fork() == 0) {
+        close(p[0]);
         uint32_t c = 0;
-        exit(run_one(o, i, mi.vocab_size, &c) ? 0 : 1);
+        exit(run_one(o, i, mi.vocab_size, &c, p[1]) ? 0 : 1);
       }
+      close(p[1]);
+      fds[i] = p[0];
+    }
+    for (uint32_t i = 1; i < o.requests; i++) {
+      char line[1024];
+      long n = getline(fds[i], line, sizeof line);
+      if (n > 0) printf("%s", line);
+      close(fds[i]);
     }
     for (uint32_t i = 1; i < o.requests; i++) wait(nullptr);
     printf("aiprefix: first_ttft_us=%lu concurrent=%u\n", (unsigned long)(first / 1000), o.requests - 1);

@@ -1,6 +1,6 @@
 // coldwarm: cold start against warm start, measured side by side.
 //
-//   coldwarm [--model NAME] [--runs K] [--predict N] [--int8] [--csv] TOK...
+//   coldwarm [--model NAME] [--runs K] [--predict N] [--int8] [--csv] [--disk LABEL] TOK...
 //
 // Cold path: fork + exec of `llmrun --timing` on /AI/NAME, which reads and
 // checks the whole bundle before it can compute. Warm path: ai_submit +
@@ -16,6 +16,10 @@
 // costs (cold: fork, exec, reading the model, setup; warm: the system calls).
 //
 // --csv adds lines  coldwarm,RUN,PATH,E2E_US,LOAD_US,TTFT_US,TPOT_US,PREFILL_US
+// After the first run it prints llmrun's own timing line, as
+//   llmrun-timing: timing model=... load_us=... (and the counted work, when llmrun reports it)
+// --disk LABEL only names the disk model in the summary (the disk is QEMU's
+// business, tools/disk_models.py: the guest cannot tell).
 #include "kai.h"
 #include "kai_ai.h"
 
@@ -30,6 +34,8 @@ struct Sample {
 };
 
 char model[KAI_AI_MODEL_NAME_MAX] = "";
+const char* disk_label = nullptr;
+char first_timing[512];   // llmrun's timing line of the first cold run
 int runs = 3;
 uint32_t predict = 16;
 bool int8 = false, csv = false;
@@ -113,6 +119,13 @@ bool run_cold(Sample* s, uint32_t* ids, int* n_ids) {
     line = nl ? nl + 1 : line + strlen(line);
   }
   *n_ids = parse_ids(line, ids);
+  if (first_timing[0] == 0) {
+    const char* end = strchr(timing, '\n');
+    size_t n = end ? size_t(end - timing) : strlen(timing);
+    if (n >= sizeof(first_timing)) n = sizeof(first_timing) - 1;
+    memcpy(first_timing, timing, n);
+    first_timing[n] = 0;
+  }
   s->e2e_us = (t1 - t0) / 1000;
   s->load_us = field(timing, "load_us=");
   s->tpot_us = field(timing, "tpot_us=");
@@ -182,10 +195,11 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--predict") == 0 && i + 1 < argc) predict = static_cast<uint32_t>(atoi(argv[++i]));
     else if (strcmp(argv[i], "--int8") == 0) int8 = true;
     else if (strcmp(argv[i], "--csv") == 0) csv = true;
+    else if (strcmp(argv[i], "--disk") == 0 && i + 1 < argc) disk_label = argv[++i];
     else if (argv[i][0] >= '0' && argv[i][0] <= '9' && n_prompt < KAI_AI_MAX_PROMPT)
       prompt[n_prompt++] = static_cast<uint32_t>(strtoul(argv[i], nullptr, 10));
     else {
-      fprintf(2, "usage: coldwarm [--model NAME] [--runs K] [--predict N] [--int8] [--csv] TOK...\n");
+      fprintf(2, "usage: coldwarm [--model NAME] [--runs K] [--predict N] [--int8] [--csv] [--disk LABEL] TOK...\n");
       return 2;
     }
   }
@@ -218,13 +232,15 @@ int main(int argc, char** argv) {
       }
     }
     if (k == 0) {
+      printf("llmrun-timing: %s\n", first_timing);
       printf("tokens:");
       for (int i = 0; i < nc; i++) printf(" %u", cold_ids[i]);
       printf("\n");
     }
   }
-  printf("coldwarm: model %s, prompt %u tokens, %u generated, %d runs each (alternating)%s\n", model, n_prompt,
-         predict, runs, int8 ? ", int8 activations" : "");
+  printf("coldwarm: model %s, prompt %u tokens, %u generated, %d runs each (alternating)%s%s%s\n", model,
+         n_prompt, predict, runs, int8 ? ", int8 activations" : "", disk_label ? ", disk model " : "",
+         disk_label ? disk_label : "");
   printf("%-14s %-24s %-24s %s\n", "(us)", "cold median [range]", "warm median [range]", "cold/warm");
   row("end-to-end", cold, warm, runs, &Sample::e2e_us);
   row("loading", cold, warm, runs, &Sample::load_us);

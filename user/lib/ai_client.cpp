@@ -4,6 +4,7 @@
 #include "kai_string.h"
 #include "kai_stdio.h"
 #include "kai_stdlib.h"
+#include "llm_sample.h"
 
 extern "C" struct kai_ai_submit ai_request(const char* model, const uint32_t* prompt,
                                           uint32_t prompt_len, uint32_t n_predict, uint32_t flags,
@@ -82,27 +83,11 @@ extern "C" const char* ai_state_name(int32_t state) {
 }
 
 extern "C" int parse_milli(const char* s, uint32_t max_milli, uint32_t* out) {
-  if (s == nullptr || *s == 0) return -KAI_EINVAL;
-  uint64_t whole = 0, frac = 0;
-  int frac_digits = 0;
-  const char* p = s;
-  for (; *p >= '0' && *p <= '9'; p++) {
-    whole = whole * 10 + uint64_t(*p - '0');
-    if (whole > 0xffffffffull) return -KAI_ERANGE;
-  }
-  if (*p == '.') {
-    p++;
-    for (; *p >= '0' && *p <= '9'; p++) {
-      if (++frac_digits > 3) return -KAI_EINVAL;
-      frac = frac * 10 + uint64_t(*p - '0');
-    }
-    if (frac_digits == 0 && p == s + 1) return -KAI_EINVAL;   // "." alone
-  }
-  if (*p != 0 || p == s) return -KAI_EINVAL;
-  for (int d = frac_digits; d < 3; d++) frac *= 10;
-  uint64_t milli = whole * 1000 + frac;
-  if (milli > max_milli) return -KAI_ERANGE;
-  *out = uint32_t(milli);
+  // The runtime's parser, so that a command line means the same everywhere.
+  uint32_t v;
+  if (!llm::parse_thousandths(s, 0xffffffffu, &v)) return -KAI_EINVAL;
+  if (v > max_milli) return -KAI_ERANGE;
+  *out = v;
   return 0;
 }
 

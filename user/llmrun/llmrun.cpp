@@ -1,7 +1,14 @@
-// llmrun: greedy generation from token ids with a kai model bundle.
+// llmrun: generation from token ids (or text) with a kai model bundle.
 //
-//   llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin]
-//          [--int8] [--group G] [--timing] [--align-tick] tok...
+//   llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin | --text "..."]
+//          [--int8] [--group G] [--timing] [--align-tick] [--stream]
+//          [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X]
+//          [--repeat-last-n N] [--seed N] [--stop "ID ..."] [--stop-eos] tok...
+//   Sampling and stopping mean what they mean for `ai` (lib/llm_sample.h:
+//   the same code, so the same seed gives the same tokens on both paths);
+//   greedy by default. --stream prints each token as it is generated;
+//   --text encodes the prompt with the bundle's TOK.BIN and prints text
+//   (streamed, stopping at the end-of-sequence id).
 //   --align-tick: start each request's clock right after a timer tick (exact
 //   mode, qemu_run --deterministic, then repeats to the instruction)
 //
@@ -24,8 +31,26 @@ void out(const char* s) { platform::write_out(s, llm::str_len(s)); }
 void err(const char* s) { platform::write_err(s, llm::str_len(s)); }
 void errln(const char* s) { err(s); err("\n"); }
 
+constexpr uint32_t kMaxStops = 4, kMaxStopLen = 8;
+
+// What to generate beyond greedy-until-N: sampling and stop conditions.
+struct Generation {
+  llm::SamplingParams sampling;   // greedy unless --temp / --repeat-penalty
+  uint64_t seed = 0;
+  uint32_t stop[kMaxStops][kMaxStopLen];
+  uint32_t stop_len[kMaxStops] = {};
+  uint32_t n_stops = 0;
+  bool stop_eos = false;
+  // Thousandths as given on the command line (converted once, by the
+  // runtime's sampling_from_thousandths, as the kernel does).
+  uint32_t temp = 0, top_k = 0, top_p = 0, min_p = 0, penalty = 0, last_n = 0;
+};
+
 struct Options {
   const char* asset_dir = nullptr;
+  bool stream = false;
+  const char* text = nullptr;
+  Generation gen;
   uint32_t predict = kDefaultPredict;
   const char* prompt_file = nullptr;
   bool use_stdin = false;
@@ -160,11 +185,74 @@ const char* model_name(const char* dir, char* buf, size_t cap) {
 struct Runner {
   llm::Model model;
   llm::Session session;
+  Generation how;   // sampling and stop conditions
+  bool stream = false;
+  // Text mode (--text, or --stop-eos for its end-of-sequence ids).
+  llm::Tokenizer tokenizer;
+  bool have_tokenizer = false, text_mode = false;
+  uint32_t eos[8];
+  uint32_t n_eos = 0;
+  float* logits = nullptr;      // [vocab] for the sampler
+  uint32_t* order = nullptr;    // [vocab] sampler scratch
+  uint32_t context[kMaxTokens + 256];
   const char* name = "";
   uint64_t load_us = 0, init_us = 0, bytes_read = 0;
   bool timing = false, align_tick = false;
   uint32_t gen[kMaxTokens];
   char line[kMaxTokens * 11 + 16];
+
+  const char* prompt_text = nullptr;   // --text: printed before the answer
+
+  bool sampled() const { return !how.sampling.greedy() || how.sampling.repeat_penalty != 1.0f; }
+
+  // The next token drawn from the logits of the last position fed, as the
+  // kernel's worker does (same sampler, same recent-token window).
+  uint32_t draw(llm::Rng& rng, uint32_t n_context) {
+    uint32_t vocab = model.config().vocab_size;
+    session.logits(logits);
+    uint32_t window = how.sampling.repeat_last_n < 256 ? how.sampling.repeat_last_n : 256;
+    uint32_t n = n_context < window ? n_context : window;
+    return llm::sample_token(logits, vocab, how.sampling, rng, context + (n_context - n), n, order);
+  }
+
+  // Why generation ends after `produced` tokens, or nullptr: the rules of
+  // the kernel's stop_reason (kernel/ai/requests.cpp).
+  const char* stop_reason(uint32_t produced) const {
+    uint32_t last = gen_last(produced);
+    if (how.stop_eos)
+      for (uint32_t i = 0; i < n_eos; i++)
+        if (eos[i] == last) return "eos";
+    for (uint32_t k = 0; k < how.n_stops; k++) {
+      uint32_t len = how.stop_len[k];
+      if (len > produced) continue;
+      bool match = true;
+      for (uint32_t i = 0; i < len && match; i++) match = gen_at(produced - len + i) == how.stop[k][i];
+      if (match) return "stop";
+    }
+    return nullptr;
+  }
+  uint32_t gen_at(uint32_t i) const { return gen[i]; }
+  uint32_t gen_last(uint32_t produced) const { return gen[produced - 1]; }
+
+  void show(uint32_t i, uint32_t token, llm::Decoder& d, const char* text) {
+    if (!text_mode) {
+      char b[16];
+      TextBuf t(b, sizeof b);
+      if (i) t.chr(' ');
+      t.u64(token);
+      out(b);
+      return;
+    }
+    if (i == 0 && text) out(text);
+    char b[llm::Decoder::kMaxPushBytes + 1];
+    auto n = d.push(token, b, sizeof b - 1);
+    if (!n.is_error()) platform::write_out(b, n.value());
+  }
+  void flush_text(llm::Decoder& d) {
+    char b[llm::Decoder::kMaxPushBytes + 1];
+    auto n = d.finish(b, sizeof b - 1);
+    if (!n.is_error()) platform::write_out(b, n.value());
+  }
 
   // One request: validate, prefill, decode, print. false on error.
   bool run(const uint32_t* prompt, uint32_t n_prompt, uint32_t n_predict) {
@@ -174,6 +262,10 @@ struct Runner {
       return false;
     }
     session.reset();
+    llm::Rng rng = llm::rng_from_seed(how.seed);
+    llm::Decoder decoder(tokenizer);
+    decoder.set_at_start(false);   // the prompt's text is printed as given
+    for (uint32_t i = 0; i < n_prompt; i++) context[i] = prompt[i];
     if (align_tick) platform::align_to_tick();
     uint64_t t0 = platform::clock_ns();
     auto first = session.prefill(prompt, n_prompt);
@@ -181,24 +273,44 @@ struct Runner {
       errln(first.error().message);
       return false;
     }
-    gen[0] = first.value();
-    uint64_t t1 = platform::clock_ns();
-    for (uint32_t i = 1; i < n_predict; i++) {
-      auto next = session.step(gen[i - 1]);
-      if (next.is_error()) {
-        errln(next.error().message);
-        return false;
+    uint32_t produced = 0;
+    const char* finish = "length";
+    uint64_t t1 = 0;
+    for (uint32_t i = 0; i < n_predict; i++) {
+      if (i > 0) {
+        auto next = session.step(gen[i - 1]);
+        if (next.is_error()) {
+          errln(next.error().message);
+          return false;
+        }
+        gen[i] = next.value();
+      } else {
+        gen[0] = first.value();
       }
-      gen[i] = next.value();
+      if (sampled()) gen[i] = draw(rng, n_prompt + i);
+      context[n_prompt + i] = gen[i];
+      produced = i + 1;
+      if (i == 0) t1 = platform::clock_ns();
+      if (stream) show(i, gen[i], decoder, prompt_text);
+      if (const char* why = stop_reason(produced)) {
+        finish = why;
+        break;
+      }
     }
     uint64_t t2 = platform::clock_ns();
-    TextBuf t(line, sizeof line);
-    for (uint32_t i = 0; i < n_predict; i++) {
-      if (i) t.chr(' ');
-      t.u64(gen[i]);
+    n_predict = produced;
+    if (stream) {
+      if (text_mode) flush_text(decoder);
+      out("\n");
+    } else {
+      TextBuf t(line, sizeof line);
+      for (uint32_t i = 0; i < n_predict; i++) {
+        if (i) t.chr(' ');
+        t.u64(gen[i]);
+      }
+      t.chr('\n');
+      out(line);
     }
-    t.chr('\n');
-    out(line);
     if (timing) {
       char b[640];
       TextBuf tb(b, sizeof b);
@@ -214,15 +326,68 @@ struct Runner {
       tb.str(" prefill_macs=").u64(p.macs).str(" prefill_weight_bytes=").u64(p.weight_bytes);
       tb.str(" prefill_kv_read=").u64(p.kv_read_bytes).str(" prefill_kv_write=").u64(p.kv_write_bytes);
       tb.str(" decode_macs=").u64(d.macs).str(" decode_weight_bytes=").u64(d.weight_bytes);
-      tb.str(" decode_kv_read=").u64(d.kv_read_bytes).str(" decode_kv_write=").u64(d.kv_write_bytes).chr('\n');
+      tb.str(" decode_kv_read=").u64(d.kv_read_bytes).str(" decode_kv_write=").u64(d.kv_write_bytes);
+      tb.str(" finish=").str(finish).chr('\n');
       err(b);
     }
     return true;
   }
 };
 
+// --temp/--top-p/--min-p/--repeat-penalty X (thousandths, as for `ai`),
+// --top-k/--repeat-last-n/--seed N, --stop "ID ...": 1 taken, 0 not one of
+// these, -1 bad value (reported, naming the option).
+int generation_option(int argc, char** argv, int* i, Generation* g) {
+  const char* a = argv[*i];
+  struct Milli {
+    const char* name;
+    uint32_t* field;
+    uint32_t max;
+  } millis[] = {{"--temp", &g->temp, 10000}, {"--top-p", &g->top_p, 1000}, {"--min-p", &g->min_p, 1000},
+                {"--repeat-penalty", &g->penalty, 10000}};
+  bool known = llm::str_eq(a, "--top-k") || llm::str_eq(a, "--repeat-last-n") || llm::str_eq(a, "--seed") ||
+               llm::str_eq(a, "--stop");
+  for (const Milli& m : millis) known |= llm::str_eq(a, m.name);
+  if (!known) return 0;
+  if (*i + 1 >= argc) {
+    err(a);
+    errln(" needs a value");
+    return -1;
+  }
+  const char* v = argv[++*i];
+  auto bad = [&](const char* what) {
+    err(a);
+    err(": '");
+    err(v);
+    err("' is not ");
+    errln(what);
+    return -1;
+  };
+  for (const Milli& m : millis)
+    if (llm::str_eq(a, m.name)) return llm::parse_thousandths(v, m.max, m.field) ? 1 : bad("a decimal in range (at most 3 decimals)");
+  if (llm::str_eq(a, "--stop")) {
+    if (g->n_stops == kMaxStops) return bad("accepted: at most 4 --stop options");
+    static char copy[256];
+    uint32_t n = 0;
+    size_t len = llm::str_len(v);
+    if (len >= sizeof copy) return bad("1 to 8 token ids");
+    for (size_t k = 0; k <= len; k++) copy[k] = v[k];
+    if (!parse_ids(copy, g->stop[g->n_stops], kMaxStopLen, &n) || n == 0) return bad("1 to 8 token ids");
+    g->stop_len[g->n_stops++] = n;
+    return 1;
+  }
+  uint32_t x;
+  if (!parse_u32(v, &x)) return bad("a whole number");
+  if (llm::str_eq(a, "--seed")) g->seed = x;
+  else if (llm::str_eq(a, "--top-k")) g->top_k = x;
+  else g->last_n = x;
+  return 1;
+}
+
 void usage() {
-  errln("usage: llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin] [--int8] [--group G] [--timing] [--align-tick] tok...");
+  errln("usage: llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin | --text \"...\"] [--int8] [--group G]");
+  errln("              [--timing] [--align-tick] [--stream] [--temp X] [--top-k N] [--top-p X] [--min-p X]");
+  errln("              [--repeat-penalty X] [--repeat-last-n N] [--seed N] [--stop \"ID ...\"] [--stop-eos] tok...");
   errln("  no tokens: read lines '<predict> <tok...>' until 'exit' or 'quit'");
 }
 
@@ -247,6 +412,14 @@ int llmrun_main(int argc, char** argv) {
       opt.prompt_file = argv[++i];
     } else if (llm::str_eq(a, "--stdin")) {
       opt.use_stdin = true;
+    } else if (llm::str_eq(a, "--stream")) {
+      opt.stream = true;
+    } else if (llm::str_eq(a, "--text") && has_next) {
+      opt.text = argv[++i];
+    } else if (llm::str_eq(a, "--stop-eos")) {
+      opt.gen.stop_eos = true;
+    } else if (int taken = generation_option(argc, argv, &i, &opt.gen); taken != 0) {
+      if (taken < 0) return 2;
     } else if (llm::str_eq(a, "--timing")) {
       opt.timing = true;
     } else if (llm::str_eq(a, "--align-tick")) {
@@ -280,8 +453,8 @@ int llmrun_main(int argc, char** argv) {
       n_prompt++;
     }
   }
-  if ((opt.prompt_file != nullptr) + opt.use_stdin + (n_prompt > 0) > 1) {
-    errln("give the prompt one way: tokens, --prompt-file or --stdin");
+  if ((opt.prompt_file != nullptr) + opt.use_stdin + (n_prompt > 0) + (opt.text != nullptr) > 1) {
+    errln("give the prompt one way: tokens, --prompt-file, --stdin or --text");
     return 2;
   }
   if (opt.prompt_file && !read_prompt_file(opt.prompt_file, prompt, &n_prompt)) return 1;
@@ -330,7 +503,56 @@ int llmrun_main(int argc, char** argv) {
   r.init_us = (t2 - t1) / 1000;
   r.bytes_read = bundle.bytes_read();
 
-  if (opt.prompt_file || opt.use_stdin || n_prompt > 0) return r.run(prompt, n_prompt, opt.predict) ? 0 : 1;
+  // Sampling and stopping, as the kernel's AI service does them.
+  const Generation& g = opt.gen;
+  r.how = g;
+  r.how.sampling = llm::sampling_from_thousandths(g.temp, g.top_k, g.top_p, g.min_p, g.penalty, g.last_n);
+  r.stream = opt.stream || opt.text;
+  uint32_t vocab = r.model.config().vocab_size;
+  if (r.sampled()) {
+    r.logits = static_cast<float*>(platform::alloc(uint64_t(vocab) * 4));
+    r.order = static_cast<uint32_t*>(platform::alloc(uint64_t(vocab) * 4));
+    if (!r.logits || !r.order) {
+      errln("not enough memory for the sampler");
+      return 1;
+    }
+  }
+  // The tokenizer (TOK.BIN), for --text and for --stop-eos's end ids.
+  if (opt.text || g.stop_eos) {
+    char path[512];
+    TextBuf(path, sizeof path).str(dir).str("/TOK.BIN");
+    int64_t size = platform::file_size(path);
+    void* bytes = size > 0 ? platform::alloc(uint64_t(size)) : nullptr;
+    if (size > 0 && bytes && platform::read_file(path, bytes, uint64_t(size))) {
+      auto tok = llm::load_tokenizer(static_cast<const uint8_t*>(bytes), size_t(size));
+      if (tok.is_error()) {
+        errln(tok.error().message);
+        return 1;
+      }
+      r.tokenizer = tok.value();
+      r.have_tokenizer = true;
+      r.n_eos = llm::eos_ids(r.tokenizer, r.eos, 8);
+      if (r.n_eos > 8) r.n_eos = 8;
+    } else if (opt.text) {
+      err(dir);
+      errln(" has no TOK.BIN (no tokenizer: use token ids)");
+      return 1;
+    }
+  }
+  if (opt.text) {
+    auto ids = llm::encode_prompt(r.tokenizer, opt.text, llm::str_len(opt.text), prompt, kMaxTokens);
+    if (ids.is_error() || ids.value() == 0) {
+      err("--text: ");
+      errln(ids.is_error() ? ids.error().message : "no tokens");
+      return 2;
+    }
+    n_prompt = ids.value();
+    r.text_mode = true;
+    r.prompt_text = opt.text;
+    r.how.stop_eos = true;
+  }
+
+  if (opt.prompt_file || opt.use_stdin || opt.text || n_prompt > 0) return r.run(prompt, n_prompt, opt.predict) ? 0 : 1;
 
   // Interactive: "<predict> <tok...>" per line.
   bool failed = false;

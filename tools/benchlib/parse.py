@@ -1,0 +1,62 @@
+"""Reading what the guest printed: aibench's CSV and summary lines,
+coldwarm's runs, the kernel's model-load line and calib's time."""
+import re
+
+COLDWARM_FIELDS = ["run", "path", "e2e_us", "load_us", "ttft_us", "tpot_us", "prefill_us"]
+PROMPT = "$ "
+
+
+def parse_aibench(text):
+    """Per-request rows, samples and the summary figures of one aibench run."""
+    rows, samples, header = [], [], None
+    for line in text.splitlines():
+        if line.startswith("csv,client,"):
+            header = line.split(",")[1:]
+        elif line.startswith("csv,") and header:
+            rows.append(dict(zip(header, line.split(",")[1:])))
+        elif line.startswith("sample,") and not line.startswith("sample,t_ns"):
+            _, t, q, r = line.split(",")
+            samples.append((int(t), int(q), int(r)))
+    m = re.search(r"little: L_measured=([\d.]+) lambda=([\d.]+) W=([\d.]+) lambdaW=([\d.]+)", text)
+    q = re.search(r"mean queue length ([\d.]+), mean in system ([\d.]+) \((\d+) samples over ([\d.]+)% "
+                  r"of the run, largest gap (\d+) ms\)", text)
+    d = re.search(r"requests: (\d+) done, (\d+) failed or cancelled, (\d+) never reported, (\d+) clients died",
+                  text)
+    summary = {
+        "L_measured": float(m.group(1)) if m else None,
+        "throughput_rps": float(m.group(2)) if m else None,
+        "mean_latency_s": float(m.group(3)) if m else None,
+        "lambda_W": float(m.group(4)) if m else None,
+        "mean_queue_length": float(q.group(1)) if q else None,
+        "samples": int(q.group(3)) if q else 0,
+        "sampled_pct": float(q.group(4)) if q else 0.0,
+        "largest_gap_ms": int(q.group(5)) if q else None,
+        "clients_died": int(d.group(4)) if d else None,
+        "never_reported": int(d.group(3)) if d else None,
+    }
+    return rows, samples, summary
+
+
+def parse_coldwarm(text):
+    """coldwarm's runs, whether the tokens were identical, and llmrun's
+    timing line of the first cold run (None if coldwarm did not print it)."""
+    runs = []
+    for line in text.splitlines():
+        if line.startswith("coldwarm,"):
+            f = line.split(",")
+            runs.append({"run": int(f[1]), "path": f[2], **{k: int(v) for k, v in zip(COLDWARM_FIELDS[2:], f[3:])}})
+    m = re.search(r"^llmrun-timing: (.*)$", text, re.M)
+    return runs, "tokens identical: yes" in text, (m.group(1) if m else None)
+
+
+def parse_boot_load(transcript, name):
+    """The kernel's loading time of model name at boot, in ms (or None)."""
+    # The shell's first prompt may have landed inside the line.
+    m = re.search(rf"ai: model {re.escape(name)} ready: .*loaded in (\d+) ms", transcript.replace(PROMPT, ""))
+    return int(m.group(1)) if m else None
+
+
+def parse_calib(text):
+    """calib's time in microseconds (or None)."""
+    m = re.search(r"calib: (\d+) iterations in (\d+) us", text)
+    return int(m.group(2)) if m else None

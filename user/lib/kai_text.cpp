@@ -1,0 +1,93 @@
+// KaiText: TOK.BIN from the file system (see kai_text.h).
+#include "kai_text.h"
+#include "kai.h"
+
+namespace {
+
+void set_err(char* err, size_t cap, const char* a, const char* b = "", const char* c = "") {
+  if (cap) snprintf(err, cap, "%s%s%s", a, b, c);
+}
+
+int write_all(int fd, const char* p, size_t n) {
+  while (n) {
+    long w = write(fd, p, n);
+    if (w < 0) return int(w);
+    p += w;
+    n -= size_t(w);
+  }
+  return 0;
+}
+
+}  // namespace
+
+KaiText::~KaiText() { free(file_); }
+
+int KaiText::open(const char* model, char* err, size_t errcap) {
+  char path[160];
+  bool is_dir = strchr(model, '/') != nullptr;
+  if (snprintf(path, sizeof path, "%s%s/TOK.BIN", is_dir ? "" : "/AI/", model) >= int(sizeof path)) {
+    set_err(err, errcap, "model name too long: ", model);
+    return -KAI_ENAMETOOLONG;
+  }
+  int fd = ::open(path, O_RDONLY);
+  if (fd < 0) {
+    if (fd == -KAI_ENOENT) set_err(err, errcap, model, " has no TOK.BIN (no tokenizer: use token ids)");
+    else set_err(err, errcap, path, ": ", strerror(fd));
+    return fd;
+  }
+  struct kai_stat st;
+  int r = fstat(fd, &st);
+  uint8_t* buf = r < 0 ? nullptr : static_cast<uint8_t*>(malloc(st.size ? st.size : 1));
+  if (r < 0 || !buf) {
+    ::close(fd);
+    set_err(err, errcap, path, ": ", r < 0 ? strerror(r) : "out of memory");
+    return r < 0 ? r : -KAI_ENOMEM;
+  }
+  size_t got = 0;
+  while (got < st.size) {
+    long n = read(fd, buf + got, st.size - got);
+    if (n <= 0) break;
+    got += size_t(n);
+  }
+  ::close(fd);
+  if (got != st.size) {
+    free(buf);
+    set_err(err, errcap, path, ": short read");
+    return -KAI_EIO;
+  }
+  auto loaded = llm::load_tokenizer(buf, got);
+  if (loaded.is_error()) {
+    free(buf);
+    set_err(err, errcap, path, ": ", loaded.error().message);
+    return -KAI_EINVAL;
+  }
+  free(file_);
+  file_ = buf;
+  size_ = got;
+  tok_ = loaded.value();
+  return 0;
+}
+
+long KaiText::encode(const char* text, uint32_t* ids, uint32_t cap, bool prompt, char* err, size_t errcap) const {
+  size_t len = strlen(text);
+  auto r = prompt ? llm::encode_prompt(tok_, text, len, ids, cap) : llm::encode(tok_, text, len, ids, cap);
+  if (r.is_error()) {
+    set_err(err, errcap, r.error().message);
+    return r.error().code == llm::ErrorCode::NoMemory ? -KAI_E2BIG : -KAI_EINVAL;
+  }
+  return long(r.value());
+}
+
+int kai_text_put(llm::Decoder& d, uint32_t id, int fd) {
+  char buf[llm::Decoder::kMaxPushBytes];
+  auto r = d.push(id, buf, sizeof buf);
+  if (r.is_error()) return -KAI_EINVAL;
+  return write_all(fd, buf, r.value());
+}
+
+int kai_text_end(llm::Decoder& d, int fd) {
+  char buf[8];
+  auto r = d.finish(buf, sizeof buf);
+  if (r.is_error()) return -KAI_EINVAL;
+  return write_all(fd, buf, r.value());
+}
