@@ -197,7 +197,9 @@ def main(argv=None):
         # is a real choice between a long and a short request.
         a.short_clients, a.long_clients, a.long_prompt, a.long_predict = 4, 3, 64, 8
         a.policy_batch, a.aging_ms = 1, 600000
-        a.budgets, a.hol_clients, a.hol_predict, a.long_len = [8, 16, 256], 4, 32, 255
+        # Two clients keep generating through the whole long prefill (255
+        # tokens: 64 iterations at budget 4 with two decode tokens each).
+        a.budgets, a.hol_clients, a.hol_predict, a.long_len = [4, 8, 256], 2, 80, 255
     os.makedirs(a.out, exist_ok=True)
 
     def log(msg):

@@ -104,13 +104,18 @@ int main(int argc, char** argv) {
     fds[i] = p[0];
   }
   // Let the clients reach their decode phase: all admitted (running),
-  // then two more ticks for their first tokens. Then the long prompt.
+  // then six more iterations of the engine, so that each has a few gaps
+  // between tokens to compare with. Then the long prompt.
   static kai_ai_info info;
-  for (int tick = 0; tick < 3000; tick++) {
+  for (int tick = 0; tick < 30000; tick++) {
     if (ai_info(&info) == 0 && info.running >= o.clients) break;
     sleep(1);
   }
-  sleep(2);
+  uint64_t it0 = info.iterations;
+  for (int tick = 0; tick < 30000 && info.iterations < it0 + 6; tick++) {
+    sleep(1);
+    ai_info(&info);
+  }
   static uint32_t long_prompt[KAI_AI_MAX_PROMPT];
   for (uint32_t t = 0; t < o.long_len; t++) long_prompt[t] = (t * 11 + 5) % mi.vocab_size;
   kai_ai_submit lr = ai_request(o.model, long_prompt, o.long_len, 1, o.flags);
