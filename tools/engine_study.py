@@ -116,7 +116,9 @@ def experiment_hol(a, log):
     rows = []
     for budget in a.budgets:
         cmd = f"aihol --model {a.model} --clients {a.hol_clients} --predict {a.hol_predict} --long {a.long_len} --int8"
-        out = boot_and_run(a.image, a.model, f"ai.max_batch=8 ai.budget={budget}", [cmd], a.exact, a.timeout)[cmd]
+        # max_batch <= budget (every running request's decode token must fit).
+        append = f"ai.max_batch={min(4, budget)} ai.budget={budget}"
+        out = boot_and_run(a.image, a.model, append, [cmd], a.exact, a.timeout)[cmd]
         m = re.search(r"aihol: (.*)", out)
         if not m:
             raise RuntimeError(f"aihol printed no summary:\n{out}")
