@@ -304,6 +304,18 @@ BENCH_DISKS  ?= ram,nvme,ssd,hdd,sdcard
 BENCH_ARGS   ?=
 bench: kernel user smol-assets
 	$(PYTHON) tools/bench.py --out $(BENCH_OUT) --repeat $(BENCH_REPEAT) --disk $(BENCH_DISKS) $(BENCH_ARGS)
+	$(MAKE) --no-print-directory bench-engine
+
+# The serving engine's study (tools/engine_study.py; docs/experiments.md, "The
+# engine"): batching against one request at a time, the policies under a
+# mixed workload, head-of-line blocking with and without chunked prefill. In
+# exact mode (virtual time), so the figures repeat exactly; about 30-60 min
+# here. ENGINE_ARGS=--quick: the tiny model's mechanics in a few minutes.
+ENGINE_OUT  ?= results/engine
+ENGINE_ARGS ?=
+.PHONY: bench-engine
+bench-engine: kernel user $(B)/fs-smol.img
+	$(PYTHON) tools/engine_study.py --out $(ENGINE_OUT) $(ENGINE_ARGS)
 
 # ---------------------------------------------------------------- perf
 # The batched forward pass (lib/llm_batch.h) on the SmolLM2-135M shape, int8:
