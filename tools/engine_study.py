@@ -12,7 +12,10 @@ Three experiments, each in its own boots of kai:
      end-to-end per class, and the longest wait of a long request;
   3. head-of-line blocking: running requests' inter-token gaps while a
      255-token prompt is admitted (aihol), chunked (small ai.budget) and
-     whole (ai.budget=256).
+     whole (ai.budget=256);
+  4. paging: how many short requests run at once in the same KV memory as
+     full-length reservations or as 16-position blocks, and the TTFT of
+     requests sharing a long prompt prefix (aiprefix).
 
 By default every boot runs in exact mode (QEMU -icount, one hart: "virtual
 time, 1 instruction = 1 ns"), so the figures repeat exactly from run to run
@@ -129,6 +132,37 @@ def experiment_hol(a, log):
     return rows
 
 
+def experiment_paging(a, log):
+    """The same KV memory as full-length reservations (one block of
+    runtime_seq_len positions per request) and as 16-position blocks; then
+    requests sharing a long prompt prefix."""
+    out = {"concurrency": []}
+    cmd = (f"aibench --model {a.model} --clients {a.page_clients} --requests 1 --prompt 8 "
+           f"--predict 4 --int8")
+    for label, block in (("full-length reservations", a.full_block), ("paged", 16)):
+        append = f"ai.max_batch=16 ai.kv_mb={a.kv_mb} ai.kv_block={block}"
+        outs = boot_and_run(a.image, a.model, append, [cmd, "aistat"], a.exact, a.timeout)
+        stat = outs["aistat"]
+        total = int(re.search(r"blocks_total=(\d+)", stat).group(1))
+        mean = float(re.search(r"mean_batch=([\d.]+)", stat).group(1))
+        r = {"layout": label, "block": block, "blocks": total, "mean_batch": mean,
+             "at_once": min(total, 16) if block == a.full_block else min(total, 16, a.page_clients)}
+        r.update(parse_aibench(outs[cmd]))
+        out["concurrency"].append(r)
+        log(f"paging: {label}: {total} blocks of {block}, mean batch {mean:.2f}, "
+            f"{r.get('tokens_per_s', 0):.2f} tokens/s")
+    pcmd = (f"aiprefix --model {a.model} --requests 8 --prefix {a.prefix_len} --tail 8 --predict 1 --int8")
+    text = boot_and_run(a.image, a.model, "", [pcmd], a.exact, a.timeout)[pcmd]
+    m = re.search(r"aiprefix: first_ttft_us=(\d+) later_ttft_p50_us=(\d+) ratio=([\d.]+) cached_tokens=(\d+)", text)
+    if not m:
+        raise RuntimeError(f"aiprefix printed no summary:\n{text}")
+    out["prefix"] = {"first_ms": int(m.group(1)) / 1000, "later_p50_ms": int(m.group(2)) / 1000,
+                     "ratio": float(m.group(3)), "cached_tokens": int(m.group(4))}
+    log(f"paging: shared {a.prefix_len}-token prefix: TTFT {out['prefix']['first_ms']:.0f} ms first, "
+        f"{out['prefix']['later_p50_ms']:.0f} ms later ({out['prefix']['ratio']:.2f}x)")
+    return out
+
+
 def report(a, res):
     clock = "virtual time (QEMU -icount, one hart): 1 instruction = 1 ns" if a.exact else "real time (host clock)"
     lines = ["# The engine study", "", f"Command: `{' '.join(sys.argv)}`", "", f"Clock: {clock}.", ""]
@@ -171,6 +205,18 @@ def report(a, res):
                          f"{r['during_p95_us'] / 1000:.0f} | {r['during_max_us'] / 1000:.0f} | {r['ratio_p95']:.2f}x | "
                          f"{r['long_prefill_us'] / 1000:.0f} |")
         lines.append("")
+    if "paging" in res:
+        pg = res["paging"]
+        lines += ["## The KV cache as paged memory", "",
+                  f"{a.page_clients} clients, prompt 8, 4 tokens, ai.max_batch=16, ai.kv_mb={a.kv_mb} either way.", "",
+                  "| layout | blocks | requests at once (at most) | mean batch | tokens/s |", "|---|---|---|---|---|"]
+        for r in pg["concurrency"]:
+            lines.append(f"| {r['layout']} (blocks of {r['block']}) | {r['blocks']} | {r['at_once']} | "
+                         f"{r['mean_batch']:.2f} | {r.get('tokens_per_s', 0):.2f} |")
+        p = pg["prefix"]
+        lines += ["", f"8 requests sharing a {a.prefix_len}-token prefix, different 8-token tails: first TTFT "
+                  f"{p['first_ms']:.0f} ms, later ones {p['later_p50_ms']:.0f} ms ({p['ratio']:.2f}x; "
+                  f"{p['cached_tokens']} prompt tokens taken from the cache).", ""]
     return "\n".join(lines)
 
 
@@ -181,7 +227,7 @@ def main(argv=None):
     p.add_argument("--model", default="SMOL")
     p.add_argument("--quick", action="store_true", help="fewer points and shorter requests")
     p.add_argument("--real-time", action="store_true", help="host clock instead of exact mode")
-    p.add_argument("--only", choices=["batching", "policies", "hol"], action="append")
+    p.add_argument("--only", choices=["batching", "policies", "hol", "paging"], action="append")
     p.add_argument("--timeout", type=float, default=3600)
     a = p.parse_args(argv)
     a.exact = not a.real_time
@@ -192,6 +238,7 @@ def main(argv=None):
         a.short_clients, a.long_clients, a.long_prompt, a.long_predict = 3, 1, 48, 8
         a.policy_batch, a.aging_ms = 1, 60000
         a.budgets, a.hol_clients, a.hol_predict, a.long_len = [8, 256], 2, 60, 32
+        a.page_clients, a.kv_mb, a.full_block, a.prefix_len = 8, 1, 96, 32
     else:
         a.clients, a.requests, a.prompt, a.predict = [1, 8], 1, 8, 8
         # Three long requests, one admitted at a time: while one runs, the
@@ -202,13 +249,15 @@ def main(argv=None):
         # Two clients keep generating through the whole long prefill (255
         # tokens: 64 iterations at budget 4 with two decode tokens each).
         a.budgets, a.hol_clients, a.hol_predict, a.long_len = [4, 8, 256], 2, 80, 255
+        a.page_clients, a.kv_mb, a.full_block, a.prefix_len = 16, 48, 256, 128
     os.makedirs(a.out, exist_ok=True)
 
     def log(msg):
         print(msg, flush=True)
 
     res = {}
-    for name, fn in (("batching", experiment_batching), ("policies", experiment_policies), ("hol", experiment_hol)):
+    for name, fn in (("batching", experiment_batching), ("policies", experiment_policies), ("hol", experiment_hol),
+                     ("paging", experiment_paging)):
         if a.only and name not in a.only:
             continue
         res[name] = fn(a, log)
