@@ -188,7 +188,8 @@ struct kai_ai_info {
 //               struct kai_ai_status* st, uint64_t* times);
 //     Streaming: sleeps until the request has more than `from` tokens or is
 //     finished, then copies tokens [from, from + capacity) that exist to out
-//     and returns how many (0: finished and nothing after `from`). st (may be
+//     and returns how many (0: finished and nothing after `from`; capacity 0
+//     is -KAI_EINVAL, so 0 never means "no room"). st (may be
 //     null) gets the state; times (may be null) gets, for each copied token,
 //     the kernel clock_ns() at which it was published. The result is still
 //     collected with ai_wait.

@@ -185,6 +185,8 @@ SyscallResult sys_ai_read() {
   auto out = arg_ptr<uint32_t>(2);
   auto status = arg_ptr<kai_ai_status>(4);
   auto times = arg_ptr<uint64_t>(5);
+  // Room for at least one token: a 0 return must only ever mean "finished".
+  if (capacity == 0) return Errno::Invalid;
   SpinlockGuard guard(lock);
   Request* r = TRY(owned_request(id));
   while (r->n_generated <= from && !finished(r->state)) {

@@ -149,12 +149,35 @@ static void test_submit_errors() {
   r = request(prompt, kPromptLen, 1);
   r.priority = KAI_AI_MAX_PRIORITY + 1;
   check(ai_submit(&r) == -KAI_EINVAL, "priority above KAI_AI_MAX_PRIORITY: EINVAL");
+  r = request(prompt, kPromptLen, 1);
+  r.sampling.temperature_milli = 10001;
+  check(ai_submit(&r) == -KAI_EINVAL, "temperature above 10: EINVAL");
+  r = request(prompt, kPromptLen, 1);
+  r.sampling.top_p_milli = 1001;
+  check(ai_submit(&r) == -KAI_EINVAL, "top-p above 1: EINVAL");
+  static const uint32_t bad_stop[] = {3, 1, 2};   // says 3 tokens, has 2
+  r = request(prompt, kPromptLen, 1);
+  r.stop = bad_stop;
+  r.stop_words = 3;
+  check(ai_submit(&r) == -KAI_EINVAL, "a stop sequence longer than its words: EINVAL");
+  static const uint32_t zero_stop[] = {0};
+  r.stop = zero_stop;
+  r.stop_words = 1;
+  check(ai_submit(&r) == -KAI_EINVAL, "an empty stop sequence: EINVAL");
+  r.stop_words = KAI_AI_MAX_STOP_WORDS + 1;
+  check(ai_submit(&r) == -KAI_EINVAL, "too many stop words: EINVAL");
+  r.stop = (const uint32_t*)0x1;
+  r.stop_words = 2;
+  check(ai_submit(&r) == -KAI_EFAULT, "bad stop-sequence pointer: EFAULT");
+  r = request(prompt, kPromptLen, 1);
+  r.flags = 0x80;
+  check(ai_submit(&r) == -KAI_EINVAL, "unknown flag: EINVAL");
 
   kai_ai_info after = info_now();
   check(after.submitted == before.submitted && after.in_flight == before.in_flight,
         "rejected submits create no request", "submitted grew by %ld, in flight by %ld",
         long(after.submitted - before.submitted), long(after.in_flight - before.in_flight));
-  check(after.rejected >= before.rejected + 10, "rejected submits are counted");
+  check(after.rejected >= before.rejected + 17, "rejected submits are counted");
 }
 
 static void test_wait_buffers() {
@@ -166,6 +189,33 @@ static void test_wait_buffers() {
   check(ai_wait(id, out, predict, (kai_ai_result*)0x1) == -KAI_EFAULT, "bad result pointer: EFAULT");
   long n = ai_wait(id, out, predict, &res);
   check(n == long(predict) && same_tokens(out, expected, predict), "result kept after those errors");
+}
+
+// ai_read: the same tokens as ai_wait, as they come, and its own errors.
+static void test_streaming() {
+  int64_t id = submit();
+  uint32_t out[KAI_AI_MAX_OUTPUT];
+  uint64_t times[KAI_AI_MAX_OUTPUT];
+  uint32_t from = 0;
+  bool ordered = true;
+  for (;;) {
+    kai_ai_status st{};
+    long k = ai_read(id, from, out + from, KAI_AI_MAX_OUTPUT - from, &st, times + from);
+    if (k <= 0) break;
+    for (long j = 0; j < k; j++)
+      ordered &= times[from + j] > 0 && (from + j == 0 || times[from + j] >= times[from + j - 1]);
+    from += uint32_t(k);
+  }
+  check(from == predict && same_tokens(out, expected, predict) && ordered,
+        "ai_read streams the reference tokens with rising publish times", "got %ld of %ld", long(from),
+        long(predict));
+  check(ai_read(id, 0, out, 0, nullptr, nullptr) == -KAI_EINVAL, "ai_read with no room: EINVAL");
+  check(ai_read(id, 0, (uint32_t*)0x1, 4, nullptr, nullptr) == -KAI_EFAULT, "ai_read to a bad pointer: EFAULT");
+  check(ai_read(id, predict, out, 4, nullptr, nullptr) == 0, "ai_read past the end of a finished request: 0");
+  kai_ai_result res{};
+  check(ai_wait(id, out, KAI_AI_MAX_OUTPUT, &res) == long(predict) && res.finish_reason == KAI_AI_FINISH_LENGTH,
+        "ai_wait collects a streamed request (finish: length)");
+  check(ai_read(id, 0, out, 4, nullptr, nullptr) == -KAI_ESRCH, "ai_read of a collected request: ESRCH");
 }
 
 static void test_query_and_cancel() {
@@ -418,6 +468,7 @@ int main(int argc, char** argv) {
   test_collect_once_and_ids();
   test_submit_errors();
   test_wait_buffers();
+  test_streaming();
   test_query_and_cancel();
   test_quota();
   test_full_queue();
