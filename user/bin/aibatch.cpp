@@ -77,10 +77,7 @@ int main(int argc, char** argv) {
   const char* name = nullptr;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc) {
-      if (parse_u32(argv[++i], kMaxClients, &clients) < 0 || clients == 0) {
-        fprintf(2, "aibatch: --clients: '%s' is not a number from 1 to %u\n", argv[i], kMaxClients);
-        return 2;
-      }
+      clients = number_option("aibatch", "--clients", argv[++i], 1, kMaxClients);
     } else if (argv[i][0] == '-' || name) {
       fprintf(2, "aibatch: unexpected argument '%s'\nusage: aibatch MODEL [--clients N]\n", argv[i]);
       return 2;

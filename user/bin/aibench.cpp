@@ -203,15 +203,9 @@ void print_stat(const char* name, uint64_t* v, int n) {
          (unsigned long)(n ? v[n - 1] / 1000 : 0));
 }
 
-// One numeric option: a whole number in [lo, hi], or a message naming the
-// option and the value, and exit status 2 (nothing runs).
+// One numeric option (number_option in kai_stdlib.h: exits naming a bad one).
 int number_arg(const char* option, const char* value, uint32_t lo, uint32_t hi) {
-  uint32_t v;
-  if (parse_u32(value, hi, &v) < 0 || v < lo) {
-    fprintf(2, "aibench: %s: '%s' is not a number from %u to %u\n", option, value, lo, hi);
-    exit(2);
-  }
-  return static_cast<int>(v);
+  return static_cast<int>(number_option("aibench", option, value, lo, hi));
 }
 
 void parse_args(int argc, char** argv) {

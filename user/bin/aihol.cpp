@@ -73,10 +73,7 @@ int main(int argc, char** argv) {
     else if (strcmp(a, "--model") == 0 && i + 1 < argc) strlcpy(o.model, argv[++i], sizeof o.model);
     else if (field && i + 1 < argc) {
       uint32_t max = field == &o.clients ? kMaxClients : field == &o.predict ? kMaxTokens - 1 : KAI_AI_MAX_PROMPT;
-      if (parse_u32(argv[++i], max, field) < 0 || *field == 0) {
-        fprintf(2, "aihol: %s: '%s' is not a number from 1 to %u\n", a, argv[i], max);
-        return 2;
-      }
+      *field = number_option("aihol", a, argv[++i], 1, max);
     } else {
       fprintf(2, "aihol: unexpected argument '%s'\nusage: aihol [--model M] [--clients K] [--predict N] [--long L] [--int8]\n", a);
       return 2;

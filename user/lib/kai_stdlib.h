@@ -15,6 +15,10 @@ int abs(int x);
 // overflow): 0 and *out set, or -KAI_EINVAL (not a number) / -KAI_ERANGE.
 // For command lines: atoi("abc") is 0 and strtoul("4294967296") wraps.
 int parse_u32(const char* s, uint32_t max, uint32_t* out);
+// A numeric command-line option: value as a whole number in [lo, hi], or
+// "PROG: OPTION: 'VALUE' is not a number from LO to HI" on standard error and
+// exit status 2 (nothing runs).
+uint32_t number_option(const char* prog, const char* option, const char* value, uint32_t lo, uint32_t hi);
 long labs(long x);
 
 // The heap grows with sbrk(); free() returns memory for reuse and gives the

@@ -182,6 +182,15 @@ void srand(unsigned seed) { g_rand_state = kai_rng_seed(seed); }
 
 }  // extern "C"
 
+uint32_t number_option(const char* prog, const char* option, const char* value, uint32_t lo, uint32_t hi) {
+  uint32_t v;
+  if (parse_u32(value, hi, &v) < 0 || v < lo) {
+    fprintf(2, "%s: %s: '%s' is not a number from %u to %u\n", prog, option, value, lo, hi);
+    exit(2);
+  }
+  return v;
+}
+
 int parse_u32(const char* s, uint32_t max, uint32_t* out) {
   if (s == nullptr || *s == 0) return -KAI_EINVAL;
   uint64_t v = 0;
