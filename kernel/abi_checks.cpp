@@ -6,6 +6,8 @@
 #include <kai/ai_abi.h>
 #include "ai/service.h"
 #include "llm_config.h"
+#include "llm_sample.h"
+#include "llm_stop.h"
 
 // A prompt the ABI accepts must fit the runtime's prompt buffer.
 static_assert(KAI_AI_MAX_PROMPT == llm::kMaxPrompt,
@@ -13,3 +15,14 @@ static_assert(KAI_AI_MAX_PROMPT == llm::kMaxPrompt,
 // ai_wait can return at most what a request slot holds.
 static_assert(KAI_AI_MAX_OUTPUT == ai::kMaxOutput,
               "KAI_AI_MAX_OUTPUT (ai_abi.h) and ai::kMaxOutput (kernel/ai/service.h) differ");
+// The sampling limits the ABI promises are the ones the sampler honours.
+static_assert(KAI_AI_MAX_TEMPERATURE_MILLI == llm::kMaxTemperatureMilli &&
+                  KAI_AI_MAX_TOP_P_MILLI == llm::kMaxTopPMilli && KAI_AI_MAX_MIN_P_MILLI == llm::kMaxMinPMilli &&
+                  KAI_AI_MAX_REPEAT_PENALTY_MILLI == llm::kMaxRepeatPenaltyMilli,
+              "a KAI_AI_MAX_*_MILLI (ai_abi.h) and llm::kMax*Milli (lib/llm_sample.h) differ");
+static_assert(KAI_AI_MAX_REPEAT_LAST_N == llm::kMaxRepeatLastN,
+              "KAI_AI_MAX_REPEAT_LAST_N (ai_abi.h) and llm::kMaxRepeatLastN (lib/llm_sample.h) differ");
+// Stop sequences are checked and matched by lib/llm_stop.h in the ABI's format.
+static_assert(KAI_AI_MAX_STOP_SEQS == llm::kMaxStopSequences && KAI_AI_MAX_STOP_TOKENS == llm::kMaxStopTokens &&
+                  KAI_AI_MAX_STOP_WORDS == llm::kMaxStopWords,
+              "the stop-sequence limits of ai_abi.h and lib/llm_stop.h differ");

@@ -7,6 +7,7 @@
 //   llm_math.h    exp/log/sqrt and vector helpers without libm
 //   llm_tokenizer.h  text <-> token ids with a bundle's TOK.BIN
 //   llm_sample.h  next-token choice: greedy or sampled (temperature, top-k/p, min-p, penalty)
+//   llm_stop.h    when generation ends: end of sequence, stop sequences, length
 #pragma once
 #include "llm_batch.h"
 #include "llm_config.h"
@@ -15,5 +16,6 @@
 #include "llm_model.h"
 #include "llm_sample.h"
 #include "llm_session.h"
+#include "llm_stop.h"
 #include "llm_tokenizer.h"
 #include "matvec.h"

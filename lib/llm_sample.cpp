@@ -37,6 +37,12 @@ SamplingParams sampling_from_thousandths(uint32_t temperature, uint32_t top_k, u
   return p;
 }
 
+bool sampling_in_range(uint32_t temperature, uint32_t top_p, uint32_t min_p, uint32_t repeat_penalty,
+                       uint32_t repeat_last_n) {
+  return temperature <= kMaxTemperatureMilli && top_p <= kMaxTopPMilli && min_p <= kMaxMinPMilli &&
+         repeat_penalty <= kMaxRepeatPenaltyMilli && repeat_last_n <= kMaxRepeatLastN;
+}
+
 bool parse_thousandths(const char* s, uint32_t max, uint32_t* out) {
   if (s == nullptr || *s == 0) return false;
   uint64_t whole = 0, frac = 0;

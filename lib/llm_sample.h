@@ -34,6 +34,27 @@ struct SamplingParams {
   bool greedy() const { return temperature <= 0; }
 };
 
+// The largest value of each parameter, in the units the ABI and command
+// lines use (thousandths for fractions). A larger value is refused by every
+// runner, never quietly clipped:
+//   temperature   10000 = T 10 (beyond, every token is nearly equally likely)
+//   top_p, min_p  1000 = 1.0 (probability fractions)
+//   repeat_penalty 10000 = divide by 10
+//   repeat_last_n 256 tokens: the window the runners copy for the penalty
+//                 (the kernel's worker and llmrun keep it on the stack)
+// top_k has no maximum: a top_k of the vocabulary size or more keeps every
+// token, exactly as 0 does. The kernel ABI (include/kai/ai_abi.h) states the
+// same numbers; kernel/abi_checks.cpp checks that they agree.
+constexpr uint32_t kMaxTemperatureMilli = 10000;
+constexpr uint32_t kMaxTopPMilli = 1000;
+constexpr uint32_t kMaxMinPMilli = 1000;
+constexpr uint32_t kMaxRepeatPenaltyMilli = 10000;
+constexpr uint32_t kMaxRepeatLastN = 256;
+
+// True when every parameter is within its maximum above.
+bool sampling_in_range(uint32_t temperature, uint32_t top_p, uint32_t min_p, uint32_t repeat_penalty,
+                       uint32_t repeat_last_n);
+
 // Sampling parameters travel as whole thousandths (700 = 0.7) on command
 // lines and in the kernel ABI, so that every runner turns them into exactly
 // the same floats: this is the one place that does. 0 means "off" for

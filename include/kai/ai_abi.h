@@ -22,7 +22,12 @@
 
 // Stop sequences (kai_ai_submit.stop): at most KAI_AI_MAX_STOP_SEQS sequences
 // of 1..KAI_AI_MAX_STOP_TOKENS token ids, written one after another, each
-// preceded by its length: {2, 13, 198,  1, 0} is "13 198" or "0".
+// preceded by its length: {2, 13, 198,  1, 0} is "13 198" or "0". A length
+// of 0 or above KAI_AI_MAX_STOP_TOKENS, a length that runs past stop_words,
+// more sequences or more words is -KAI_EINVAL; an id >= the model's
+// vocab_size (it could never be generated, so never match) is -KAI_ERANGE,
+// as for a prompt id. Generation stops when the output ends with one of
+// them (lib/llm_stop.h has the rule).
 #define KAI_AI_MAX_STOP_SEQS   4
 #define KAI_AI_MAX_STOP_TOKENS 8
 #define KAI_AI_MAX_STOP_WORDS  (KAI_AI_MAX_STOP_SEQS * (KAI_AI_MAX_STOP_TOKENS + 1))
@@ -59,9 +64,10 @@
 // Errors (negated return values), one distinct code per cause:
 //   unknown model name             -KAI_ENOENT
 //   model failed to load           -KAI_ENODEV
-//   empty prompt, n_predict == 0, unknown flags, priority > 15 -KAI_EINVAL
+//   empty prompt, n_predict == 0, unknown flags, priority > 15,
+//     a sampling field above its maximum, a malformed stop list -KAI_EINVAL
 //   prompt longer than 255 tokens  -KAI_E2BIG
-//   token id >= vocab_size         -KAI_ERANGE
+//   prompt or stop id >= vocab_size -KAI_ERANGE
 //   prompt + predict > runtime_seq_len, or predict > KAI_AI_MAX_OUTPUT  -KAI_EFBIG
 //   bad user pointer               -KAI_EFAULT
 //   full queue with KAI_AI_NONBLOCK -KAI_EAGAIN
@@ -84,15 +90,27 @@
 
 // How the next token is chosen (lib/llm_sample.h explains each step). All
 // zero, the default, is greedy: exactly the tokens of the argmax. Fractions
-// are in thousandths, so the ABI carries no floating point.
+// are in thousandths, so the ABI carries no floating point. A field above
+// its maximum is -KAI_EINVAL: every value accepted takes effect, none is
+// clipped. With temperature 0 the filters (top_k, top_p, min_p) change
+// nothing, since the argmax survives each of them; the penalty still applies.
+#define KAI_AI_MAX_TEMPERATURE_MILLI    10000   // T 10
+#define KAI_AI_MAX_TOP_P_MILLI          1000    // 1.0: a probability
+#define KAI_AI_MAX_MIN_P_MILLI          1000    // 1.0: a probability
+#define KAI_AI_MAX_REPEAT_PENALTY_MILLI 10000   // divide by 10
+#define KAI_AI_MAX_REPEAT_LAST_N        256     // tokens of prompt + output
 struct kai_ai_sampling {
-  uint32_t temperature_milli;    // 0 = greedy; 1000 = T 1.0; at most 10000
-  uint32_t top_k;                // 0 = off
-  uint32_t top_p_milli;          // 0 or 1000 = off; else keep the top tokens up to this mass
-  uint32_t min_p_milli;          // 0 = off; else drop tokens below min_p x the best's probability
+  uint32_t temperature_milli;    // 0 = greedy; 1000 = T 1.0; 0..KAI_AI_MAX_TEMPERATURE_MILLI
+  uint32_t top_k;                // 0 = off; no maximum: >= vocab_size keeps every token, as 0 does
+  uint32_t top_p_milli;          // 0 or 1000 = off; else keep the top tokens up to this mass;
+                                 // 0..KAI_AI_MAX_TOP_P_MILLI
+  uint32_t min_p_milli;          // 0 = off; else drop tokens below min_p x the best's probability;
+                                 // 0..KAI_AI_MAX_MIN_P_MILLI (1000 keeps only the best's ties)
   uint32_t repeat_penalty_milli; // 0 or 1000 = off; 1100 = divide a recent token's logit by 1.1
-  uint32_t repeat_last_n;        // tokens the penalty looks back over; 0 = 64
-  uint64_t seed;                 // the generator's start: the same seed, the same tokens
+                                 // (below 1000 favours repeats); 0..KAI_AI_MAX_REPEAT_PENALTY_MILLI
+  uint32_t repeat_last_n;        // tokens the penalty looks back over (the newest of prompt +
+                                 // output); 0 = 64; 0..KAI_AI_MAX_REPEAT_LAST_N
+  uint64_t seed;                 // the generator's start: the same seed, the same tokens; any value
 };
 
 struct kai_ai_submit {

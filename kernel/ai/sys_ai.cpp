@@ -10,6 +10,8 @@
 #include "../user_ptr.h"
 #include "../console.h"
 #include "../printf.h"
+#include "llm_sample.h"
+#include "llm_stop.h"
 
 using namespace ai;
 
@@ -44,24 +46,29 @@ SyscallResult reject(Errno e) {
 // model's index. Waits, if need be, until the loader has listed /AI. The
 // ABI's own rules (flags, priority, reserved fields, buffer bounds) are
 // checked here; the model's rules by the runtime's check_request, once.
-// Sampling parameters within their documented ranges (ai_abi.h).
+// Sampling parameters within their maxima (ai_abi.h; the sampler's own
+// limits, lib/llm_sample.h): a value above one could not take effect.
 bool sampling_ok(const kai_ai_sampling& s) {
-  return s.temperature_milli <= 10000 && s.top_p_milli <= 1000 && s.min_p_milli <= 1000 &&
-         s.repeat_penalty_milli <= 10000 && s.repeat_last_n <= 4096;
+  return llm::sampling_in_range(s.temperature_milli, s.top_p_milli, s.min_p_milli, s.repeat_penalty_milli,
+                                s.repeat_last_n);
 }
 
 // Copies in the stop sequences and checks their format: {len, tokens...}
 // with 1 <= len <= KAI_AI_MAX_STOP_TOKENS, at most KAI_AI_MAX_STOP_SEQS.
+// Their ids are checked against the model's vocabulary once it is known.
 ErrorOr<void> copy_stop(const kai_ai_submit& req, uint32_t* stop) {
   if (req.stop_words == 0) return {};
   if (req.stop_words > KAI_AI_MAX_STOP_WORDS) return Errno::Invalid;
   TRY(copy_from_user(stop, UserPtr<uint32_t>(reinterpret_cast<uint64_t>(req.stop)), req.stop_words));
-  uint32_t seqs = 0;
-  for (uint32_t at = 0; at < req.stop_words; at += 1 + stop[at]) {
-    uint32_t len = stop[at];
-    if (len == 0 || len > KAI_AI_MAX_STOP_TOKENS || at + 1 + len > req.stop_words) return Errno::Invalid;
-    if (++seqs > KAI_AI_MAX_STOP_SEQS) return Errno::Invalid;
-  }
+  if (llm::check_stop_sequences(stop, req.stop_words, UINT32_MAX) == llm::StopCheck::BadFormat)
+    return Errno::Invalid;
+  return {};
+}
+
+// A stop id the model cannot generate could never match: refused as a
+// prompt id outside the vocabulary is.
+ErrorOr<void> check_stop_ids(const uint32_t* stop, uint32_t stop_words, uint32_t vocab_size) {
+  if (llm::check_stop_sequences(stop, stop_words, vocab_size) != llm::StopCheck::Ok) return Errno::Range;
   return {};
 }
 
@@ -90,6 +97,7 @@ ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt, uint32_t* stop
   const Model& model = models[m];
   if (model.state == KAI_AI_MODEL_FAILED) return Errno::NoDevice;
   TRY(engine_check_request(model.summary, prompt, req.prompt_len, req.n_predict));
+  TRY(check_stop_ids(stop, req.stop_words, model.summary.vocab_size));
   // Bigger than the model's whole KV pool: it could never run (ai.kv_mb).
   if (!kv_could_fit(m, req.prompt_len + req.n_predict)) return Errno::NoMem;
   return m;

@@ -106,3 +106,31 @@ TEST_CASE("the repetition penalty makes recent tokens less likely", "[sample]") 
   p.repeat_last_n = 1;
   CHECK(draw({2.0f, 1.9f}, p, rng, {0, 1}) == 0);    // only the last token is in the window
 }
+
+TEST_CASE("every sampling limit is accepted at its maximum and refused above", "[sample]") {
+  CHECK(llm::sampling_in_range(0, 0, 0, 0, 0));
+  CHECK(llm::sampling_in_range(llm::kMaxTemperatureMilli, llm::kMaxTopPMilli, llm::kMaxMinPMilli,
+                               llm::kMaxRepeatPenaltyMilli, llm::kMaxRepeatLastN));
+  CHECK_FALSE(llm::sampling_in_range(llm::kMaxTemperatureMilli + 1, 0, 0, 0, 0));
+  CHECK_FALSE(llm::sampling_in_range(0, llm::kMaxTopPMilli + 1, 0, 0, 0));
+  CHECK_FALSE(llm::sampling_in_range(0, 0, llm::kMaxMinPMilli + 1, 0, 0));
+  CHECK_FALSE(llm::sampling_in_range(0, 0, 0, llm::kMaxRepeatPenaltyMilli + 1, 0));
+  CHECK_FALSE(llm::sampling_in_range(0, 0, 0, 0, llm::kMaxRepeatLastN + 1));
+}
+
+TEST_CASE("the penalty window reaches back exactly repeat_last_n tokens", "[sample]") {
+  // kMaxRepeatLastN distinct recent tokens, the oldest of which is token 0:
+  // the penalty must reach it at the maximum window and not one token less.
+  const uint32_t n = llm::kMaxRepeatLastN + 1;
+  std::vector<float> logits(n, 1.0f);
+  logits[0] = 1.05f;   // the best, unless penalised
+  std::vector<uint32_t> recent;
+  for (uint32_t i = 0; i < llm::kMaxRepeatLastN; i++) recent.push_back(i);   // 0 is the oldest
+  llm::SamplingParams p;
+  p.repeat_penalty = 1.1f;
+  llm::Rng rng = llm::rng_from_seed(1);
+  p.repeat_last_n = llm::kMaxRepeatLastN;
+  CHECK(draw(logits, p, rng, recent) == llm::kMaxRepeatLastN);   // 0 penalised: the unseen token wins
+  p.repeat_last_n = llm::kMaxRepeatLastN - 1;
+  CHECK(draw(logits, p, rng, recent) == 0);
+}

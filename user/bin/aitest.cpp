@@ -180,6 +180,72 @@ static void test_submit_errors() {
   check(after.rejected >= before.rejected + 17, "rejected submits are counted");
 }
 
+// Every limit ai_abi.h writes next to a sampling field or the stop list:
+// the boundary is accepted (and the request runs), one above is refused.
+static bool accepted(const kai_ai_submit& r) {
+  int64_t id = ai_submit(&r);
+  if (id <= 0) return false;
+  uint32_t out[1];
+  return ai_wait(id, out, 1, nullptr) == 1;
+}
+
+static void test_sampling_limits() {
+  struct Limit {
+    const char* name;
+    uint32_t kai_ai_sampling::*field;
+    uint32_t max;
+  } limits[] = {
+      {"temperature", &kai_ai_sampling::temperature_milli, KAI_AI_MAX_TEMPERATURE_MILLI},
+      {"top_p", &kai_ai_sampling::top_p_milli, KAI_AI_MAX_TOP_P_MILLI},
+      {"min_p", &kai_ai_sampling::min_p_milli, KAI_AI_MAX_MIN_P_MILLI},
+      {"repeat_penalty", &kai_ai_sampling::repeat_penalty_milli, KAI_AI_MAX_REPEAT_PENALTY_MILLI},
+      {"repeat_last_n", &kai_ai_sampling::repeat_last_n, KAI_AI_MAX_REPEAT_LAST_N},
+  };
+  char name[96];
+  for (const Limit& l : limits) {
+    kai_ai_submit r = request(prompt, kPromptLen, 1);
+    r.sampling.temperature_milli = 1000;   // sampled, so every filter is in play
+    r.sampling.repeat_penalty_milli = 1100;
+    r.sampling.*l.field = l.max;
+    snprintf(name, sizeof name, "%s at its maximum %u is accepted", l.name, l.max);
+    check(accepted(r), name);
+    r.sampling.*l.field = l.max + 1;
+    snprintf(name, sizeof name, "%s one above its maximum is refused (EINVAL)", l.name);
+    long e = ai_submit(&r);
+    check(e == -KAI_EINVAL, name, "got %ld", e);
+  }
+  kai_ai_submit r = request(prompt, kPromptLen, 1);
+  r.sampling.temperature_milli = 1000;
+  r.sampling.top_k = 0xffffffffu;
+  r.sampling.seed = ~0ull;
+  check(accepted(r), "top_k and seed have no maximum");
+
+  // Stop sequences: ids up to vocab_size - 1, the most words in the most sequences.
+  static uint32_t stop[KAI_AI_MAX_STOP_WORDS + 2];
+  uint32_t w = 0;
+  for (uint32_t s = 0; s < KAI_AI_MAX_STOP_SEQS; s++) {
+    stop[w++] = KAI_AI_MAX_STOP_TOKENS;
+    for (uint32_t i = 0; i < KAI_AI_MAX_STOP_TOKENS; i++) stop[w++] = minfo.vocab_size - 1;
+  }
+  r = request(prompt, kPromptLen, 1);
+  r.stop = stop;
+  r.stop_words = w;
+  check(accepted(r), "4 stop sequences of 8 ids, the last vocabulary id, are accepted");
+  stop[w - 1] = minfo.vocab_size;
+  long e = ai_submit(&r);
+  check(e == -KAI_ERANGE, "a stop id = vocab_size is refused (ERANGE)", "got %ld", e);
+  static const uint32_t nine[] = {KAI_AI_MAX_STOP_TOKENS + 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  r.stop = nine;
+  r.stop_words = KAI_AI_MAX_STOP_TOKENS + 2;
+  e = ai_submit(&r);
+  check(e == -KAI_EINVAL, "a stop sequence of 9 ids is refused (EINVAL)", "got %ld", e);
+  static const uint32_t five[] = {1, 1, 1, 2, 1, 3, 1, 4, 1, 5};
+  r.stop = five;
+  r.stop_words = 10;
+  e = ai_submit(&r);
+  check(e == -KAI_EINVAL, "5 stop sequences are refused (EINVAL)", "got %ld", e);
+}
+
 static void test_wait_buffers() {
   int64_t id = submit();
   uint32_t out[KAI_AI_MAX_OUTPUT];
@@ -467,6 +533,7 @@ int main(int argc, char** argv) {
   test_reference();
   test_collect_once_and_ids();
   test_submit_errors();
+  test_sampling_limits();
   test_wait_buffers();
   test_streaming();
   test_query_and_cancel();

@@ -128,10 +128,11 @@ extern "C" int ai_generation_option(const char* prog, int argc, char** argv, int
     uint32_t max;
     const char* what;
   } millis[] = {
-      {"--temp", &g->sampling.temperature_milli, 10000, "a temperature from 0 to 10"},
-      {"--top-p", &g->sampling.top_p_milli, 1000, "a fraction from 0 to 1"},
-      {"--min-p", &g->sampling.min_p_milli, 1000, "a fraction from 0 to 1"},
-      {"--repeat-penalty", &g->sampling.repeat_penalty_milli, 10000, "a penalty from 0 to 10 (1 = off)"},
+      {"--temp", &g->sampling.temperature_milli, KAI_AI_MAX_TEMPERATURE_MILLI, "a temperature from 0 to 10"},
+      {"--top-p", &g->sampling.top_p_milli, KAI_AI_MAX_TOP_P_MILLI, "a fraction from 0 to 1"},
+      {"--min-p", &g->sampling.min_p_milli, KAI_AI_MAX_MIN_P_MILLI, "a fraction from 0 to 1"},
+      {"--repeat-penalty", &g->sampling.repeat_penalty_milli, KAI_AI_MAX_REPEAT_PENALTY_MILLI,
+       "a penalty from 0 to 10 (1 = off)"},
   };
   if (strcmp(opt, "--stop-eos") == 0) {
     g->flags |= KAI_AI_STOP_AT_EOS;
@@ -172,9 +173,11 @@ extern "C" int ai_generation_option(const char* prog, int argc, char** argv, int
     g->sampling.seed = seed;
     return 1;
   }
-  uint32_t* field = strcmp(opt, "--top-k") == 0 ? &g->sampling.top_k : &g->sampling.repeat_last_n;
-  if (parse_u32(v, 1u << 20, field) < 0) {
-    fprintf(2, "%s: %s: '%s' is not a number of tokens\n", prog, opt, v);
+  bool top_k = strcmp(opt, "--top-k") == 0;
+  uint32_t* field = top_k ? &g->sampling.top_k : &g->sampling.repeat_last_n;
+  uint32_t max = top_k ? 1u << 20 : KAI_AI_MAX_REPEAT_LAST_N;
+  if (parse_u32(v, max, field) < 0) {
+    fprintf(2, "%s: %s: '%s' is not a number of tokens from 0 to %u\n", prog, opt, v, max);
     return -1;
   }
   return 1;

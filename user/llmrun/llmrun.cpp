@@ -31,14 +31,13 @@ void out(const char* s) { platform::write_out(s, llm::str_len(s)); }
 void err(const char* s) { platform::write_err(s, llm::str_len(s)); }
 void errln(const char* s) { err(s); err("\n"); }
 
-constexpr uint32_t kMaxStops = 4, kMaxStopLen = 8;
-
 // What to generate beyond greedy-until-N: sampling and stop conditions.
 struct Generation {
   llm::SamplingParams sampling;   // greedy unless --temp / --repeat-penalty
   uint64_t seed = 0;
-  uint32_t stop[kMaxStops][kMaxStopLen];
-  uint32_t stop_len[kMaxStops] = {};
+  // --stop sequences, packed as the kernel ABI carries them (lib/llm_stop.h).
+  uint32_t stop[llm::kMaxStopWords];
+  uint32_t stop_words = 0;
   uint32_t n_stops = 0;
   bool stop_eos = false;
   // Thousandths as given on the command line (converted once, by the
@@ -210,29 +209,27 @@ struct Runner {
   uint32_t draw(llm::Rng& rng, uint32_t n_context) {
     uint32_t vocab = model.config().vocab_size;
     session.logits(logits);
-    uint32_t window = how.sampling.repeat_last_n < 256 ? how.sampling.repeat_last_n : 256;
+    uint32_t window = how.sampling.repeat_last_n;   // at most llm::kMaxRepeatLastN (checked)
     uint32_t n = n_context < window ? n_context : window;
     return llm::sample_token(logits, vocab, how.sampling, rng, context + (n_context - n), n, order);
   }
 
-  // Why generation ends after `produced` tokens, or nullptr: the rules of
-  // the kernel's stop_reason (kernel/ai/requests.cpp).
+  // Why generation ends after `produced` tokens, or nullptr: the runtime's
+  // stop rule (lib/llm_stop.h), the one the kernel's AI service follows.
+  // The loop in run() ends at n_predict by itself.
   const char* stop_reason(uint32_t produced) const {
-    uint32_t last = gen_last(produced);
-    if (how.stop_eos)
-      for (uint32_t i = 0; i < n_eos; i++)
-        if (eos[i] == last) return "eos";
-    for (uint32_t k = 0; k < how.n_stops; k++) {
-      uint32_t len = how.stop_len[k];
-      if (len > produced) continue;
-      bool match = true;
-      for (uint32_t i = 0; i < len && match; i++) match = gen_at(produced - len + i) == how.stop[k][i];
-      if (match) return "stop";
+    llm::StopRule rule;
+    rule.eos = eos;
+    rule.n_eos = how.stop_eos ? n_eos : 0;
+    rule.stop = how.stop;
+    rule.stop_words = how.stop_words;
+    rule.max_tokens = UINT32_MAX;
+    switch (llm::finish_reason(rule, gen, produced)) {
+      case llm::Finish::EndOfSequence: return "eos";
+      case llm::Finish::StopSequence: return "stop";
+      default: return nullptr;
     }
-    return nullptr;
   }
-  uint32_t gen_at(uint32_t i) const { return gen[i]; }
-  uint32_t gen_last(uint32_t produced) const { return gen[produced - 1]; }
 
   void show(uint32_t i, uint32_t token, llm::Decoder& d, const char* text) {
     if (!text_mode) {
@@ -343,8 +340,10 @@ int generation_option(int argc, char** argv, int* i, Generation* g) {
     const char* name;
     uint32_t* field;
     uint32_t max;
-  } millis[] = {{"--temp", &g->temp, 10000}, {"--top-p", &g->top_p, 1000}, {"--min-p", &g->min_p, 1000},
-                {"--repeat-penalty", &g->penalty, 10000}};
+  } millis[] = {{"--temp", &g->temp, llm::kMaxTemperatureMilli},
+                {"--top-p", &g->top_p, llm::kMaxTopPMilli},
+                {"--min-p", &g->min_p, llm::kMaxMinPMilli},
+                {"--repeat-penalty", &g->penalty, llm::kMaxRepeatPenaltyMilli}};
   bool known = llm::str_eq(a, "--top-k") || llm::str_eq(a, "--repeat-last-n") || llm::str_eq(a, "--seed") ||
                llm::str_eq(a, "--stop");
   for (const Milli& m : millis) known |= llm::str_eq(a, m.name);
@@ -366,20 +365,24 @@ int generation_option(int argc, char** argv, int* i, Generation* g) {
   for (const Milli& m : millis)
     if (llm::str_eq(a, m.name)) return llm::parse_thousandths(v, m.max, m.field) ? 1 : bad("a decimal in range (at most 3 decimals)");
   if (llm::str_eq(a, "--stop")) {
-    if (g->n_stops == kMaxStops) return bad("accepted: at most 4 --stop options");
+    if (g->n_stops == llm::kMaxStopSequences) return bad("accepted: at most 4 --stop options");
     static char copy[256];
     uint32_t n = 0;
     size_t len = llm::str_len(v);
     if (len >= sizeof copy) return bad("1 to 8 token ids");
     for (size_t k = 0; k <= len; k++) copy[k] = v[k];
-    if (!parse_ids(copy, g->stop[g->n_stops], kMaxStopLen, &n) || n == 0) return bad("1 to 8 token ids");
-    g->stop_len[g->n_stops++] = n;
+    uint32_t* seq = g->stop + g->stop_words;   // room for kMaxStopTokens ids after the length word
+    if (!parse_ids(copy, seq + 1, llm::kMaxStopTokens, &n) || n == 0) return bad("1 to 8 token ids");
+    seq[0] = n;
+    g->stop_words += 1 + n;
+    g->n_stops++;
     return 1;
   }
   uint32_t x;
   if (!parse_u32(v, &x)) return bad("a whole number");
   if (llm::str_eq(a, "--seed")) g->seed = x;
   else if (llm::str_eq(a, "--top-k")) g->top_k = x;
+  else if (x > llm::kMaxRepeatLastN) return bad("a window of 0 to 256 tokens");
   else g->last_n = x;
   return 1;
 }
@@ -509,6 +512,12 @@ int llmrun_main(int argc, char** argv) {
   r.how.sampling = llm::sampling_from_thousandths(g.temp, g.top_k, g.top_p, g.min_p, g.penalty, g.last_n);
   r.stream = opt.stream || opt.text;
   uint32_t vocab = r.model.config().vocab_size;
+  if (llm::check_stop_sequences(g.stop, g.stop_words, vocab) != llm::StopCheck::Ok) {
+    char b[96];
+    TextBuf(b, sizeof b).str("--stop: a token id is not below the vocabulary size ").u64(vocab);
+    errln(b);
+    return 2;
+  }
   if (r.sampled()) {
     r.logits = static_cast<float*>(platform::alloc(uint64_t(vocab) * 4));
     r.order = static_cast<uint32_t*>(platform::alloc(uint64_t(vocab) * 4));
