@@ -40,6 +40,8 @@ struct Process {
   bool is_kthread = false;
   // An unknown system-call number is logged once per process, not once per
   // call: otherwise any program could flood the console through the kernel.
+  // (All processes together also share a budget of lines a second, since a
+  // fork loop makes a new process per call: kernel/syscall.cpp.)
   bool logged_unknown_syscall = false;
   void (*kfn)(void*) = nullptr;       // kernel thread body
   void* karg = nullptr;

@@ -4,8 +4,16 @@
 #include "printf.h"
 #include "process.h"
 #include "syscall_dispatch.h"
+#include "log_budget.h"
+#include "trap.h"
 
 namespace {
+
+// An unknown system-call number is reported once per process, and at most
+// kUnknownSyscallLines a second by all processes together (a fork loop makes
+// a new process for every call; see log_budget.h).
+constexpr uint32_t kUnknownSyscallLines = 5;
+constinit LogBudget unknown_syscall_log{"unknown_syscall_log", kUnknownSyscallLines, 1'000'000'000};
 
 using Handler = SyscallResult (*)();
 
@@ -57,8 +65,14 @@ void syscall_dispatch() {
     result = table[num]();
   } else if (!p->logged_unknown_syscall) {
     p->logged_unknown_syscall = true;
-    kprintf("pid %d (%s): unknown system call %lu (logged once per process)\n", p->pid, p->name,
-            num);
+    uint64_t left_out = 0;
+    if (unknown_syscall_log.take(clock_ns(), &left_out)) {
+      if (left_out != 0)
+        kprintf("kai: %lu unknown-system-call lines left out (at most %u a second)\n", left_out,
+                kUnknownSyscallLines);
+      kprintf("pid %d (%s): unknown system call %lu (logged once per process)\n", p->pid, p->name,
+              num);
+    }
   }
   p->trapframe->x[REG_A0] =
       result.is_error() ? static_cast<uint64_t>(-static_cast<int64_t>(result.error()))

@@ -2,7 +2,9 @@
 selftest) and powers off on halt, at every memory size it supports; a pipe
 connects two programs; usertests (the system-call interface, on 1 and 4
 harts) passes; a faulting or ^C-killed program dies alone while the kernel
-and shell go on; the console's line editing works."""
+and shell go on; a fork loop of unknown system calls prints a bounded number
+of console lines and the kernel later counts the ones it left out; the
+console's line editing works."""
 import os
 import re
 import time
@@ -51,6 +53,37 @@ def test_usertests(smp):
     assert res.ok, f"{res.error}\n{res.transcript[-4000:]}"
     out = output_of(res.transcript, "usertests")
     assert "ALL TESTS PASSED" in out or re.search(r"\b0 failed\b", out), out[-4000:]
+
+
+# kernel/syscall.cpp: at most this many unknown-system-call lines a second,
+# from all processes together.
+UNKNOWN_SYSCALL_LINES_PER_SECOND = 5
+
+
+def test_unknown_syscall_fork_loop_cannot_flood_the_console():
+    need_program("usertests")
+    flood, later = "usertests -v unknown_syscall_flood", "usertests bad_syscall"
+    # The sleep ends the budget's one-second period, so the next unknown
+    # call (from `usertests bad_syscall`) is printed, after the count of the
+    # lines the flood left out.
+    res = boot([flood, "sleep 1.5", later], smp=2, timeout=300)
+    assert res.ok, f"{res.error}\n{res.transcript[-4000:]}"
+    flood_out = output_of(res.transcript, flood)
+    m = re.search(r"ok unknown_syscall_flood \((\d+) ms\)", flood_out)
+    assert m, flood_out
+    seconds = int(m.group(1)) / 1000
+    printed = len(re.findall(r"unknown system call 777 ", flood_out))
+    # 100 children, each one unknown call: one budget per started second.
+    bound = UNKNOWN_SYSCALL_LINES_PER_SECOND * (int(seconds) + 1)
+    print(f"\nfork loop of 100 unknown calls: {printed} lines in {seconds:.2f} s (bound {bound})")
+    assert 1 <= printed <= bound, flood_out
+    later_out = output_of(res.transcript, later)
+    # No line is lost: every one left out is counted when printing resumes
+    # (inside the flood if it outlasts a period, and before the later line).
+    left = re.findall(r"kai: (\d+) unknown-system-call lines left out", flood_out + later_out)
+    assert re.search(r"kai: \d+ unknown-system-call lines left out", later_out), later_out
+    assert printed + sum(map(int, left)) == 100, (printed, left, later_out)
+    assert re.search(r"\(usertests\): unknown system call", later_out), later_out
 
 
 def test_null_dereference_kills_only_the_process():

@@ -291,6 +291,28 @@ bool t_bad_syscall() {
   return true;
 }
 
+// A fork loop of children that each make one unknown system call: every
+// call returns -ENOSYS. The kernel reports an unknown number once per
+// process but at most a few lines a second in all, so this loop cannot
+// flood the console (tests/qemu/test_kernel.py counts the lines).
+constexpr long kFloodNumber = 777;   // no system call has this number
+constexpr int kFloodChildren = 100;
+
+void unknown_call_child() {
+  register long a7 asm("a7") = kFloodNumber;
+  register long a0 asm("a0") = 0;
+  asm volatile("ecall" : "+r"(a0) : "r"(a7) : "memory");
+  exit(a0 == -KAI_ENOSYS ? 0 : 1);
+}
+
+bool t_unknown_syscall_flood() {
+  for (int i = 0; i < kFloodChildren; ++i) {
+    int s = in_child(unknown_call_child);
+    EXPECT(s == 0, "child %d: system call %ld did not return -ENOSYS (status %d)", i, kFloodNumber, s);
+  }
+  return true;
+}
+
 void spin_forever(long) { for (;;) asm volatile(""); }
 void sleep_forever(long) { for (;;) sleep(1000); }
 void read_forever(long fd) { char c; read(static_cast<int>(fd), &c, 1); exit(0); }
@@ -340,6 +362,7 @@ const Test kTests[] = {
     {"exec_concurrent", t_exec_concurrent},
     {"faults", t_faults},
     {"bad_syscall", t_bad_syscall},
+    {"unknown_syscall_flood", t_unknown_syscall_flood},
     {"kill", t_kill},
 };
 }  // namespace
