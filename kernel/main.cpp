@@ -36,7 +36,6 @@ extern "C" void kmain(uint64_t hartid, uint64_t fdt) {
   kalloc_init();
   kvm_init();
   kvm_inithart();
-  proc_init();
   trap_inithart();
   plic_init();
   plic_inithart();

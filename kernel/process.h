@@ -26,7 +26,6 @@ constexpr int REG_SP = 2, REG_A0 = 10, REG_A1 = 11, REG_A7 = 17;
 extern Process procs[NPROC];
 extern Process* init_process;
 
-void proc_init();
 void user_init();                    // creates the first process
 [[noreturn]] void scheduler();
 void yield();

@@ -49,7 +49,6 @@ inline uint64_t read_tp() {
   asm volatile("mv %0, tp" : "=r"(v));
   return v;
 }
-inline void write_tp(uint64_t v) { asm volatile("mv tp, %0" ::"r"(v)); }
 
 inline void intr_on() { KAI_CSR_SET(sstatus, SSTATUS_SIE); }
 inline void intr_off() { KAI_CSR_CLEAR(sstatus, SSTATUS_SIE); }

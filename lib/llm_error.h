@@ -48,8 +48,6 @@ struct Error {
   }
 };
 
-using LoadError = Error;
-
 template <typename T>
 using Result = ErrorOr<T, Error>;
 

@@ -111,8 +111,4 @@ inline float finish_int8(int64_t total, const ActVec& x, float row_scale) {
   return float(total) * (x.scale * (1.0f / float(1u << kMaxShift))) * row_scale;
 }
 
-inline uint32_t act_groups(uint32_t n, uint32_t group) {
-  return group == 0 ? 1 : (n + group - 1) / group;
-}
-
 }  // namespace llm

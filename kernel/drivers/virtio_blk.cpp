@@ -145,7 +145,6 @@ void virtio_blk_init() {
 
 bool virtio_blk_present() { return present; }
 uint64_t virtio_blk_capacity() { return capacity; }
-bool virtio_blk_read_only() { return read_only; }
 int virtio_blk_max_segments() { return max_segments; }
 
 void virtio_blk_kick() {

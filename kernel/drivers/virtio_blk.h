@@ -9,7 +9,7 @@ constexpr int VIRTIO0_IRQ = 1;
 void virtio_blk_init();        // called once by hart 0 during boot
 void virtio_blk_interrupt();   // called by the trap handler on VIRTIO0_IRQ
 
-// ---- Block requests (added by the file system; not part of the original contract).
+// ---- Block requests, the shape in which the file system reads and writes.
 // One request moves a run of 512-byte sectors between the disk and a list of
 // physically addressed memory segments (a scatter/gather list), so one large
 // read can land straight in a process's scattered pages. Several requests may
@@ -31,7 +31,6 @@ struct BlkRequest {
 
 bool virtio_blk_present();
 uint64_t virtio_blk_capacity();        // in 512-byte sectors
-bool virtio_blk_read_only();
 int virtio_blk_max_segments();         // most segments one request may carry
 // Queues a request; sleeps while the ring has too few free descriptors.
 // With notify == false the device is not told yet (one virtio_blk_kick()

@@ -152,12 +152,6 @@ void bunpin(Buf* b) {
   b->refcnt--;
 }
 
-bool bcached(uint32_t dev, uint32_t blockno) {
-  SpinlockGuard guard(bcache.lock);
-  Buf* b = lookup(dev, blockno);
-  return b && (b->valid || b->refcnt > 0);
-}
-
 uint32_t bcached_first(uint32_t dev, uint32_t start, uint32_t count) {
   SpinlockGuard guard(bcache.lock);
   uint32_t best = count;

@@ -34,10 +34,9 @@ ErrorOr<void> bwrite(Buf* b);     // b locked
 void brelse(Buf* b);              // b locked; unlocks
 void bpin(Buf* b);                // keep cached (the log holds it)
 void bunpin(Buf* b);
-// Is the block in the cache (valid or being read)? The large-read path reads
-// uncached blocks straight from the disk and the rest through the cache.
-bool bcached(uint32_t dev, uint32_t blockno);
-// The smallest i < count such that block start + i is cached, else count.
+// The smallest i < count such that block start + i is in the cache (valid or
+// being read), else count. The large-read path reads uncached blocks
+// straight from the disk and the rest through the cache.
 // One pass over the buffers under one lock: taking a spinlock per block costs
 // microseconds under QEMU (interrupt enable/disable are CSR writes).
 uint32_t bcached_first(uint32_t dev, uint32_t start, uint32_t count);
