@@ -27,13 +27,20 @@ help:
 	@echo "make clean      remove build/"
 
 # ---------------------------------------------------------------- flags
-# Bare-metal RISC-V flags: see ../shared/docs/qemu-facts.md for why each is needed.
+# Bare-metal RISC-V flags. rv64gc/lp64d: QEMU virt's harts have the F and D
+# extensions, so floats pass in registers. medany: the kernel runs at
+# 0x80200000, beyond the +-2 GiB around address 0 that the default code
+# model (medlow) can reach. Nothing here could support the rest: no PIE (no
+# loader relocates the image), no stack protector (no guard value), no
+# thread-safe statics (no threads library for the guard), no unwind tables
+# (no exceptions), -nostdlib (no libc); -lgcc at link time supplies the few
+# helpers the compiler calls.
 RV_ARCH   := -march=rv64gc -mabi=lp64d -mcmodel=medany
 RV_COMMON := $(RV_ARCH) -ffreestanding -fno-exceptions -fno-rtti -fno-pie -no-pie \
              -fno-stack-protector -fno-threadsafe-statics -fno-asynchronous-unwind-tables \
              -nostdlib -O2 -g -Wall -Wextra -Wno-unused-parameter -std=c++20 -MMD -MP
-KERNEL_CXXFLAGS := $(RV_COMMON) -Iinclude -Ikernel -Ilib -DKAI_KERNEL
-USER_CXXFLAGS   := $(RV_COMMON) -Iinclude -Iuser/lib -Ilib -DKAI_USER
+KERNEL_CXXFLAGS := $(RV_COMMON) -Iinclude -Ikernel -Ilib
+USER_CXXFLAGS   := $(RV_COMMON) -Iinclude -Iuser/lib -Ilib
 
 # ---------------------------------------------------------------- runtime (lib/)
 # The inference runtime is compiled three times: for the kernel, for user
@@ -190,7 +197,10 @@ $(B)/host/unit_tests: $(patsubst %,$(B)/host-asan/%.o,$(LIB_SRCS) $(HOST_TEST_SR
 
 # ---------------------------------------------------------------- models (tools/)
 # Test bundles: synthetic models from tools/make_model.py, and the real
-# stories260K exported from ../shared/models (KAI_SHARED_MODELS overrides) when present.
+# stories260K when the real-model directory has it. KAI_SHARED_MODELS names
+# that directory (models/README.md lists what goes in it and where it comes
+# from); the default, ../shared/models, is a directory beside the checkout
+# that a course machine may provide. Without it the real-model tests skip.
 KAI_SHARED_MODELS ?= ../shared/models
 MODEL_TOOLS := tools/bundle.py tools/make_model.py tools/export_model.py tools/llm_reference.py tools/tokenizer.py
 STORIES_BIN := $(KAI_SHARED_MODELS)/stories260K/stories260K.bin

@@ -1,4 +1,6 @@
-// Page-table operations used by the process code (not part of the contract).
+// Page-table operations for the kernel's own map and for building and
+// changing a process's address space (exec, fork, sbrk, exit); kernel/vm.h
+// has what every other part of the kernel may use.
 #pragma once
 #include <stdint.h>
 #include "vm.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Reading and writing kai / course model bundles (see docs/model-format.md and
-../shared/docs/course-asset-format.md).
+"""Reading and writing kai / course model bundles (docs/model-format.md
+describes every version of the format).
 
 A bundle is a directory of small files: CFG.BIN, EMB.BIN, NRM.BIN, Lnn.BIN,
 ROP.BIN, LTY.BIN (Qwen), PMT.BIN / EXP.BIN and text side notes.  CFG v1 (Llama)

@@ -19,8 +19,8 @@ operation whatever its size. kai reads a big file in requests of about
 at virtio's segment limit), so for most devices bandwidth is the limit; for
 the hard disk 100 IOPS caps 0.5 MiB requests at about 50 MB/s, as if each
 request needed a seek (a pessimistic model of a fragmented file). Under
-QEMU the guest also cannot copy much faster than about 0.5 GB/s
-(../shared/docs/qemu-facts.md), so "nvme" loads about as fast as "ram".
+QEMU the guest also cannot copy much faster than about 0.5 GB/s (a 64 MiB
+copy measured 480-570 MiB/s, real time), so "nvme" loads about as fast as "ram".
 Standard library only.
 """
 import argparse

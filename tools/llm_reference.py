@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Independent numpy reference of the forward pass of kai / course bundles.
 
-Written from ../shared/docs/course-asset-format.md, not from the C++ runtime:
+Written from the bundle format (docs/model-format.md), not from the C++ runtime:
 float64 math throughout, accurate exp, RoPE angles computed here (not read from
 ROP.BIN). Weights are used exactly as stored (q8 as q*scale, or float32).
 

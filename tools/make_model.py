@@ -31,8 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bundle as B          # noqa: E402
 import export_model as X    # noqa: E402
 
-# Qwen3.5-0.8B (text model) ASSUMPTIONS, from ../shared/docs/hf-checkpoints.md and
-# the published config as we know it (not verifiable offline here):
+# Qwen3.5-0.8B (text model) ASSUMPTIONS, from the published config.json and
+# model card as we know them (not verifiable offline here):
 #   hidden_size 1024, intermediate_size 3584, 24 layers = 6 x (3 linear + 1 full),
 #   full attention: 8 heads, 2 KV heads, head_dim 256, output gate, q/k norm,
 #   partial_rotary_factor 0.25 (rotary dim 64), rope_theta 1e7, rms_norm_eps 1e-6;

@@ -15,7 +15,7 @@ For each case (decode@B: B requests, one token each, in one pass; prefill@N:
 an N-token prompt in one pass) it prints the runtime's own multiply-add count,
 the instructions, instructions per multiply-add and real tokens/s, then
   perf: instr/MAC decode@1=A decode@8=B prefill@64=C
-Also two real-time ratios the issue asks for: the per-token cost at batch 8
+Also two real-time ratios: the per-token cost at batch 8
 over batch 1, and the time of a 64-token prefill over 64 decode steps.
 This is a benchmark, not a test: it asserts nothing. Standard library only.
 """

@@ -105,7 +105,7 @@ class _Console:
 
 
 # Exact mode: the guest clock counts executed instructions, 1 ns each
-# (../shared/docs/qemu-facts.md). align=off: never slow the guest down to
+# (QEMU's -icount with shift=0). align=off: never slow the guest down to
 # real time; sleep=on: an idle guest (waiting for the disk, or in wfi) lets
 # real time pass instead of warping the clock forward. Compute figures are
 # then identical from boot to boot, whatever else the host is doing.

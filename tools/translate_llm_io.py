@@ -9,7 +9,8 @@ Models and the tokenizer each one uses:
   stories  stories260K tok512.bin     $KAI_SHARED_MODELS/stories260K/tok512.bin
   baby     babyllama tok105.bin       $KAI_SHARED_MODELS/babyllama-tok105/tok105.bin
   qwen     Qwen3.5 tokenizer.json     --tokenizer PATH, else models/QWEN/tokenizer.json
-KAI_SHARED_MODELS defaults to ../shared/models relative to the repository root.
+KAI_SHARED_MODELS names the real-model directory (models/README.md lists its
+files and where to get them); without it, ../shared/models beside the checkout.
 `--tokenizer PATH` overrides the choice for any model.
 """
 import argparse

@@ -50,7 +50,7 @@ TEST_CASE("a SMOL-shape decode step counts 134.5 M multiply-adds plus attention"
   REQUIRE(c.n_layers == 30);
   REQUIRE(c.vocab_size == 49152);
   LlamaShape s(c);
-  // The figure: 30 layers x 3,538,944 + 49152 x 576.
+  // By hand: 30 layers x 3,538,944 + 49152 x 576.
   REQUIRE(s.layer_macs() == 3538944);
   REQUIRE(s.L * s.layer_macs() + s.classifier_macs() == 134479872);
 

@@ -81,7 +81,7 @@ TEST_CASE("a paged session equals a contiguous one, for every block size", "[pag
     Loaded m;
     if (!load(name, &m)) {
       if (std::string(name).rfind("tiny", 0) == 0) FAIL("missing " << name << ": run `make test-models`");
-      continue;   // stories260K needs ../shared/models (reported by the batch tests)
+      continue;   // stories260K needs the real-model directory (reported by the batch tests)
     }
     const llm::Config& c = m.model.config();
     std::mt19937 rng(7);

@@ -288,7 +288,7 @@ TEST_CASE("stories260K TOK.BIN agrees with tools/tokenizer.py", "[tokenizer]") {
   std::string tok = testutil::shared_models_dir() + "/stories260K/tok512.bin";
   std::vector<uint8_t> file;
   if (!testutil::read_file(dir + "/TOK.BIN", &file) || !testutil::file_exists(tok))
-    KAI_SKIP(dir << "/TOK.BIN or " << tok << " missing (make test-models with ../shared/models)");
+    KAI_SKIP(dir << "/TOK.BIN or " << tok << " missing (make test-models with KAI_SHARED_MODELS, models/README.md)");
   auto r = llm::load_tokenizer(file.data(), file.size());
   REQUIRE(!r.is_error());
   const llm::Tokenizer& t = r.value();

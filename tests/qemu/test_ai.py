@@ -1,6 +1,6 @@
 """Integration tests of the kernel-resident AI service (kernel/ai/): boot an
-image whose /AI holds the tiny synthetic models (and stories260K when
-../shared/models has it), then run the in-guest semantics suite `aitest`
+image whose /AI holds the tiny synthetic models (and stories260K when the
+real-model directory, KAI_SHARED_MODELS, has it), then run the in-guest semantics suite `aitest`
 with 1 and 2 workers on 1 and 4 harts, and compare the warm path's tokens
 with the reference's (EXP.BIN, written by tools/llm_reference.py)."""
 import os
@@ -320,7 +320,7 @@ def test_text_in_and_out_and_end_of_sequence(image):
     bundle's TOK.BIN stops generation early (finish=eos) only when asked."""
     img, bundles = image
     if "STORIES" not in bundles:
-        pytest.skip("stories260K not exported (needs ../shared/models): run `make test-models`")
+        pytest.skip("stories260K not exported (needs KAI_SHARED_MODELS, models/README.md): run `make test-models`")
     stories_bin = os.path.join(SHARED, "stories260K", "stories260K.bin")
     tok512 = os.path.join(SHARED, "stories260K", "tok512.bin")
     sys.path.insert(0, os.path.join(ROOT, "tools"))

@@ -176,7 +176,7 @@ def test_stories260k_equals_host_runner(guest):
     g, bundles = guest
     if "STORIES" not in bundles:
         pytest.skip("build/models/stories260K missing (make test-models exports it only when "
-                    "../shared/models/stories260K exists; set KAI_SHARED_MODELS)")
+                    "$KAI_SHARED_MODELS/stories260K exists; models/README.md)")
     if not os.path.exists(HOST_LLMRUN):
         pytest.skip("build/host/llmrun not built: run `make host`")
     for prompt, n in (([1], 40), ([1, 403, 407, 261], 24)):
@@ -192,7 +192,7 @@ def test_stories260k_equals_host_runner(guest):
 def test_cold_equals_warm(guest, name, int8):
     g, bundles = guest
     if name not in bundles:
-        pytest.skip(f"{name} bundle missing (make test-models; stories260K needs ../shared/models)")
+        pytest.skip(f"{name} bundle missing (make test-models; stories260K needs KAI_SHARED_MODELS, models/README.md)")
     flag = " --int8" if int8 else ""
     toks = "1 17 42 99 7"
     cold, _ = g.ids(f"llmrun --asset-dir /AI/{name} --predict 12{flag} {toks}")
@@ -226,7 +226,7 @@ def test_timing_line(guest):
         assert load > 0 and ttft > 0 and tpot > 0
         assert ttft + 5 * tpot <= total + 5      # rounding of the mean
         assert total < 60_000_000
-        assert int(m.group(8)) > 0 and int(m.group(9)) > 0   # work counts (issue 12)
+        assert int(m.group(8)) > 0 and int(m.group(9)) > 0   # the runtime's work counts
 
 
 def test_coldwarm_parses_llmrun(guest):

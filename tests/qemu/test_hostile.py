@@ -1,5 +1,5 @@
-"""What a hostile or careless client cannot do to kai (issue: "The AI service
-never freezes the machine"):
+"""What a hostile or careless client cannot do to kai; the AI service never
+freezes the machine:
 
 - a kernel worker computing a request never keeps its hart: on one hart, the
   shell answers `echo` well within a second while a SmolLM2-shape request is
@@ -11,7 +11,7 @@ never freezes the machine"):
 - a storm of 100 clients killed at random moments (aistorm) leaves nothing in
   flight; a killed owner's id is unknown at once; a cancel lands within one
   token of a long prefill.
-Figures (calls, clients, lateness) are printed with -s for the issue notes."""
+Figures (calls, clients, lateness) are printed with -s."""
 import os
 import re
 import time

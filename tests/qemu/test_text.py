@@ -36,7 +36,7 @@ def session():
     need_built("tok")
     llama = need_model("tiny-llama")
     if not os.path.exists(os.path.join(STORIES, "TOK.BIN")) or not os.path.exists(TOK512):
-        pytest.skip(f"{STORIES}/TOK.BIN or {TOK512} missing: run `make test-models` with ../shared/models")
+        pytest.skip(f"{STORIES}/TOK.BIN or {TOK512} missing: run `make test-models` with KAI_SHARED_MODELS (models/README.md)")
     os.makedirs(WORK, exist_ok=True)
     dirs = [("AI/STORIES", STORIES), ("AI/LLAMA", llama)]
     if os.path.exists(SMOL_JSON):   # only the tokenizer, outside /AI: no model is loaded for it

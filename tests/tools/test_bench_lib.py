@@ -90,7 +90,7 @@ SMOL = bundle.Config(dim=576, hidden_dim=1536, n_layers=30, n_heads=9, n_kv_head
 
 
 def test_analytic_work_of_the_smol_shape():
-    # The figure: 134.5 M multiply-adds for a decode step with the
+    # By hand: 134.5 M multiply-adds for a decode step with the
     # classifier (30 layers of q, k, v, o and the MLP, plus 49,152 x 576),
     # plus attention over the positions so far (9 heads x 64 x 2 per position).
     step = work.llama_pass(SMOL, 0, True)

@@ -1,6 +1,7 @@
 """tools/llm_reference.py: the numpy reference forward pass.
 
-Real-model expectations use stories260K from ../shared/models (KAI_SHARED_MODELS);
+Real-model expectations use stories260K from the real-model directory
+(KAI_SHARED_MODELS, models/README.md);
 those tests skip when it is absent.  The synthetic tiny models cover Qwen3.5."""
 import os
 import struct

@@ -1,6 +1,6 @@
 """TOK.BIN (tools/tokbin.py) and the runtime's tokenizer (lib/llm_tokenizer.cpp,
 run through build/host/toktool) against tools/tokenizer.py on the real tokenizers
-in ../shared/models (KAI_SHARED_MODELS): the expected ids and texts come from
+in the real-model directory (KAI_SHARED_MODELS, models/README.md): the expected ids and texts come from
 tools/tokenizer.py at test time, never from the code under test."""
 import json
 import os

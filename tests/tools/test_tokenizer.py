@@ -1,5 +1,5 @@
 """tools/tokenizer.py and tools/translate_llm_io.py against the real tokenizers in
-../shared/models (KAI_SHARED_MODELS)."""
+the real-model directory (KAI_SHARED_MODELS, models/README.md)."""
 import os
 import subprocess
 import sys
