@@ -169,7 +169,6 @@ void reparent(Process* p) {
 
 }  // namespace
 
-void proc_init() {}
 
 Process* current_process() {
   push_interrupts_off();
@@ -406,32 +405,74 @@ ErrorOr<uint64_t> grow_process(int64_t n) {
 }
 
 // ---------------------------------------------------------------- scheduling
+//
+// A hart switches between two kinds of kernel thread: the one process it
+// runs, and its own scheduler (running on the hart's boot stack, with its
+// registers saved in this_cpu()->context). Every switch goes through the
+// scheduler: process -> sched() -> swtch -> scheduler() -> swtch -> the
+// next process. swtch() saves only what a function call must preserve
+// (ra, sp, s0-s11 and the FP state): everything else the compiler already
+// saved on the stack of whoever called swtch, so switching threads is just
+// switching stacks.
+//
+// The lock rule that makes a switch safe: the process's p->lock is held
+// across swtch, in both directions. It is acquired by the side that gives
+// up the hart and released by the side that takes it: yield(), sleep() and
+// exit acquire p->lock, set p->state, and call sched(); the scheduler
+// releases it after swtch returns. Going in, the scheduler acquires it and
+// the process releases it (after its own sched() returns, or in its start
+// function, forkret() or kthread_start(), for a new one). While p->lock is held, p->state and p->context agree:
+// no other hart can see the process Runnable while its registers are still
+// being saved (it would start running on a stack still in use), and no
+// wakeup() can slip between sleep()'s "state = Sleeping" and the switch.
 
 void scheduler() {
   Cpu* c = this_cpu();
   c->proc = nullptr;
   for (;;) {
+    // Interrupts on for a moment in every pass: if every process is asleep
+    // waiting for a device (the disk, the console), only a device interrupt
+    // can wake one, and with interrupts off this hart would scan forever.
+    // Each p->lock the loop takes turns them off while it is held (every
+    // spinlock does), and in particular across the switch into a process.
     riscv::intr_on();   // let devices interrupt (avoid deadlock when all sleep)
     bool ran = false;
     for (auto& p : procs) {
       p.lock.acquire();
       if (p.state == ProcState::Runnable) {
+        // Still holding p->lock: the process releases it once it runs
+        // (see the lock rule above).
         p.state = ProcState::Running;
         c->proc = &p;
         swtch(&c->context, &p.context);
+        // Back here because the process called sched(): it holds p->lock
+        // again, and p->state says why it stopped (Runnable after yield,
+        // Sleeping, or Zombie).
         c->proc = nullptr;
         ran = true;
+        // A kernel thread cannot free its own stack while running on it, so
+        // its exit leaves the slot to the scheduler, now on another stack.
         if (p.state == ProcState::Zombie && p.is_kthread) free_process(&p);
       }
       p.lock.release();
     }
     if (!ran) {
+      // Nothing runnable: wait for an interrupt (the timer within one tick,
+      // 10 ms, or a device) instead of spinning, so an idle hart leaves its
+      // host CPU to the busy ones. Interrupts must be on, or wfi would wait
+      // for one that is never taken. A process made runnable by another hart
+      // in the meantime waits for this hart's next interrupt.
       riscv::intr_on();
       asm volatile("wfi");
     }
   }
 }
 
+// Gives the hart back to the scheduler. The caller holds p->lock and no
+// other lock, has set p->state to something other than Running, and has
+// interrupts off (holding p->lock ensures that). Each check below is one of
+// these invariants; breaking any of them would corrupt the switch or
+// deadlock a hart later, far from the cause, so it panics here.
 void sched() {
   Process* p = current_process();
   if (!p->lock.holding()) panic("sched: p->lock not held");
@@ -444,8 +485,14 @@ void sched() {
   if (riscv::intr_get()) panic("sched: interrupts on");
   if (*reinterpret_cast<uint64_t*>(p->kstack) != STACK_CANARY)
     panic("sched: kernel stack overflow in pid %d (%s)", p->pid, p->name);
+  // intena (were interrupts on before the first spinlock was taken?) belongs
+  // to this thread, not to the hart: the thread may come back on another
+  // hart, whose Cpu record holds some other thread's intena meanwhile. So
+  // it is saved on this thread's stack across the switch and put back.
   bool intena = this_cpu()->intena;
   swtch(&p->context, &this_cpu()->context);
+  // Running again, perhaps on another hart (this_cpu() is read anew), with
+  // p->lock held once more: the scheduler acquired it before switching here.
   this_cpu()->intena = intena;
 }
 

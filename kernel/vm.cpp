@@ -2,6 +2,46 @@
 // megapages wherever alignment allows, so even 4 GiB costs only a few
 // table pages) plus the MMIO devices and the trampoline. User tables are
 // built from 4 KiB pages only.
+//
+//   walk, walk_mega      find (or make) the PTE for a virtual address
+//   kvm_*, kernel_satp   the kernel's table, and turning paging on
+//   uvm_*                build, grow, shrink, copy and free a user table
+//   copyin/copyout/...   copies to and from user memory, checked page by page
+//
+// What the hardware does (RISC-V privileged spec, "Sv39"):
+//
+// A virtual address has 39 meaningful bits: three 9-bit indices and a
+// 12-bit offset into the 4 KiB page.
+//
+//     38      30 29      21 20      12 11          0
+//    | VPN[2]   | VPN[1]   | VPN[0]   | page offset |
+//
+// Bits 63..39 must all equal bit 38, or the access faults; kai uses only
+// addresses below MAXVA = 2^38, so they are always 0. A page-table page is
+// one 4 KiB page of 512 eight-byte entries (PTEs), so one 9-bit index
+// selects one entry. A PTE is
+//
+//     63    54 53            10 9  8 7 6 5 4 3 2 1 0
+//    | 0      | PPN            | RSW |D|A|G|U|X|W|R|V|
+//
+// PPN is the physical page number (physical address >> 12; pa_to_pte and
+// pte_to_pa move it into and out of place). V: the entry is valid (else any
+// use of it faults). R, W, X: the page may be read, written, executed; an
+// entry with V set and R, W, X all clear is not a mapping but a pointer to
+// the next level's table. U: user mode may use the page (and the kernel,
+// with sstatus.SUM clear as in kai, may not). G: the mapping exists in
+// every address space. A, D: the page has been accessed, written (dirty).
+//
+// To translate, the hart starts at the root table named by the satp
+// register and, for level 2, 1, 0, reads entry VPN[level] of the current
+// table: invalid -> page fault; R, W or X set -> a leaf, done; otherwise go
+// down to the table its PPN names. A leaf found at level 1 maps a whole
+// 2 MiB megapage (its PPN must be 2 MiB-aligned, or the access faults).
+// walk() below follows the same path in software.
+//
+// The hart caches translations in a TLB, and nothing keeps that cache in
+// step with the tables in memory: after changing a PTE or satp the kernel
+// must execute sfence.vma before relying on the change.
 #include "vm.h"
 #include "boot.h"
 #include "kalloc.h"
@@ -15,13 +55,17 @@ using namespace riscv;
 
 namespace {
 
+// Written once by kvm_init on the boot hart, before any other hart starts;
+// read-only afterwards.
 PageTable kernel_pagetable = nullptr;
 constexpr uint64_t MEGA = 2ull << 20;
 
 // The level-0 PTE for va, creating intermediate tables if alloc.
 // nullptr if missing (or a megapage is in the way, which only the kernel table has).
+// The table pages are reached through their physical addresses: the kernel
+// maps all RAM at VA == PA, so a PPN << 12 is also a pointer it can use.
 pte_t* walk(PageTable pt, uint64_t va, bool alloc) {
-  if (va >= MAXVA) return nullptr;
+  if (va >= MAXVA) return nullptr;   // beyond it the hardware would need bits 63..39 set
   for (int level = 2; level > 0; level--) {
     pte_t* pte = &pt[vpn_index(va, level)];
     if (*pte & PTE_V) {
@@ -29,8 +73,11 @@ pte_t* walk(PageTable pt, uint64_t va, bool alloc) {
       pt = reinterpret_cast<PageTable>(pte_to_pa(*pte));
     } else {
       if (!alloc) return nullptr;
+      // kalloc returns a zeroed page: 512 invalid entries, so the new table
+      // maps nothing until entries are written into it.
       auto* next = static_cast<PageTable>(kalloc());
       if (!next) return nullptr;
+      // V alone (R, W, X clear): a pointer to the next level, not a leaf.
       *pte = pa_to_pte(reinterpret_cast<uint64_t>(next)) | PTE_V;
       pt = next;
     }
@@ -38,7 +85,10 @@ pte_t* walk(PageTable pt, uint64_t va, bool alloc) {
   return &pt[vpn_index(va, 0)];
 }
 
-// A level-1 (2 MiB) leaf slot for va in the kernel table.
+// A level-1 (2 MiB) leaf slot for va in the kernel table. One megapage
+// entry replaces a whole level-0 table of 512 entries, and one TLB entry
+// covers 2 MiB instead of 4 KiB: the direct map of 1 GiB of RAM needs 512
+// entries in one table page instead of 262,144 in 512 pages.
 pte_t* walk_mega(PageTable pt, uint64_t va) {
   pte_t* pte = &pt[vpn_index(va, 2)];
   if (!(*pte & PTE_V)) {
@@ -53,8 +103,14 @@ pte_t* walk_mega(PageTable pt, uint64_t va) {
 // Maps [va, va+size) to pa in the kernel table, megapages where possible.
 void kvm_map(uint64_t va, uint64_t pa, uint64_t size, uint64_t perm) {
   uint64_t end = va + size;
+  // A and D preset: the spec lets a hart either set them itself or raise a
+  // page fault when they are clear. kai never reads them (it has no page
+  // replacement), so it sets both and runs on either kind of hart. G: these
+  // mappings are the kernel's, meant to be the same in every address space
+  // (today every switch of satp flushes the whole TLB anyway).
   perm |= PTE_A | PTE_D | PTE_G;
   while (va < end) {
+    // A megapage needs va and pa both 2 MiB-aligned and a whole 2 MiB to map.
     if (va % MEGA == 0 && pa % MEGA == 0 && end - va >= MEGA) {
       pte_t* pte = walk_mega(kernel_pagetable, va);
       if (*pte & PTE_V) panic("kvm_map: remap of %p", reinterpret_cast<void*>(va));
@@ -73,6 +129,11 @@ void kvm_map(uint64_t va, uint64_t pa, uint64_t size, uint64_t perm) {
 }
 
 // The user page for va if it is mapped with PTE_U (and PTE_W if writable), else 0.
+// Checking PTE_U is what keeps a system call from being turned against the
+// kernel: the trampoline and trapframe pages are in every user table too,
+// but without U, so a read() into the trapframe's address fails with EFAULT
+// instead of overwriting the saved registers. Checking PTE_W keeps the
+// kernel from writing where the program itself may not (its text).
 uint64_t user_page(PageTable pt, uint64_t va, bool writable) {
   if (!pt || va >= MAXVA) return 0;
   pte_t* pte = walk(pt, va, false);
@@ -83,6 +144,10 @@ uint64_t user_page(PageTable pt, uint64_t va, bool writable) {
 
 }  // namespace
 
+// Builds the kernel's table: devices read-write, text read-execute, the
+// rest of RAM read-write but not executable (a stray jump into data
+// faults instead of running it), and the trampoline at the top of the
+// address space, where every user table maps it too.
 void kvm_init() {
   kernel_pagetable = static_cast<PageTable>(kalloc());
   if (!kernel_pagetable) panic("kvm_init: out of memory");
@@ -96,9 +161,19 @@ void kvm_init() {
   kvm_map(TRAMPOLINE, reinterpret_cast<uint64_t>(_trampoline), PAGE_SIZE, PTE_R | PTE_X);
 }
 
+// Turns paging on for this hart. satp holds MODE (bits 63..60: 8 = Sv39),
+// an address-space id (bits 59..44: 0, kai does not use ASIDs) and the
+// root table's physical page number (bits 43..0); make_satp builds it.
+// The code keeps running across the write because the kernel is mapped at
+// VA == PA: the next instruction's address means the same thing before and
+// after.
 void kvm_inithart() {
+  // Before: the table's entries were written with ordinary stores (on the
+  // boot hart, perhaps not this one); the fence orders them before the
+  // hardware walker's reads that the new satp will cause.
   sfence_vma();
   KAI_CSR_WRITE(satp, make_satp(reinterpret_cast<uint64_t>(kernel_pagetable)));
+  // After: drop any translation the TLB may hold from before the switch.
   sfence_vma();
 }
 
@@ -106,18 +181,31 @@ uint64_t kernel_satp() { return make_satp(reinterpret_cast<uint64_t>(kernel_page
 
 // ---------------------------------------------------------------- user tables
 
-PageTable uvm_create() { return static_cast<PageTable>(kalloc()); }
+// A user table is in use by the hardware only while its process runs in
+// user mode (and in the trampoline), and the trampoline executes
+// sfence.vma around every switch of satp. The kernel itself always runs
+// on the kernel table and reaches user memory through the direct map
+// (user_page below), never through the user's addresses. So the functions
+// below change a user table with plain stores and no fence of their own:
+// the next return to user space flushes the TLB. (grow_process in
+// proc.cpp also fences after shrinking, for the hart that runs it.)
+
+PageTable uvm_create() { return static_cast<PageTable>(kalloc()); }   // zeroed: maps nothing
 
 ErrorOr<void> uvm_map(PageTable pt, uint64_t va, uint64_t pa, uint64_t size, uint64_t perm) {
   for (uint64_t a = page_round_down(va); a < va + size; a += PAGE_SIZE, pa += PAGE_SIZE) {
     pte_t* pte = walk(pt, a, true);
     if (!pte) return Errno::NoMem;
+    // A remap would lose track of the old page (a leak, or two owners).
     if (*pte & PTE_V) panic("uvm_map: remap of %p", reinterpret_cast<void*>(a));
-    *pte = pa_to_pte(pa) | perm | PTE_V | PTE_A | PTE_D;
+    *pte = pa_to_pte(pa) | perm | PTE_V | PTE_A | PTE_D;   // A, D preset as in kvm_map
   }
   return {};
 }
 
+// The table pages themselves stay (uvm_free_tables frees them at exit).
+// free_pages is false for pages the process does not own: the trampoline
+// (one shared page of kernel text) and the trapframe (freed by proc.cpp).
 void uvm_unmap(PageTable pt, uint64_t va, uint64_t npages, bool free_pages) {
   for (uint64_t a = va; a < va + npages * PAGE_SIZE; a += PAGE_SIZE) {
     pte_t* pte = walk(pt, a, false);
@@ -152,6 +240,9 @@ uint64_t uvm_dealloc(PageTable pt, uint64_t oldsz, uint64_t newsz) {
 }
 
 namespace {
+// Depth first: a table page is freed after every table below it. Only
+// pointer entries (V without R, W, X) are followed; the caller has already
+// unmapped every leaf, so no data page is freed here.
 void free_tables(PageTable pt, int level) {
   for (int i = 0; i < 512; i++) {
     pte_t pte = pt[i];
@@ -164,6 +255,9 @@ void free_tables(PageTable pt, int level) {
 
 void uvm_free_tables(PageTable pt) { free_tables(pt, 2); }
 
+// fork's copy: every page copied at once (no copy-on-write), with the same
+// permissions. On failure the pages copied so far are unmapped and freed, so
+// the half-built child holds nothing but its table pages.
 ErrorOr<void> uvm_copy(PageTable from, PageTable to, uint64_t start, uint64_t end) {
   for (uint64_t a = page_round_down(start); a < end; a += PAGE_SIZE) {
     pte_t* pte = walk(from, a, false);
@@ -185,6 +279,12 @@ ErrorOr<void> uvm_copy(PageTable from, PageTable to, uint64_t start, uint64_t en
 }
 
 // ---------------------------------------------------------------- copies to and from user memory
+// Each copy walks the user's table in software, one page at a time, and
+// moves bytes through the kernel's direct map of the physical page. A user
+// buffer is contiguous only in virtual memory: its pages may be anywhere in
+// RAM, so a copy never crosses a page boundary in one piece. Every page is
+// checked (mapped, U, and W for copyout) before it is touched, so a bad
+// pointer anywhere in the range is EFAULT, never a kernel page fault.
 
 uint64_t user_va_to_pa(PageTable pt, uint64_t va) {
   uint64_t page = user_page(pt, va, false);
@@ -193,7 +293,7 @@ uint64_t user_va_to_pa(PageTable pt, uint64_t va) {
 
 ErrorOr<void> copyout(PageTable pt, uint64_t dst_va, const void* src, uint64_t len) {
   auto* s = static_cast<const char*>(src);
-  if (dst_va + len < dst_va) return Errno::Fault;
+  if (dst_va + len < dst_va) return Errno::Fault;   // wraps around: no such range
   while (len > 0) {
     uint64_t page = user_page(pt, dst_va, true);
     if (!page) return Errno::Fault;
@@ -209,7 +309,7 @@ ErrorOr<void> copyout(PageTable pt, uint64_t dst_va, const void* src, uint64_t l
 
 ErrorOr<void> copyin(PageTable pt, void* dst, uint64_t src_va, uint64_t len) {
   auto* d = static_cast<char*>(dst);
-  if (src_va + len < src_va) return Errno::Fault;
+  if (src_va + len < src_va) return Errno::Fault;   // wraps around: no such range
   while (len > 0) {
     uint64_t page = user_page(pt, src_va, false);
     if (!page) return Errno::Fault;
