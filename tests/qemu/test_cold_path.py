@@ -281,6 +281,36 @@ def test_bad_arguments(guest):
     assert "empty prompt" in g.fails("echo | llmrun --asset-dir /AI/LLAMA --stdin")
 
 
+def test_sampling_and_stop_limits_and_the_stop_rule(guest):
+    """Both paths refuse what could not take effect (a penalty window above
+    256 tokens, a stop id outside the vocabulary) and accept the boundary;
+    llmrun stops where a stop sequence appears, as the kernel does."""
+    g, bundles = guest
+    vocab = config(bundles["LLAMA"]).vocab_size
+    out = g.fails("llmrun --asset-dir /AI/LLAMA --predict 4 --repeat-penalty 1.1 --repeat-last-n 257 1 2")
+    assert "--repeat-last-n: '257' is not a window of 0 to 256 tokens" in out, out
+    got, _ = g.ids("llmrun --asset-dir /AI/LLAMA --predict 4 --repeat-penalty 1.1 --repeat-last-n 256 1 2")
+    assert len(got) == 4
+    out = g.fails("ai --model LLAMA --predict 4 --repeat-penalty 1.1 --repeat-last-n 257 1 2")
+    assert "--repeat-last-n: '257' is not a number of tokens from 0 to 256" in out, out
+    got, _ = g.ids("ai --model LLAMA --predict 4 --repeat-penalty 1.1 --repeat-last-n 256 1 2")
+    assert len(got) == 4
+
+    out = g.fails(f"llmrun --asset-dir /AI/LLAMA --predict 4 --stop {vocab} 1 2")
+    assert f"--stop: a token id is not below the vocabulary size {vocab}" in out, out
+    out = g.fails(f"ai --model LLAMA --predict 4 --stop {vocab} 1 2")
+    assert not any(IDS.fullmatch(l.strip()) for l in out.splitlines() if l.strip()), out   # nothing generated
+    got, _ = g.ids(f"llmrun --asset-dir /AI/LLAMA --predict 4 --stop {vocab - 1} 1 2")
+    assert 1 <= len(got) <= 4
+
+    greedy, _ = g.ids("llmrun --asset-dir /AI/LLAMA --predict 24 1 2 3")
+    stop = greedy[5:7]
+    cut = next(i for i in range(1, len(greedy)) if greedy[i - 1:i + 1] == stop) + 1
+    got, out = g.ids(f"llmrun --asset-dir /AI/LLAMA --predict 24 --timing --stop '{stop[0]} {stop[1]}' 1 2 3")
+    assert got == greedy[:cut], (got, greedy, stop)
+    assert "finish=stop" in out, out
+
+
 def test_stdin_prompt(guest):
     g, _ = guest
     a, _ = g.ids("echo 1 17 42 | llmrun --asset-dir /AI/QWEN --predict 5 --stdin")
