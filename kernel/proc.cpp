@@ -410,10 +410,11 @@ ErrorOr<uint64_t> grow_process(int64_t n) {
 // runs, and its own scheduler (running on the hart's boot stack, with its
 // registers saved in this_cpu()->context). Every switch goes through the
 // scheduler: process -> sched() -> swtch -> scheduler() -> swtch -> the
-// next process. swtch() saves only what a function call must preserve
-// (ra, sp, s0-s11 and the FP state): everything else the compiler already
-// saved on the stack of whoever called swtch, so switching threads is just
-// switching stacks.
+// next process. Of the integer registers swtch() saves only those a
+// function call must preserve (ra, sp, s0-s11): the compiler has already
+// saved every other live one on the stack of whoever called swtch, so
+// switching threads is mostly switching stacks. (It also saves the whole FP
+// state, f0-f31 and fcsr: swtch.S.)
 //
 // The lock rule that makes a switch safe: the process's p->lock is held
 // across swtch, in both directions. It is acquired by the side that gives
