@@ -179,6 +179,11 @@ host: $(B)/host/toktool
 $(B)/host/toktool: $(HOST_LIB_OBJS) $(B)/host/tools/toktool.cpp.o
 	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
 
+# chattool: lib/llm_chat (CHAT.TXT) on the host (tests compare it with Jinja).
+host: $(B)/host/chattool
+$(B)/host/chattool: $(HOST_LIB_OBJS) $(B)/host/tools/chattool.cpp.o
+	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
+
 # Catch2 host unit tests: tests/host/*.cpp, built with AddressSanitizer.
 HOST_TEST_SRCS := $(wildcard tests/host/*.cpp)
 ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer
