@@ -30,6 +30,8 @@ import os
 import sys
 
 ROLES = ("system", "user", "assistant")
+PIECE_MAX = 128      # lib/llm_chat.h kChatPieceMax: bytes of a field as written (escaped)
+SYSTEM_MAX = 1024    # kChatSystemMax
 MAGIC = "kai-chat 1"
 FIELDS = ["name", "begin",
           "system_prefix", "system_suffix", "user_prefix", "user_suffix",
@@ -225,7 +227,14 @@ def convert(config, tok, name=None):
         form["end_of_turn"] = end_of_turn_ids(form, tok)
     except ChatTemplateError as e:
         raise ChatTemplateError(f"chat template '{fam}' cannot be expressed in CHAT.TXT: {e}")
-    form["name"] = name or fam
+    form["name"] = (name or fam)[:31]
+    for f in FIELDS[1:]:
+        if len(_escape(form[f]).encode()) > PIECE_MAX:
+            raise ChatTemplateError(f"chat template '{fam}': {f} is longer than {PIECE_MAX} bytes "
+                                    "(lib/llm_chat.h kChatPieceMax)")
+    if form["default_system"] is not None and len(_escape(form["default_system"]).encode()) > SYSTEM_MAX:
+        raise ChatTemplateError(f"chat template '{fam}': the default system message is longer than "
+                                f"{SYSTEM_MAX} bytes (lib/llm_chat.h kChatSystemMax)")
     return form
 
 
@@ -286,14 +295,14 @@ def export(tokenizer_path, out_dir, log_name="export_model"):
     cfg_path = os.path.join(os.path.dirname(os.path.abspath(tokenizer_path)), "tokenizer_config.json")
     if not os.path.exists(cfg_path):
         return "no CHAT.TXT (no tokenizer_config.json)"
-    with open(cfg_path, encoding="utf-8") as f:
-        config = json.load(f)
-    if template_of(config) is None:
-        return "no CHAT.TXT (tokenizer_config.json has no chat_template)"
     import tokenizer as T
     try:
+        with open(cfg_path, encoding="utf-8") as f:
+            config = json.load(f)
+        if template_of(config) is None:
+            return "no CHAT.TXT (tokenizer_config.json has no chat_template)"
         form = convert(config, T.load(tokenizer_path))
-    except ChatTemplateError as e:
+    except (ChatTemplateError, ValueError, KeyError, OSError) as e:
         print(f"{log_name}: warning: CHAT.TXT not written: {e}", file=sys.stderr)
         return f"no CHAT.TXT ({e})"
     write(form, dst)
