@@ -199,7 +199,8 @@ $(B)/host/unit_tests: $(patsubst %,$(B)/host-asan/%.o,$(LIB_SRCS) $(HOST_TEST_SR
 KAI_SHARED_MODELS ?= ../shared/models
 MODEL_TOOLS := tools/bundle.py tools/make_model.py tools/export_model.py tools/llm_reference.py tools/tokenizer.py
 STORIES_BIN := $(KAI_SHARED_MODELS)/stories260K/stories260K.bin
-TEST_MODELS := $(B)/models/tiny-llama $(B)/models/tiny-llama-f32 $(B)/models/tiny-qwen $(B)/models/tiny-qwen-f32
+TEST_MODELS := $(B)/models/tiny-llama $(B)/models/tiny-llama-f32 $(B)/models/tiny-qwen $(B)/models/tiny-qwen-f32 \
+               $(B)/models/tiny-chat
 ifneq ($(wildcard $(STORIES_BIN)),)
 TEST_MODELS += $(B)/models/stories260K $(B)/models/stories260K-q8
 endif
@@ -217,6 +218,10 @@ $(B)/models/tiny-qwen/INFO.TXT: $(MODEL_TOOLS)
 	$(PYTHON) tools/make_model.py --preset tiny-qwen --dtype q8 --out $(dir $@)
 $(B)/models/tiny-qwen-f32/INFO.TXT: $(MODEL_TOOLS)
 	$(PYTHON) tools/make_model.py --preset tiny-qwen --dtype f32 --out $(dir $@)
+# tiny-chat: tiny-llama's shape with a ChatML tokenizer and chat template
+# (CHAT.TXT); its tokenizer.json and tokenizer_config.json go to tiny-chat-source.
+$(B)/models/tiny-chat/INFO.TXT: $(MODEL_TOOLS) tools/make_chat_model.py tools/chat_template.py tools/tokbin.py
+	$(PYTHON) tools/make_chat_model.py --out $(dir $@) --source-out $(B)/model-sources/tiny-chat
 $(B)/models/stories260K/INFO.TXT: $(MODEL_TOOLS) tools/tokbin.py $(STORIES_BIN) $(KAI_SHARED_MODELS)/stories260K/tok512.bin
 	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --tokenizer $(KAI_SHARED_MODELS)/stories260K/tok512.bin --dtype f32 --out $(dir $@)
 $(B)/models/stories260K-q8/INFO.TXT: $(MODEL_TOOLS) tools/tokbin.py $(STORIES_BIN) $(KAI_SHARED_MODELS)/stories260K/tok512.bin

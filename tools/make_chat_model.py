@@ -120,11 +120,11 @@ def main(argv=None):
     ap.add_argument("--out", required=True)
     ap.add_argument("--dtype", choices=["q8", "f32"], default="q8")
     ap.add_argument("--source-out", help="where tokenizer.json and tokenizer_config.json go "
-                    "(default: OUT/../tiny-chat-source)")
+                    "(default: DIR-source beside DIR)")
     a = ap.parse_args(argv)
     kw = dict(CONFIG, weight_format=B.FMT_F32 if a.dtype == "f32" else B.FMT_Q8)
     cfg = B.Config(**kw)
-    src_dir = a.source_out or os.path.join(os.path.dirname(os.path.abspath(a.out)), "tiny-chat-source")
+    src_dir = a.source_out or os.path.abspath(a.out).rstrip("/") + "-source"
     tok_path = write_source(src_dir, cfg)
     os.makedirs(a.out, exist_ok=True)
     extra = {"source": "synthetic tiny-chat (tools/make_chat_model.py): tiny-llama weights, seed 2, "
