@@ -1,4 +1,4 @@
-// chat [--model NAME] [--system TEXT] [--predict N] [--timing] [--show-ids]
+// chat [--model NAME] [--system TEXT] [--predict N] [--int8] [--timing] [--show-ids]
 //      [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X]
 //      [--repeat-last-n N] [--seed N] [--stop "IDS"]
 // A conversation with a chat model through the kernel's AI service.
@@ -23,7 +23,8 @@
 // (a user message and its answer) until it fits; the system message stays.
 //
 // Commands: /reset forgets the conversation, /quit (or end of input) ends.
-// --system TEXT replaces the template's default system message. --show-ids
+// --system TEXT replaces the template's default system message; --int8 asks
+// for int8 activations (as `ai --int8`: faster, tokens may differ). --show-ids
 // prints each turn's prompt and answer ids (for tests: the same prompt sent
 // with `ai` must give the same answer).
 #include "kai.h"
@@ -39,7 +40,7 @@ constexpr uint32_t kRenderBytes = kArenaBytes + 4096;
 constexpr uint32_t kLineBytes = 2048;
 
 void usage() {
-  fprintf(2, "usage: chat [--model NAME] [--system TEXT] [--predict N] [--timing] [--show-ids]\n"
+  fprintf(2, "usage: chat [--model NAME] [--system TEXT] [--predict N] [--int8] [--timing] [--show-ids]\n"
              "            [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X]\n"
              "            [--repeat-last-n N] [--seed N] [--stop \"ID ...\"]\n");
   exit(2);
@@ -124,6 +125,7 @@ int main(int argc, char** argv) {
   const char* system = nullptr;
   uint32_t predict = 128;
   bool predict_given = false, timing = false, show_ids = false;
+  uint32_t flags = 0;
   static ai_generation gen;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
@@ -134,6 +136,7 @@ int main(int argc, char** argv) {
     }
     else if (strcmp(argv[i], "--timing") == 0) timing = true;
     else if (strcmp(argv[i], "--show-ids") == 0) show_ids = true;
+    else if (strcmp(argv[i], "--int8") == 0) flags |= KAI_AI_INT8;
     else if (strcmp(argv[i], "--stop-eos") == 0) { fprintf(2, "chat: --stop-eos is always on\n"); return 2; }
     else if (int taken = ai_generation_option("chat", argc, argv, &i, &gen); taken != 0) {
       if (taken < 0) return 2;
@@ -226,7 +229,7 @@ int main(int argc, char** argv) {
   for (uint32_t turn = 1;;) {
     printf("> ");
     long len = getline(0, line, sizeof line);
-    if (len <= 0) { printf("\n"); break; }
+    if (len <= 0) { printf("\n"); break; }   // end of input: end the "> " line
     if (line[len - 1] != '\n' && len == long(sizeof line) - 1) {
       while (len > 0 && line[len - 1] != '\n') len = getline(0, line, sizeof line);
       fprintf(2, "chat: message longer than %u bytes: ignored\n", kLineBytes - 2);
@@ -234,7 +237,7 @@ int main(int argc, char** argv) {
     }
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
     if (len == 0) continue;
-    if (strcmp(line, "/quit") == 0) break;
+    if (strcmp(line, "/quit") == 0) { printf("\n"); break; }
     if (strcmp(line, "/reset") == 0) {
       conv.n = conv.used = 0;
       printf("chat: conversation cleared\n");
@@ -279,7 +282,7 @@ int main(int argc, char** argv) {
              dropped == 1 ? "" : "s");
 
     // Submit, stream the answer, keep its text.
-    kai_ai_submit req = ai_request(name, prompt, n_prompt, predict);
+    kai_ai_submit req = ai_request(name, prompt, n_prompt, predict, flags);
     ai_apply_generation(&req, &gen);
     int64_t id = ai_submit(&req);
     llm::Decoder decoder = tokenizer.decoder();
