@@ -187,11 +187,16 @@ $(B)/host/chattool: $(HOST_LIB_OBJS) $(B)/host/tools/chattool.cpp.o
 # Catch2 host unit tests: tests/host/*.cpp, built with AddressSanitizer.
 HOST_TEST_SRCS := $(wildcard tests/host/*.cpp)
 ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer
+# Catch2 v2 is one header (Debian 12); Debian 13 and Ubuntu 24.04 have v3 only
+# (catch_all.hpp and libCatch2.a): then tests/host/catch2-v3 maps v2's header onto it.
+CATCH2_V3 := $(if $(wildcard /usr/include/catch2/catch.hpp),,$(wildcard /usr/include/catch2/catch_all.hpp))
+CATCH2_FLAGS := $(if $(CATCH2_V3),-Itests/host/catch2-v3)
+CATCH2_LIBS  := $(if $(CATCH2_V3),-lCatch2)
 $(B)/host-asan/%.cpp.o: %.cpp
 	@mkdir -p $(dir $@)
-	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -c $< -o $@
+	$(HOSTCXX) $(HOST_CXXFLAGS) $(CATCH2_FLAGS) $(ASAN) -c $< -o $@
 $(B)/host/unit_tests: $(patsubst %,$(B)/host-asan/%.o,$(LIB_SRCS) $(HOST_TEST_SRCS))
-	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -o $@ $^
+	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -o $@ $^ $(CATCH2_LIBS)
 
 # ---------------------------------------------------------------- models (tools/)
 # Test bundles: synthetic models from tools/make_model.py, and the real

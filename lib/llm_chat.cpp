@@ -35,12 +35,12 @@ Error line_error(uint32_t line, const char* what, const char* key = nullptr, siz
 // The text fields in a fixed order: begin, generation_prompt, then each
 // role's prefix and suffix. -1 for a name that is none of them.
 constexpr uint32_t kPieces = 2 + 2 * kChatRoles;
+constexpr const char* kPieceNames[kPieces] = {
+    "begin", "generation_prompt", "system_prefix", "system_suffix",
+    "user_prefix", "user_suffix", "assistant_prefix", "assistant_suffix"};
 int piece_index(const char* key, size_t n) {
-  static constexpr const char* kNames[kPieces] = {
-      "begin", "generation_prompt", "system_prefix", "system_suffix",
-      "user_prefix", "user_suffix", "assistant_prefix", "assistant_suffix"};
   for (uint32_t i = 0; i < kPieces; i++)
-    if (same(key, n, kNames[i])) return int(i);
+    if (same(key, n, kPieceNames[i])) return int(i);
   return -1;
 }
 ChatPiece& piece_at(ChatTemplate& t, uint32_t i) {
@@ -141,10 +141,13 @@ Result<void> parse_chat_template(const char* text, size_t len, ChatTemplate& t) 
     }
   }
   if (line == 0) return line_error(1, "empty file");
-  if (!seen_name) return line_error(line, "missing field", "name", 4);
-  if (!seen_eot) return line_error(line, "missing field", "end_of_turn", 11);
-  for (bool seen : seen_piece)
-    if (!seen) return line_error(line, "missing one of begin, generation_prompt, ROLE_prefix, ROLE_suffix");
+  auto missing = [](const char* field) {
+    return Error::make(ErrorCode::BadField).str("CHAT.TXT: missing field '").str(field).str("'");
+  };
+  if (!seen_name) return missing("name");
+  if (!seen_eot) return missing("end_of_turn");
+  for (uint32_t i = 0; i < kPieces; i++)
+    if (!seen_piece[i]) return missing(kPieceNames[i]);
   return {};
 }
 

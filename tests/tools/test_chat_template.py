@@ -204,8 +204,8 @@ def test_chat_txt_round_trips(tok_pair):
     (lambda s: s.replace("user_prefix", "users_prefix"), "line 6: unknown field 'users_prefix'"),
     (lambda s: s.replace("end_of_turn 2", "end_of_turn 2x"), "end_of_turn: not a list of token ids"),
     (lambda s: s.replace("end_of_turn 2", "end_of_turn 1 2 3 4 5"), "end_of_turn: more than 4 ids"),
-    (lambda s: s.replace("end_of_turn 2\n", ""), "missing field 'end_of_turn'"),
-    (lambda s: s.replace("begin \n", ""), "missing one of begin"),
+    (lambda s: s.replace("end_of_turn 2\n", ""), "CHAT.TXT: missing field 'end_of_turn'"),
+    (lambda s: s.replace("begin \n", ""), "CHAT.TXT: missing field 'begin'"),
     (lambda s: s.replace("system\\n", "system\\q", 1), "line 4: bad escape in 'system_prefix'"),
     (lambda s: s.replace("user\\n", "user" + "x" * 130, 1), "value longer than 128 bytes in 'user_prefix'"),
 ])
