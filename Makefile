@@ -24,6 +24,7 @@ help:
 	@echo "make test       every test suite; ends with 'N passed, M failed'"
 	@echo "make bench      the standard benchmark study (not part of make test)"
 	@echo "make test-models  test bundles in build/models (synthetic tiny models, stories260K)"
+	@echo "make chat       talk to SmolLM2-135M-Instruct (after make fetch-smol) with /bin/chat"
 	@echo "make clean      remove build/"
 
 # ---------------------------------------------------------------- flags
@@ -301,6 +302,29 @@ fetch-smol: $(UPROGS)
 	$(PYTHON) tools/fetch_model.py --download-dir $(FETCH_DIR) --bundle-root $(FETCH_MODELS) $(FETCH_ARGS)
 	$(PYTHON) tools/mkfsimg.py --out $(FETCH_IMG) $(UPROGS) --add-dir AI/SMOL=$(FETCH_MODELS)/SmolLM2-135M --add-dir AI/SMOLI=$(FETCH_MODELS)/SmolLM2-135M-Instruct $(FSIMG_ARGS)
 	@echo "fetch-smol: $(FETCH_IMG) holds /AI/SMOL and /AI/SMOLI; boot it with: make qemu-run QEMU_IMG=$(FETCH_IMG) RAM=2G"
+
+# ---------------------------------------------------------------- chat
+# chat: boots the SmolLM2-135M-Instruct bundle that `make fetch-smol` exports
+# (CHAT_MODEL overrides the bundle directory: any bundle with CHAT.TXT) into
+# /bin/chat (user/etc-chat/rc). Without one it says how to get it and stops.
+CHAT_MODEL ?= $(FETCH_MODELS)/SmolLM2-135M-Instruct
+CHAT_IMG   := $(B)/fs-chat.img
+CHAT_RAM   ?= 2G
+.PHONY: chat
+chat:
+	@if [ ! -f $(CHAT_MODEL)/CHAT.TXT ]; then \
+	  echo "make chat: no chat model: $(CHAT_MODEL)/CHAT.TXT is missing."; \
+	  echo "  Get SmolLM2-135M-Instruct (about 270 MB from the Hugging Face Hub) with: make fetch-smol"; \
+	  echo "  Synthetic weights cannot chat: their answers are random tokens (build/models/tiny-chat is one, for tests)."; \
+	  if [ -f $(B)/models/stories260K/TOK.BIN ]; then \
+	    echo "  The stories260K model is here; it has no chat template but continues a story:"; \
+	    echo "    make qemu MODELS=STORIES=$(B)/models/stories260K    then in kai:  ai --model STORIES --text \"Once upon a time\" --predict 100"; \
+	  fi; \
+	  exit 2; \
+	fi
+	$(MAKE) --no-print-directory kernel user
+	$(PYTHON) tools/mkfsimg.py --out $(CHAT_IMG) $(UPROGS) --add-dir AI/SMOLI=$(CHAT_MODEL) --add-dir etc=user/etc-chat $(FSIMG_ARGS)
+	$(MAKE) --no-print-directory qemu-run QEMU_IMG=$(CHAT_IMG) RAM=$(CHAT_RAM)
 
 # ---------------------------------------------------------------- benchmarks
 # The standard study (docs/experiments.md) on the SmolLM2-135M-shape model,
