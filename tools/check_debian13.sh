@@ -10,7 +10,8 @@
 #   3. usertests             boots kai with qemu_run.py and runs /bin/usertests
 #   4. the AI smoke tests    tests/qemu/test_ai.py: aitest on every tiny model
 #                            and the warm path's tokens against the reference
-#   5. make build/host/unit_tests (Catch2 from the distribution)
+#   5. tests/tools/test_chat_template.py (trixie's python3-jinja2)
+#   6. the host unit tests (build/host/unit_tests, with trixie's Catch2 v3)
 # and prints one line per step with its time and result, then a summary.
 # Exits non-zero when a step fails.
 #
@@ -100,9 +101,11 @@ bind /proc; bind /sys; bind /dev; bind /dev/pts
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
 step "copy checkout" copy_checkout
 step "tools/setup.sh" in_root "bash tools/setup.sh"
-echo "check_debian13: $(in_root 'qemu-system-riscv64 --version | head -1; dpkg-query -W -f="opensbi \${Version}\n" opensbi; . /etc/os-release; echo $PRETTY_NAME')"
+in_root 'grep PRETTY_NAME /etc/os-release; qemu-system-riscv64 --version | head -1
+         dpkg-query -W opensbi catch2 libcatch2-dev 2>/dev/null; true' | sed 's/^/check_debian13: /'
 step "make all test-models" in_root "make -j$JOBS all test-models"
 step "boot: usertests" boot_usertests
 step "AI smoke: test_ai.py" in_root "/usr/bin/python3 -m pytest -x -q tests/qemu/test_ai.py -k 'aitest_all_models or warm_tokens_equal_reference'"
-step "host unit tests: build" in_root "make -j$JOBS build/host/unit_tests"
+step "chat templates: test_chat_template.py" in_root "/usr/bin/python3 -m pytest -x -q tests/tools/test_chat_template.py"
+step "host unit tests" in_root "set -o pipefail; make -j$JOBS build/host/unit_tests && build/host/unit_tests | tail -3"
 summary
