@@ -47,7 +47,7 @@ else
 fi
 
 # The first python3 on PATH may be a build without numpy; kai's tools use Debian's.
-/usr/bin/python3 -c 'import numpy, pytest' || { echo "setup: /usr/bin/python3 lacks numpy/pytest" >&2; exit 1; }
+/usr/bin/python3 -c 'import numpy, pytest, jinja2' || { echo "setup: /usr/bin/python3 lacks numpy/pytest/jinja2" >&2; exit 1; }
 command -v qemu-system-riscv64 >/dev/null || { echo "setup: qemu-system-riscv64 missing" >&2; exit 1; }
 command -v riscv64-linux-gnu-g++ >/dev/null || { echo "setup: riscv64-linux-gnu-g++ missing" >&2; exit 1; }
 echo "setup: ok"
