@@ -24,6 +24,7 @@ help:
 	@echo "make test       every test suite; ends with 'N passed, M failed'"
 	@echo "make bench      the standard benchmark study (not part of make test)"
 	@echo "make test-models  test bundles in build/models (synthetic tiny models, stories260K)"
+	@echo "make chat       talk to SmolLM2-135M-Instruct (after make fetch-smol) with /bin/chat"
 	@echo "make clean      remove build/"
 
 # ---------------------------------------------------------------- flags
@@ -186,14 +187,24 @@ host: $(B)/host/toktool
 $(B)/host/toktool: $(HOST_LIB_OBJS) $(B)/host/tools/toktool.cpp.o
 	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
 
+# chattool: lib/llm_chat (CHAT.TXT) on the host (tests compare it with Jinja).
+host: $(B)/host/chattool
+$(B)/host/chattool: $(HOST_LIB_OBJS) $(B)/host/tools/chattool.cpp.o
+	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
+
 # Catch2 host unit tests: tests/host/*.cpp, built with AddressSanitizer.
 HOST_TEST_SRCS := $(wildcard tests/host/*.cpp)
 ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer
+# Catch2 v2 is one header (Debian 12); Debian 13 and Ubuntu 24.04 have v3 only
+# (catch_all.hpp and libCatch2.a): then tests/host/catch2-v3 maps v2's header onto it.
+CATCH2_V3 := $(if $(wildcard /usr/include/catch2/catch.hpp),,$(wildcard /usr/include/catch2/catch_all.hpp))
+CATCH2_FLAGS := $(if $(CATCH2_V3),-Itests/host/catch2-v3)
+CATCH2_LIBS  := $(if $(CATCH2_V3),-lCatch2)
 $(B)/host-asan/%.cpp.o: %.cpp
 	@mkdir -p $(dir $@)
-	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -c $< -o $@
+	$(HOSTCXX) $(HOST_CXXFLAGS) $(CATCH2_FLAGS) $(ASAN) -c $< -o $@
 $(B)/host/unit_tests: $(patsubst %,$(B)/host-asan/%.o,$(LIB_SRCS) $(HOST_TEST_SRCS))
-	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -o $@ $^
+	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -o $@ $^ $(CATCH2_LIBS)
 
 # ---------------------------------------------------------------- models (tools/)
 # Test bundles: synthetic models from tools/make_model.py, and the real
@@ -204,7 +215,8 @@ $(B)/host/unit_tests: $(patsubst %,$(B)/host-asan/%.o,$(LIB_SRCS) $(HOST_TEST_SR
 KAI_SHARED_MODELS ?= ../shared/models
 MODEL_TOOLS := tools/bundle.py tools/make_model.py tools/export_model.py tools/llm_reference.py tools/tokenizer.py
 STORIES_BIN := $(KAI_SHARED_MODELS)/stories260K/stories260K.bin
-TEST_MODELS := $(B)/models/tiny-llama $(B)/models/tiny-llama-f32 $(B)/models/tiny-qwen $(B)/models/tiny-qwen-f32
+TEST_MODELS := $(B)/models/tiny-llama $(B)/models/tiny-llama-f32 $(B)/models/tiny-qwen $(B)/models/tiny-qwen-f32 \
+               $(B)/models/tiny-chat
 ifneq ($(wildcard $(STORIES_BIN)),)
 TEST_MODELS += $(B)/models/stories260K $(B)/models/stories260K-q8
 endif
@@ -222,6 +234,10 @@ $(B)/models/tiny-qwen/INFO.TXT: $(MODEL_TOOLS)
 	$(PYTHON) tools/make_model.py --preset tiny-qwen --dtype q8 --out $(dir $@)
 $(B)/models/tiny-qwen-f32/INFO.TXT: $(MODEL_TOOLS)
 	$(PYTHON) tools/make_model.py --preset tiny-qwen --dtype f32 --out $(dir $@)
+# tiny-chat: tiny-llama's shape with a ChatML tokenizer and chat template
+# (CHAT.TXT); its tokenizer.json and tokenizer_config.json go to tiny-chat-source.
+$(B)/models/tiny-chat/INFO.TXT: $(MODEL_TOOLS) tools/make_chat_model.py tools/chat_template.py tools/tokbin.py
+	$(PYTHON) tools/make_chat_model.py --out $(dir $@) --source-out $(B)/model-sources/tiny-chat
 $(B)/models/stories260K/INFO.TXT: $(MODEL_TOOLS) tools/tokbin.py $(STORIES_BIN) $(KAI_SHARED_MODELS)/stories260K/tok512.bin
 	$(PYTHON) tools/export_model.py --from llama2c $(STORIES_BIN) --tokenizer $(KAI_SHARED_MODELS)/stories260K/tok512.bin --dtype f32 --out $(dir $@)
 $(B)/models/stories260K-q8/INFO.TXT: $(MODEL_TOOLS) tools/tokbin.py $(STORIES_BIN) $(KAI_SHARED_MODELS)/stories260K/tok512.bin
@@ -296,6 +312,29 @@ fetch-smol: $(UPROGS)
 	$(PYTHON) tools/fetch_model.py --download-dir $(FETCH_DIR) --bundle-root $(FETCH_MODELS) $(FETCH_ARGS)
 	$(PYTHON) tools/mkfsimg.py --out $(FETCH_IMG) $(UPROGS) --add-dir AI/SMOL=$(FETCH_MODELS)/SmolLM2-135M --add-dir AI/SMOLI=$(FETCH_MODELS)/SmolLM2-135M-Instruct $(FSIMG_ARGS)
 	@echo "fetch-smol: $(FETCH_IMG) holds /AI/SMOL and /AI/SMOLI; boot it with: make qemu-run QEMU_IMG=$(FETCH_IMG) RAM=2G"
+
+# ---------------------------------------------------------------- chat
+# chat: boots the SmolLM2-135M-Instruct bundle that `make fetch-smol` exports
+# (CHAT_MODEL overrides the bundle directory: any bundle with CHAT.TXT) into
+# /bin/chat (user/etc-chat/rc). Without one it says how to get it and stops.
+CHAT_MODEL ?= $(FETCH_MODELS)/SmolLM2-135M-Instruct
+CHAT_IMG   := $(B)/fs-chat.img
+CHAT_RAM   ?= 2G
+.PHONY: chat
+chat:
+	@if [ ! -f $(CHAT_MODEL)/CHAT.TXT ]; then \
+	  echo "make chat: no chat model: $(CHAT_MODEL)/CHAT.TXT is missing."; \
+	  echo "  Get SmolLM2-135M-Instruct (about 270 MB from the Hugging Face Hub) with: make fetch-smol"; \
+	  echo "  Synthetic weights cannot chat: their answers are random tokens (build/models/tiny-chat is one, for tests)."; \
+	  if [ -f $(B)/models/stories260K/TOK.BIN ]; then \
+	    echo "  The stories260K model is here; it has no chat template but continues a story:"; \
+	    echo "    make qemu MODELS=STORIES=$(B)/models/stories260K    then in kai:  ai --model STORIES --text \"Once upon a time\" --predict 100"; \
+	  fi; \
+	  exit 2; \
+	fi
+	$(MAKE) --no-print-directory kernel user
+	$(PYTHON) tools/mkfsimg.py --out $(CHAT_IMG) $(UPROGS) --add-dir AI/SMOLI=$(CHAT_MODEL) --add-dir etc=user/etc-chat $(FSIMG_ARGS)
+	$(MAKE) --no-print-directory qemu-run QEMU_IMG=$(CHAT_IMG) RAM=$(CHAT_RAM)
 
 # ---------------------------------------------------------------- benchmarks
 # The standard study (docs/experiments.md) on the SmolLM2-135M-shape model,

@@ -6,7 +6,9 @@
 
 The tokenizer (tokenizer.json beside an HF checkpoint, or --tokenizer) is also
 written into the bundle as TOK.BIN (tools/tokbin.py); --eos overrides its
-end-of-sequence ids.
+end-of-sequence ids. The chat template of the tokenizer_config.json beside
+it, if any, becomes CHAT.TXT (tools/chat_template.py); a template that
+CHAT.TXT cannot express is reported by name and left out.
 
 `hf`: a Hugging Face directory (config.json + *.safetensors, sharded or not,
 BF16/F16/F32) of model_type `llama` (SmolLM2) or `qwen3_5` (text part only;
@@ -402,6 +404,8 @@ def main(argv=None):
         extra = {"source": src.source,
                  "tokenizer": write_tok(tok_path, a.out, src.cfg.vocab_size,
                                         [int(x) for x in a.eos.split()] if a.eos else None)}
+        import chat_template
+        extra["chat_template"] = chat_template.export(tok_path, a.out)
         pmt, exp = write_bundle(src, a.out, ids, predict, tok, extra, text)
     except (B.BundleError, OSError, KeyError, ValueError) as e:
         print(f"export_model: error: {e}", file=sys.stderr)

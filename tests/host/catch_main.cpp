@@ -65,6 +65,17 @@ void kai_record_skip(const std::string& why) {
   skipped().emplace_back(Catch::getResultCapture().getCurrentTestName(), why);
 }
 
+// The JUnit file the command line asked for ("-r junit -o FILE"), or "".
+std::string junit_output(const Catch::ConfigData& cfg) {
+#if CATCH_VERSION_MAJOR >= 3
+  for (const auto& spec : cfg.reporterSpecifications)
+    if (spec.name() == "junit") return spec.outputFile() ? *spec.outputFile() : cfg.defaultOutputFilename;
+  return "";
+#else
+  return cfg.reporterName == "junit" ? cfg.outputFilename : "";
+#endif
+}
+
 int main(int argc, char** argv) {
   Catch::Session session;
   int rc = session.applyCommandLine(argc, argv);
@@ -74,7 +85,7 @@ int main(int argc, char** argv) {
   if (!skipped().empty()) {
     fprintf(stderr, "%zu test case(s) skipped for missing data:\n", skipped().size());
     for (const auto& s : skipped()) fprintf(stderr, "  SKIPPED %s: %s\n", s.first.c_str(), s.second.c_str());
-    if (cfg.reporterName == "junit" && !cfg.outputFilename.empty()) mark_skipped_in_junit(cfg.outputFilename);
+    if (std::string out = junit_output(cfg); !out.empty()) mark_skipped_in_junit(out);
   }
   return rc;
 }

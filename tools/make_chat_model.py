@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""tiny-chat: a tiny synthetic model that carries a chat template, for tests.
+
+    make_chat_model.py --out DIR [--dtype q8|f32] [--source-out DIR]
+
+Writes what a Hugging Face chat model ships beside its weights, in small:
+a byte-level BPE tokenizer.json whose added special tokens are ChatML's
+(`<|endoftext|>` 0, `<|im_start|>` 1, `<|im_end|>` 2, as SmolLM2), a
+tokenizer_config.json with SmolLM2-Instruct's chat template, and then the
+bundle: random weights of the tiny-llama shape (tools/make_model.py) with a
+longer context, TOK.BIN and CHAT.TXT (tools/chat_template.py), exactly as
+tools/export_model.py would export them.
+
+The weights are random, so the model's answers are noise; but its
+`<|im_end|>` embedding row is scaled up (END_OF_TURN_GAIN), and with the
+tied classifier that makes `<|im_end|>` a likely next token: a conversation
+with it ends some of its turns at the end-of-turn id, as a real chat model's
+do, and so tests see that stop.
+"""
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bundle as B            # noqa: E402
+import chat_template as CT    # noqa: E402
+import export_model as X      # noqa: E402
+import make_model as M        # noqa: E402
+import tokenizer as T         # noqa: E402
+
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+END_OF_TURN = 2
+# The embedding row of <|im_end|> is this many times the others' scale.
+END_OF_TURN_GAIN = 3.0
+# SmolLM2-135M-Instruct's chat_template, as published in its tokenizer_config.json.
+SMOLLM2_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}"
+    "{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+# The merges are learnt from this text, so English chat encodes in fewer tokens.
+CORPUS = ("system user assistant You are a helpful AI assistant named SmolLM, trained by Hugging Face. "
+          "Hello! How are you? What is the capital of France? Tell me a story about a cat. "
+          "Thank you, that is all. Once upon a time there was a little robot who liked to talk.")
+
+CONFIG = dict(M.PRESETS["tiny-llama"], runtime_seq_len=320)
+
+
+def learn_merges(text, n):
+    """n byte-level BPE merges of text (the most frequent adjacent pair, first seen on ties)."""
+    b2u = T.bytes_to_unicode()
+    words = [[b2u[b] for b in w.encode()] for w in text.replace(" ", " \x00").split("\x00")]
+    merges = []
+    for _ in range(n):
+        pairs = Counter()
+        for w in words:
+            pairs.update(zip(w, w[1:]))
+        if not pairs:
+            break
+        best = max(pairs.items(), key=lambda kv: kv[1])[0]
+        merges.append(best)
+        for w in words:
+            i = 0
+            while i < len(w) - 1:
+                if (w[i], w[i + 1]) == best:
+                    w[i:i + 2] = [w[i] + w[i + 1]]
+                i += 1
+    return merges
+
+
+def tokenizer_json(vocab_size):
+    """A SmolLM2-like tokenizer.json: the ChatML specials, the 256 bytes, merges up to vocab_size."""
+    b2u = T.bytes_to_unicode()
+    vocab = {s: i for i, s in enumerate(SPECIALS)}
+    for b in range(256):
+        vocab[b2u[b]] = len(vocab)
+    merges = []
+    for a, b in learn_merges(CORPUS, vocab_size - len(vocab)):
+        if a + b not in vocab:
+            vocab[a + b] = len(vocab)
+            merges.append(f"{a} {b}")
+    added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for i, s in enumerate(SPECIALS)]
+    return {"version": "1.0", "added_tokens": added, "normalizer": None,
+            "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+                {"type": "Digits", "individual_digits": True},
+                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}]},
+            "model": {"type": "BPE", "vocab": vocab, "merges": merges}}
+
+
+def tokenizer_config(template=SMOLLM2_TEMPLATE):
+    return {"bos_token": "<|im_start|>", "eos_token": "<|im_end|>", "unk_token": "<|endoftext|>",
+            "pad_token": "<|im_end|>", "chat_template": template}
+
+
+def write_source(src_dir, cfg):
+    os.makedirs(src_dir, exist_ok=True)
+    with open(os.path.join(src_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tokenizer_json(cfg.vocab_size), f, ensure_ascii=False)
+    with open(os.path.join(src_dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(tokenizer_config(), f, ensure_ascii=False, indent=1)
+    return os.path.join(src_dir, "tokenizer.json")
+
+
+class ChatSynth(M.Synth):
+    def embedding(self):
+        for ci, chunk in enumerate(super().embedding()):
+            if ci == 0:
+                chunk = chunk.copy()
+                chunk[END_OF_TURN] = B.round_bf16(chunk[END_OF_TURN] * np.float32(END_OF_TURN_GAIN))
+            yield chunk
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Make the tiny-chat test model (ChatML template)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--dtype", choices=["q8", "f32"], default="q8")
+    ap.add_argument("--source-out", help="where tokenizer.json and tokenizer_config.json go "
+                    "(default: DIR-source beside DIR)")
+    a = ap.parse_args(argv)
+    kw = dict(CONFIG, weight_format=B.FMT_F32 if a.dtype == "f32" else B.FMT_Q8)
+    cfg = B.Config(**kw)
+    src_dir = a.source_out or os.path.abspath(a.out).rstrip("/") + "-source"
+    tok_path = write_source(src_dir, cfg)
+    os.makedirs(a.out, exist_ok=True)
+    extra = {"source": "synthetic tiny-chat (tools/make_chat_model.py): tiny-llama weights, seed 2, "
+                       f"<|im_end|> embedding x{END_OF_TURN_GAIN}",
+             "tokenizer": X.write_tok(tok_path, a.out, cfg.vocab_size),
+             "chat_template": CT.export(tok_path, a.out, "make_chat_model")}
+    if not os.path.exists(os.path.join(a.out, "CHAT.TXT")):
+        print(f"make_chat_model: error: {extra['chat_template']}", file=sys.stderr)
+        return 1
+    src = ChatSynth(cfg, 2)
+    w = B.BundleWriter(a.out, cfg)
+    w.header()
+    w.embedding(src.embedding())
+    for i in range(cfg.n_layers):
+        w.layer(i, src.layer(i))
+    w.final_norm(src.final_norm())
+    tok = T.load(tok_path)
+    text = "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n"
+    pmt, exp = X.write_sample(w, tok.encode(text), 16, tok, extra, text)
+    print(f"wrote {a.out}: prompt {' '.join(map(str, pmt))} -> {' '.join(map(str, exp))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
