@@ -4,6 +4,7 @@
 #include "models.h"
 #include "kv_cache.h"
 #include "requests.h"
+#include "trace.h"
 #include "../fs/fs.h"
 #include "../proc.h"
 #include "../trap.h"
@@ -82,6 +83,7 @@ void loader_main(void*) {
       m.state = probed.is_error() ? KAI_AI_MODEL_FAILED : KAI_AI_MODEL_LOADING;
       m.error = probed.is_error() ? static_cast<int32_t>(probed.error()) : 0;
     }
+    trace::emit(KAI_TRACE_LOAD, 0, uint32_t(n_models - 1), probed.is_error() ? KAI_TRACE_LOAD_FAILED : KAI_TRACE_LOAD_PROBED);
     if (probed.is_error()) kprintf("ai: model %s failed: %s\n", names[i], why);
   }
   {
@@ -97,6 +99,7 @@ void loader_main(void*) {
     if (m.state != KAI_AI_MODEL_LOADING) continue;
     ksnprintf(path, sizeof(path), "%s/%s", kModelRoot, m.name);
     uint64_t t0 = clock_ns();
+    trace::emit_at(t0, KAI_TRACE_LOAD, 0, uint32_t(i), KAI_TRACE_LOAD_WEIGHTS);
     ModelSummary summary{};
     why[0] = 0;
     auto loaded = engine_load(path, &summary, why, sizeof(why));
@@ -118,6 +121,7 @@ void loader_main(void*) {
         m.load_ns = elapsed;
         m.state = KAI_AI_MODEL_READY;
       }
+      trace::emit(KAI_TRACE_LOAD, 0, uint32_t(i), loaded.is_error() ? KAI_TRACE_LOAD_FAILED : KAI_TRACE_LOAD_READY);
       // Queued requests for this model can run now (or fail, if it failed).
       wakeup(&queue_nonempty_chan);
     }
