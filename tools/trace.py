@@ -436,9 +436,9 @@ def write_png(tr, path, title=None):
     legend += [Line2D([], [], marker="|", color="black", ls="none", label="token"),
                Line2D([], [], marker="x", color="red", ls="none", mew=2, label="preempted"),
                Line2D([], [], marker="*", color="green", ls="none", label="prefix hit")]
-    ax.legend(handles=legend, loc="upper right", fontsize=7, ncol=6)
+    ax.legend(handles=legend, loc="lower left", bbox_to_anchor=(0, 1.0), fontsize=7, ncol=6, frameon=False)
     if title:
-        ax.set_title(title)
+        ax.set_title(title, loc="right", fontsize=9)
 
     counters = tr.counters()
     if counters:
@@ -446,6 +446,7 @@ def write_png(tr, path, title=None):
         ax2.step(xs, [q for _, q, _ in counters], where="post", label="queued", color="#e15759")
         ax2.step(xs, [r for _, _, r in counters], where="post", label="running", color="#59a14f")
     ax2.set_ylabel("requests")
+    ax2.yaxis.get_major_locator().set_params(integer=True)
     if tr.kv_used:
         ax3 = ax2.twinx()
         ax3.step([ms(t) for t, _ in tr.kv_used], [u for _, u in tr.kv_used], where="post", color="#76b7b2",
