@@ -6,7 +6,7 @@
 LOG is a console transcript (or a file) holding the lines /bin/aitrace
 prints, one per event of the kernel's trace ring (<kai/ai_trace.h>):
 
-    ev SEQ T_NS HART NAME [req=ID] ARG=VALUE ...
+    ev SEQ T_NS INSTRET HART NAME [req=ID] ARG=VALUE ...
 
 Everything else in LOG is ignored. A transcript holds one trace: if the same
 event number appears twice (the ring was printed twice), the first copy
@@ -36,7 +36,7 @@ import json
 import re
 import sys
 
-EVENT = re.compile(r"^ev (\d+) (\d+) (\d+) ([A-Z_0-9]+)((?: [a-z_0-9]+=\d+)*)\s*$")
+EVENT = re.compile(r"^ev (\d+) (\d+) (\d+) (\d+) ([A-Z_0-9]+)((?: [a-z_0-9]+=\d+)*)\s*$")
 
 FINISH_NAMES = {0: "none", 1: "length", 2: "eos", 3: "stop", 4: "cancelled", 5: "failed"}
 POLICY_NAMES = {0: "fcfs", 1: "sjf", 2: "priority"}
@@ -45,10 +45,11 @@ LOAD_PHASES = {1: "probed", 2: "weights", 3: "ready", 4: "failed"}
 
 
 class Event:
-    __slots__ = ("seq", "t", "hart", "name", "req", "args")
+    __slots__ = ("seq", "t", "instret", "hart", "name", "req", "args")
 
-    def __init__(self, seq, t, hart, name, req, args):
-        self.seq, self.t, self.hart, self.name, self.req, self.args = seq, t, hart, name, req, args
+    def __init__(self, seq, t, instret, hart, name, req, args):
+        self.seq, self.t, self.instret, self.hart = seq, t, instret, hart
+        self.name, self.req, self.args = name, req, args
 
     def __getitem__(self, key):
         return self.args[key]
@@ -68,11 +69,11 @@ def parse(text):
         if seq in seen:
             continue
         args = {}
-        for pair in m.group(5).split():
+        for pair in m.group(6).split():
             k, v = pair.split("=")
             args[k] = int(v)
         req = args.pop("req", 0)
-        seen[seq] = Event(seq, int(m.group(2)), int(m.group(3)), m.group(4), req, args)
+        seen[seq] = Event(seq, int(m.group(2)), int(m.group(3)), int(m.group(4)), m.group(5), req, args)
     return [seen[s] for s in sorted(seen)]
 
 
@@ -183,7 +184,8 @@ class Trace:
                 r.prefix_tokens += e["tokens"]
                 r.prefix_hits.append(e.t)
             elif n == "ITER_BEGIN":
-                it = {"worker": e["worker"], "t0": e.t, "t1": None, "requests": e["requests"],
+                it = {"worker": e["worker"], "t0": e.t, "t1": None, "hart": e.hart, "i0": e.instret, "instructions": None,
+                  "requests": e["requests"],
                       "tokens": e["tokens"], "budget": e["budget"], "max_batch": e["max_batch"], "items": []}
                 open_iter[e["worker"]] = it
                 self.iterations.append(it)
@@ -200,6 +202,8 @@ class Trace:
                 it = open_iter.pop(e["worker"], None)
                 if it is not None:
                     it["t1"] = e.t
+                    if e.hart == it["hart"]:   # instret counts per hart
+                        it["instructions"] = e.instret - it["i0"]
             elif n == "PART_BEGIN":
                 open_part[(e["worker"], e["part"])] = e
             elif n == "PART_END":
@@ -309,6 +313,7 @@ def chrome_events(tr):
         decode = sum(i["count"] for i in it["items"] if i["phase"] == PHASE_DECODE)
         name = f"iteration: {it['requests']} req, {prefill} prefill + {decode} decode"
         args = {"requests": it["requests"], "tokens": it["tokens"], "budget": it["budget"],
+                "instructions": it["instructions"],
                 "max_batch": it["max_batch"],
                 "items": [f"req {i['request']} {'prefill' if i['phase'] == PHASE_PREFILL else 'decode'} "
                           f"@{i['first']} x{i['count']}" for i in it["items"]]}

@@ -21,10 +21,16 @@
 
 #define KAI_TRACE_VERSION 1
 
-// One event: 48 bytes, the same for every type.
+// One event: 56 bytes, the same for every type.
 struct kai_trace_event {
   uint64_t seq;        // 0, 1, 2, ... since the ring was last cleared
   uint64_t t_ns;       // kernel clock_ns() when it happened
+  // Instructions the recording hart had retired (its instret counter). The
+  // difference between two events of one hart is the exact number of
+  // instructions between them; in exact mode (QEMU -icount) it does not
+  // depend on where the 100 ns steps of the clock fall, so two boots of the
+  // same workload give the same differences, to the instruction.
+  uint64_t instret;
   uint64_t request;    // the request's id (ai_submit's return), 0 if none
   uint16_t type;       // KAI_TRACE_*
   uint16_t hart;       // index of the hart that recorded it (0 = the boot hart)

@@ -30,6 +30,14 @@ kai_trace_event* events;   // nullptr: no ring yet
 uint32_t capacity;
 uint64_t next_seq;
 
+static_assert(sizeof(kai_trace_event) == 56, "the event layout is ABI: change KAI_TRACE_VERSION with it");
+
+uint64_t read_instret() {
+  uint64_t n;
+  asm volatile("csrr %0, instret" : "=r"(n));
+  return n;
+}
+
 uint64_t oldest() { return next_seq > capacity ? next_seq - capacity : 0; }
 
 // Lock held.
@@ -38,6 +46,7 @@ void put(kai_trace_type type, uint64_t t_ns, uint64_t request, uint32_t a0, uint
   kai_trace_event& e = events[next_seq % capacity];
   e.seq = next_seq++;
   e.t_ns = t_ns != 0 ? t_ns : clock_ns();
+  e.instret = read_instret();
   e.request = request;
   e.type = type;
   e.hart = static_cast<uint16_t>(cpu_index());   // interrupts are off: we stay on this hart

@@ -27,52 +27,52 @@ _spec.loader.exec_module(kai_trace)
 TRANSCRIPT = """\
 $ aitrace
 aitrace: version=1 ring=64 classes=0x3f next=40
-ev 0 500 0 STARTED capacity=64 classes=63
-ev 1 600 0 LOAD model=0 phase=2
-ev 2 900 0 LOAD model=0 phase=3
-ev 3 1000 0 SUBMIT req=1 model=0 prompt=4 predict=3 priority=0 queue=0
-ev 4 1100 0 ADMIT req=1 worker=0 policy=0 queue=0 running=1
-ev 5 1150 0 KV_TAKE req=1 model=0 blocks=1 used=1
-ev 6 1200 0 ITER_BEGIN worker=0 requests=1 tokens=4 budget=8 max_batch=4
-ev 7 1200 0 ITEM req=1 worker=0 phase=1 first=0 count=4
-ev 8 1300 1 PART_BEGIN worker=0 part=1
-ev 9 1900 1 PART_END worker=0 part=1
-ev 10 1500 0 SUBMIT req=2 model=0 prompt=6 predict=2 priority=0 queue=1
-ev 11 2000 0 TOKEN req=1 worker=0 index=0 token=11
-ev 12 2010 0 ITER_END worker=0 requests=1 tokens=4
-ev 13 2100 0 ADMIT req=2 worker=0 policy=0 queue=0 running=2
+ev 0 500 5007 0 STARTED capacity=64 classes=63
+ev 1 600 6007 0 LOAD model=0 phase=2
+ev 2 900 9007 0 LOAD model=0 phase=3
+ev 3 1000 10007 0 SUBMIT req=1 model=0 prompt=4 predict=3 priority=0 queue=0
+ev 4 1100 11007 0 ADMIT req=1 worker=0 policy=0 queue=0 running=1
+ev 5 1150 11507 0 KV_TAKE req=1 model=0 blocks=1 used=1
+ev 6 1200 12007 0 ITER_BEGIN worker=0 requests=1 tokens=4 budget=8 max_batch=4
+ev 7 1200 12007 0 ITEM req=1 worker=0 phase=1 first=0 count=4
+ev 8 1300 13007 1 PART_BEGIN worker=0 part=1
+ev 9 1900 19007 1 PART_END worker=0 part=1
+ev 10 1500 15007 0 SUBMIT req=2 model=0 prompt=6 predict=2 priority=0 queue=1
+ev 11 2000 20007 0 TOKEN req=1 worker=0 index=0 token=11
+ev 12 2010 20107 0 ITER_END worker=0 requests=1 tokens=4
+ev 13 2100 21007 0 ADMIT req=2 worker=0 policy=0 queue=0 running=2
 ai: some kernel message in between
-ev 14 2100 0 PREFIX_HIT req=2 model=0 blocks=1 tokens=4
-ev 15 2100 0 KV_TAKE req=2 model=0 blocks=2 used=2
-ev 16 2200 0 ITER_BEGIN worker=0 requests=2 tokens=3 budget=8 max_batch=4
-ev 17 2200 0 ITEM req=1 worker=0 phase=2 first=4 count=1
-ev 18 2200 0 ITEM req=2 worker=0 phase=1 first=4 count=2
-ev 19 3000 0 TOKEN req=1 worker=0 index=1 token=12
-ev 20 3000 0 TOKEN req=2 worker=0 index=0 token=21
-ev 21 3010 0 ITER_END worker=0 requests=2 tokens=3
-ev 22 3100 0 PREEMPT req=2 worker=0 cause=1 lost=7
-ev 23 3100 0 KV_FREE req=2 model=0 blocks=2 used=1 cached=1
-ev 24 3200 0 ITER_BEGIN worker=0 requests=1 tokens=1 budget=8 max_batch=4
-ev 25 3200 0 ITEM req=1 worker=0 phase=2 first=5 count=1
-ev 26 4000 0 TOKEN req=1 worker=0 index=2 token=13
-ev 27 4000 0 KV_FREE req=1 model=0 blocks=1 used=0 cached=0
-ev 28 4001 0 FINISH req=1 reason=1 generated=3 error=0 worker=0
-ev 29 4010 0 ITER_END worker=0 requests=1 tokens=1
-ev 30 4100 0 ADMIT req=2 worker=0 policy=0 queue=0 running=1
-ev 31 4100 0 KV_TAKE req=2 model=0 blocks=1 used=1
-ev 32 4200 0 ITER_BEGIN worker=0 requests=1 tokens=7 budget=8 max_batch=4
-ev 33 4200 0 ITEM req=2 worker=0 phase=1 first=0 count=7
-ev 34 5000 0 TOKEN req=2 worker=0 index=1 token=22
-ev 35 5000 0 KV_FREE req=2 model=0 blocks=1 used=0 cached=0
-ev 36 5001 0 FINISH req=2 reason=1 generated=2 error=0 worker=0
-ev 37 5010 0 ITER_END worker=0 requests=1 tokens=7
+ev 14 2100 21007 0 PREFIX_HIT req=2 model=0 blocks=1 tokens=4
+ev 15 2100 21007 0 KV_TAKE req=2 model=0 blocks=2 used=2
+ev 16 2200 22007 0 ITER_BEGIN worker=0 requests=2 tokens=3 budget=8 max_batch=4
+ev 17 2200 22007 0 ITEM req=1 worker=0 phase=2 first=4 count=1
+ev 18 2200 22007 0 ITEM req=2 worker=0 phase=1 first=4 count=2
+ev 19 3000 30007 0 TOKEN req=1 worker=0 index=1 token=12
+ev 20 3000 30007 0 TOKEN req=2 worker=0 index=0 token=21
+ev 21 3010 30107 0 ITER_END worker=0 requests=2 tokens=3
+ev 22 3100 31007 0 PREEMPT req=2 worker=0 cause=1 lost=7
+ev 23 3100 31007 0 KV_FREE req=2 model=0 blocks=2 used=1 cached=1
+ev 24 3200 32007 0 ITER_BEGIN worker=0 requests=1 tokens=1 budget=8 max_batch=4
+ev 25 3200 32007 0 ITEM req=1 worker=0 phase=2 first=5 count=1
+ev 26 4000 40007 0 TOKEN req=1 worker=0 index=2 token=13
+ev 27 4000 40007 0 KV_FREE req=1 model=0 blocks=1 used=0 cached=0
+ev 28 4001 40017 0 FINISH req=1 reason=1 generated=3 error=0 worker=0
+ev 29 4010 40107 0 ITER_END worker=0 requests=1 tokens=1
+ev 30 4100 41007 0 ADMIT req=2 worker=0 policy=0 queue=0 running=1
+ev 31 4100 41007 0 KV_TAKE req=2 model=0 blocks=1 used=1
+ev 32 4200 42007 0 ITER_BEGIN worker=0 requests=1 tokens=7 budget=8 max_batch=4
+ev 33 4200 42007 0 ITEM req=2 worker=0 phase=1 first=0 count=7
+ev 34 5000 50007 0 TOKEN req=2 worker=0 index=1 token=22
+ev 35 5000 50007 0 KV_FREE req=2 model=0 blocks=1 used=0 cached=0
+ev 36 5001 50017 0 FINISH req=2 reason=1 generated=2 error=0 worker=0
+ev 37 5010 50107 0 ITER_END worker=0 requests=1 tokens=7
 aitrace: end events=38 dropped=0
 $ aitrace --from 34
 aitrace: version=1 ring=64 classes=0x3f next=38
-ev 34 5000 0 TOKEN req=2 worker=0 index=1 token=22
-ev 35 5000 0 KV_FREE req=2 model=0 blocks=1 used=0 cached=0
-ev 36 5001 0 FINISH req=2 reason=1 generated=2 error=0 worker=0
-ev 37 5010 0 ITER_END worker=0 requests=1 tokens=7
+ev 34 5000 50007 0 TOKEN req=2 worker=0 index=1 token=22
+ev 35 5000 50007 0 KV_FREE req=2 model=0 blocks=1 used=0 cached=0
+ev 36 5001 50017 0 FINISH req=2 reason=1 generated=2 error=0 worker=0
+ev 37 5010 50107 0 ITER_END worker=0 requests=1 tokens=7
 aitrace: end events=4 dropped=0
 $ """
 
@@ -86,7 +86,7 @@ def test_parse_keeps_each_event_once_and_skips_other_lines():
     events = kai_trace.parse(TRANSCRIPT)
     assert [e.seq for e in events] == list(range(38))
     e = events[33]
-    assert (e.name, e.req, e.t, e.hart) == ("ITEM", 2, 4200, 0)
+    assert (e.name, e.req, e.t, e.instret, e.hart) == ("ITEM", 2, 4200, 42007, 0)
     assert e.args == {"worker": 0, "phase": 1, "first": 0, "count": 7}
     assert events[8].hart == 1
 
@@ -112,6 +112,7 @@ def test_iterations_and_parts(tr):
     assert [(it["t0"], it["t1"], it["tokens"]) for it in tr.iterations] == [
         (1200, 2010, 4), (2200, 3010, 3), (3200, 4010, 1), (4200, 5010, 7)]
     assert [sum(i["count"] for i in it["items"]) for it in tr.iterations] == [4, 3, 1, 7]
+    assert [it["instructions"] for it in tr.iterations] == [8100, 8100, 8100, 8100]
     assert tr.parts == [(0, 1, 1, 1300, 1900)]
 
 

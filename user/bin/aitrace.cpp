@@ -7,7 +7,7 @@
 //   aitrace stop | clear         stops recording | forgets every event
 //   aitrace check                checks the kernel's answers to bad reads
 // One line per event, which tools/trace.py reads back from a transcript:
-//   ev SEQ T_NS HART NAME [req=ID] ARG=VALUE ...
+//   ev SEQ T_NS INSTRET HART NAME [req=ID] ARG=VALUE ...
 // framed by "aitrace: version=..." and "aitrace: end events=N dropped=D".
 // Every command needs the console: run it in the foreground, or from
 // /etc/rc; otherwise the kernel answers EPERM.
@@ -99,7 +99,8 @@ void put_line(const char* line, int n) {
 void print_event(const kai_trace_event& e) {
   char line[256];
   const EventName* n = name_of(e.type);
-  int len = snprintf(line, sizeof line, "ev %lu %lu %u ", (unsigned long)e.seq, (unsigned long)e.t_ns, e.hart);
+  int len = snprintf(line, sizeof line, "ev %lu %lu %lu %u ", (unsigned long)e.seq, (unsigned long)e.t_ns,
+                     (unsigned long)e.instret, e.hart);
   if (n) len += snprintf(line + len, sizeof line - len, "%s", n->name);
   else len += snprintf(line + len, sizeof line - len, "TYPE%u", e.type);
   if (e.request) len += snprintf(line + len, sizeof line - len, " req=%lu", (unsigned long)e.request);
