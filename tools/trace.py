@@ -449,13 +449,14 @@ def write_png(tr, path, title=None):
     if counters:
         xs = [ms(t) for t, _, _ in counters]
         ax2.step(xs, [q for _, q, _ in counters], where="post", label="queued", color="#e15759")
-        ax2.step(xs, [r for _, _, r in counters], where="post", label="running", color="#59a14f")
+        ax2.step(xs, [r for _, _, r in counters], where="post", label="running", color="#59a14f", linewidth=2)
     ax2.set_ylabel("requests")
     ax2.yaxis.get_major_locator().set_params(integer=True)
     if tr.kv_used:
         ax3 = ax2.twinx()
-        ax3.step([ms(t) for t, _ in tr.kv_used], [u for _, u in tr.kv_used], where="post", color="#76b7b2",
-                 label="KV blocks in use")
+        ax3.step([ms(t) for t, _ in tr.kv_used], [u for _, u in tr.kv_used], where="post", color="#9c755f",
+                 linestyle="--", label="KV blocks in use")
+        ax3.set_ylim(bottom=0)
         ax3.set_ylabel("KV blocks in use")
         ax3.legend(loc="upper right", fontsize=7)
     ax2.legend(loc="upper left", fontsize=7)
