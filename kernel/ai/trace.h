@@ -15,20 +15,31 @@
 // The ring: events[seq % capacity] holds the event numbered seq, for the
 // last `capacity` numbers before next_seq. A full ring overwrites its
 // oldest event; a reader whose cursor is older learns how many it missed.
+//
+// Built for the host unit tests (-DKAI_AI_HOST) there is no ring: every
+// emit site compiles to nothing.
 #pragma once
 #include <stdint.h>
 #include <kai/ai_trace.h>
+#ifndef KAI_AI_HOST
 #include "../syscall.h"
+#endif
 
 namespace ai {
 
+#ifndef KAI_AI_HOST
 // At boot, before the loader starts (so model loading can be traced).
 void trace_boot();
 // The KAI_AI_CTL_TRACE_* commands of ai_control.
 SyscallResult trace_control(uint64_t cmd, uint64_t arg);
+#endif
 
 namespace trace {
 
+#ifdef KAI_AI_HOST
+inline bool enabled(kai_trace_type) { return false; }
+inline void record(kai_trace_type, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t) {}
+#else
 // Classes of events being recorded (KAI_TRACE_CLASS_*); 0 = off. Written
 // under the ring's lock, read without it by the emit sites: a site that
 // reads a stale value records one event more or less around a start or
@@ -52,6 +63,7 @@ inline bool enabled(kai_trace_type type) {
 // t_ns == 0: stamped with clock_ns() under the ring's lock.
 void record(kai_trace_type type, uint64_t t_ns, uint64_t request, uint32_t a0, uint32_t a1, uint32_t a2,
             uint32_t a3, uint32_t a4);
+#endif
 
 inline void emit(kai_trace_type type, uint64_t request, uint32_t a0 = 0, uint32_t a1 = 0, uint32_t a2 = 0,
                  uint32_t a3 = 0, uint32_t a4 = 0) {
