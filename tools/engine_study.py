@@ -263,6 +263,7 @@ def main(argv=None):
     p.add_argument("--real-time", action="store_true", help="host clock instead of exact mode")
     p.add_argument("--only", choices=["batching", "policies", "hol", "paging"], action="append")
     p.add_argument("--timeout", type=float, default=3600)
+    p.add_argument("--budgets", dest="hol_budgets", help="head-of-line: the ai.budget values, comma-separated (default 4,8,256)")
     p.add_argument("--trace", metavar="DIR", help="record each boot's AI trace; JSON and PNG timelines in DIR")
     p.add_argument("--trace-events", type=int, default=TRACE["events"], metavar="N",
                    help="trace ring size (ai.trace=N), 1..1048576")
@@ -292,6 +293,13 @@ def main(argv=None):
         # tokens: 64 iterations at budget 4 with two decode tokens each).
         a.budgets, a.hol_clients, a.hol_predict, a.long_len = [4, 8, 256], 2, 80, 255
         a.page_clients, a.kv_mb, a.full_block, a.prefix_len = 16, 48, 256, 128
+    if a.hol_budgets:
+        try:
+            a.budgets = [int(b) for b in a.hol_budgets.split(",")]
+        except ValueError:
+            p.error(f"--budgets: '{a.hol_budgets}' is not a comma-separated list of numbers")
+        if not all(1 <= b <= 256 for b in a.budgets):
+            p.error(f"--budgets: every budget must be from 1 to 256, not {a.budgets}")
     os.makedirs(a.out, exist_ok=True)
 
     def log(msg):
