@@ -433,6 +433,7 @@ def write_png(tr, path, title=None):
             ax.plot(ms(t), row, "x", color="red", markersize=8, mew=2)
         for t in r.prefix_hits:
             ax.plot(ms(t), row, "*", color="green", markersize=10)
+    ax.margins(x=0.01)
     ax.set_yticks(range(len(reqs)))
     ax.set_yticklabels([f"req {r.id} ({r.prompt}+{r.predict})" for r in reqs], fontsize=7)
     ax.invert_yaxis()
