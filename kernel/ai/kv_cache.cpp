@@ -3,6 +3,7 @@
 // LRU); the lookup table of cached prefix blocks; the operations the worker
 // calls (admit, grow, publish, release). Locking: ai::lock for everything.
 #include "kv_cache.h"
+#include "trace.h"
 #include "platform.h"
 
 namespace ai {
@@ -100,6 +101,8 @@ uint32_t take_block(ModelKv& k) {
     b = k.lru_head;
     lru_remove(k, b);
     unregister(k, b);
+    if (trace::enabled(KAI_TRACE_KV_EVICT))
+      trace::emit(KAI_TRACE_KV_EVICT, 0, uint32_t(&k - pools), 1, k.n_blocks - k.n_free - k.n_lru);
   } else {
     return kNoBlock;
   }

@@ -125,6 +125,12 @@ struct KvPoolView {
   const uint32_t* parent_gen;    // [n_blocks] (cached blocks)
 };
 KvPoolView kv_view(int m);
+// Model m's blocks in use (neither free nor cached) and cached (the trace's KV events).
+inline uint32_t kv_blocks_in_use(int m) {
+  KvPoolView v = kv_view(m);
+  return v.n_blocks - v.n_free - v.n_lru;
+}
+inline uint32_t kv_blocks_cached(int m) { return kv_view(m).n_lru; }
 // How many leading full prompt blocks of `key` a lookup finds in the cache
 // right now (changes nothing).
 uint32_t kv_cached_prefix_blocks(const PrefixKey& key);

@@ -4,6 +4,8 @@
 // function here runs with ai::lock held, and the transitions check it.
 #include "requests.h"
 #include "models.h"
+#include "scheduler.h"   // the policy in force, for the trace
+#include "trace.h"
 
 namespace ai {
 
@@ -55,7 +57,11 @@ void release_slot(Request* r) {
 // free the slot at once when nobody is left to collect it).
 void finish_as(Request* r, RequestState outcome, int32_t error, uint32_t reason) {
   bool had_blocks = r->kv.n > 0;
+  uint32_t blocks = r->kv.n;
+  uint32_t cached = trace::enabled(KAI_TRACE_KV_FREE) ? kv_blocks_cached(r->model) : 0;
   kv_release(r->model, r->kv);   // its blocks go back (full prompt blocks stay cached)
+  if (had_blocks && trace::enabled(KAI_TRACE_KV_FREE))
+    trace::emit(KAI_TRACE_KV_FREE, uint64_t(r->id), uint32_t(r->model), blocks, kv_blocks_in_use(r->model), kv_blocks_cached(r->model) - cached);
   // A worker may be waiting for blocks (or have a queued request that did
   // not fit): it looks again.
   if (had_blocks) wakeup(&queue_nonempty_chan);
@@ -63,6 +69,7 @@ void finish_as(Request* r, RequestState outcome, int32_t error, uint32_t reason)
   r->finish_reason = reason;
   r->error = error;
   r->t_finish = clock_ns();
+  trace::emit_at(r->t_finish, KAI_TRACE_FINISH, uint64_t(r->id), reason, r->n_generated, uint32_t(error), r->worker);
   if (r->t_requeued != 0) {   // finished while back in the queue after a preemption
     r->requeued_ns += r->t_finish - r->t_requeued;
     r->t_requeued = 0;
@@ -203,13 +210,20 @@ void admit(Request* r, uint32_t worker) {
   r->admitted_seq = ++admissions;
   uint64_t now = clock_ns();
   if (r->t_start == 0) r->t_start = now;   // the first admission; later ones end a requeue
+  if (trace::enabled(KAI_TRACE_ADMIT))
+    trace::emit_at(now, KAI_TRACE_ADMIT, uint64_t(r->id), worker, uint32_t(policy), queued_count(), running_count());
   if (r->t_requeued != 0) r->requeued_ns += now - r->t_requeued;
   r->t_requeued = 0;
 }
 
 void preempt(Request* r) {
   must_be(r, RequestState::Running, "preempt");
+  trace::emit(KAI_TRACE_PREEMPT, uint64_t(r->id), r->worker, KAI_TRACE_CAUSE_KV_FULL, r->fed);
+  uint32_t blocks = r->kv.n;
+  uint32_t cached = trace::enabled(KAI_TRACE_KV_FREE) ? kv_blocks_cached(r->model) : 0;
   kv_release(r->model, r->kv);
+  if (blocks > 0 && trace::enabled(KAI_TRACE_KV_FREE))
+    trace::emit(KAI_TRACE_KV_FREE, uint64_t(r->id), uint32_t(r->model), blocks, kv_blocks_in_use(r->model), kv_blocks_cached(r->model) - cached);
   r->preemptions++;
   r->preempt_requested = false;
   r->waiting_for_blocks = false;
@@ -259,7 +273,10 @@ void forget_owner(int pid) {
   must_hold_lock("forget_owner");
   for (auto& r : slots) {
     if (r.state == RequestState::Free || r.owner_pid != pid || r.orphaned) continue;
+    if (r.state == RequestState::Queued || r.state == RequestState::Running)
+      trace::emit(KAI_TRACE_CANCEL, uint64_t(r.id), abi_state(r.state));
     if (r.state == RequestState::Queued) {
+      trace::emit(KAI_TRACE_FINISH, uint64_t(r.id), KAI_AI_FINISH_CANCELLED, r.n_generated, KAI_ECANCELED, r.worker);
       remove_from_fifo(&r);
       counters.cancelled++;
       release_slot(&r);

@@ -47,6 +47,7 @@
 #include "scheduler.h"
 #include "models.h"
 #include "kv_cache.h"
+#include "trace.h"
 
 namespace ai {
 
@@ -92,6 +93,15 @@ bool model_has_waiters(int m) {
   return false;
 }
 
+// The trace's view of an admission's blocks: the prefix found in the
+// cache, then every block the request now holds.
+void trace_admission_blocks(const Request& r, uint32_t cached) {
+  if (!trace::enabled(KAI_TRACE_KV_TAKE)) return;
+  if (cached > 0)
+    trace::emit(KAI_TRACE_PREFIX_HIT, uint64_t(r.id), uint32_t(r.model), cached / kv_block_size, cached);
+  trace::emit(KAI_TRACE_KV_TAKE, uint64_t(r.id), uint32_t(r.model), r.kv.n, kv_blocks_in_use(r.model));
+}
+
 // 2. Admission, under the policy (pick_next) and by free KV blocks.
 void admit_new(WorkerBatch& w) {
   for (auto& s : w.slots) {
@@ -106,6 +116,7 @@ void admit_new(WorkerBatch& w) {
     if (model_has_waiters(r->model)) return;
     int32_t cached = kv_admit(prefix_key(*r), context_len(*r), context_len(*r), r->kv);
     if (cached < 0) return;
+    trace_admission_blocks(*r, static_cast<uint32_t>(cached));
     r->fed = r->cached_tokens = static_cast<uint32_t>(cached);
     r->waiting_for_blocks = false;
     admit(r, w.id);
@@ -160,6 +171,8 @@ void choose_counts(WorkerBatch& w) {
 // 4. Blocks for every planned token, preempting the youngest when short.
 void grow_or_preempt(WorkerBatch& w) {
   for (auto& s : w.slots) {
+    Request* grower = s.request;
+    uint32_t blocks_before = grower ? grower->kv.n : 0;
     while (s.request && s.count > 0 && !kv_grow(s.request->model, s.request->kv, s.request->fed + s.count)) {
       Request* victim = youngest_running(s.request->model);
       BatchSlot* local = slot_of(w, victim);
@@ -175,6 +188,9 @@ void grow_or_preempt(WorkerBatch& w) {
       }
     }
     if (s.request && s.count > 0) s.request->waiting_for_blocks = false;
+    if (s.request == grower && grower && grower->kv.n > blocks_before && trace::enabled(KAI_TRACE_KV_TAKE))
+      trace::emit(KAI_TRACE_KV_TAKE, uint64_t(grower->id), uint32_t(grower->model), grower->kv.n - blocks_before,
+                  kv_blocks_in_use(grower->model));
   }
 }
 
@@ -209,6 +225,21 @@ void write_plan(WorkerBatch& w) {
       }
     }
     g.count = p.n_items - g.first;
+  }
+}
+
+// The plan as trace events: the iteration, then one ITEM per request in it
+// (decode: the one newest token of a request that is generating).
+void trace_plan(const WorkerBatch& w) {
+  uint32_t requests = 0;
+  for (const auto& s : w.slots) requests += s.request != nullptr && s.count > 0;
+  trace::emit(KAI_TRACE_ITER_BEGIN, 0, w.id, requests, w.plan.n_items, token_budget, max_batch);
+  for (const auto& s : w.slots) {
+    const Request* r = s.request;
+    if (r == nullptr || s.count == 0) continue;
+    bool decode = s.count == 1 && r->n_generated > 0 && r->fed + 1 == context_len(*r);
+    trace::emit(KAI_TRACE_ITEM, uint64_t(r->id), w.id, decode ? KAI_TRACE_PHASE_DECODE : KAI_TRACE_PHASE_PREFILL,
+                r->fed, s.count);
   }
 }
 
@@ -263,6 +294,7 @@ const Plan& schedule(WorkerBatch& w) {
   choose_counts(w);
   grow_or_preempt(w);
   write_plan(w);
+  if (!w.plan.empty() && trace::enabled(KAI_TRACE_ITER_BEGIN)) trace_plan(w);
   return w.plan;
 }
 
@@ -314,6 +346,7 @@ void commit(WorkerBatch& w) {
       r->output[r->n_generated++] = last.next;
     }
     r->t_last = now;
+    trace::emit_at(now, KAI_TRACE_TOKEN, uint64_t(r->id), w.id, r->n_generated - 1, last.next);
     if (uint32_t why = stop_reason(*r); why != KAI_AI_FINISH_NONE) {
       complete(r, why);
       clear_slot(s);
@@ -324,6 +357,7 @@ void commit(WorkerBatch& w) {
   counters.iterations++;
   counters.batch_requests += batch_requests;
   counters.batch_tokens += p.n_items;
+  trace::emit(KAI_TRACE_ITER_END, 0, w.id, batch_requests, p.n_items);
 }
 
 }  // namespace ai

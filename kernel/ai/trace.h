@@ -7,8 +7,9 @@
 //   trace_control()  the ai_control commands: start, stop, clear, read
 //
 // The cost when off: each emit site is an inline load of `classes` and one
-// branch that is never taken; the arguments are not even computed, because
-// the branch comes first. When on, record() takes the ring's own spinlock,
+// branch that is never taken. Arguments are evaluated before the branch, as
+// for any call: a site whose arguments need a function call guards itself
+// with `if (trace::enabled(TYPE))`. When on, record() takes the ring's own spinlock,
 // a leaf lock: it may be taken under ai::lock or a row team's lock, and
 // nothing is taken under it. Any hart may record (row-team helpers do).
 //
