@@ -444,7 +444,7 @@ def write_png(tr, path, title=None):
                Line2D([], [], marker="*", color="green", ls="none", label="prefix hit")]
     ax.legend(handles=legend, loc="lower left", bbox_to_anchor=(0, 1.0), fontsize=7, ncol=6, frameon=False)
     if title:
-        ax.set_title(title, loc="right", fontsize=9)
+        ax.set_title(title, loc="right", fontsize=9, pad=16)
 
     counters = tr.counters()
     if counters:
