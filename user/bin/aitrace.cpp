@@ -45,7 +45,8 @@ constexpr ClassName kClasses[] = {
     {"all", KAI_TRACE_CLASS_ALL},
 };
 
-int usage() {
+int usage(const char* unexpected = nullptr) {
+  if (unexpected) fprintf(2, "aitrace: unexpected argument '%s'\n", unexpected);
   fprintf(2, "usage: aitrace [--from SEQ] | start [CLASSES] | stop | clear | check\n"
              "  CLASSES: a comma list of requests,iterations,tokens,kv,parts,load or all\n");
   return 2;
@@ -203,7 +204,11 @@ int main(int argc, char** argv) {
   if (argc == 1) return print_from(0);
   const char* cmd = argv[1];
   if (!strcmp(cmd, "--from")) {
-    if (argc != 3) return usage();
+    if (argc == 2) {
+      fprintf(2, "aitrace: --from: missing event number\n");
+      return usage();
+    }
+    if (argc > 3) return usage(argv[3]);
     char* end;
     unsigned long seq = strtoul(argv[2], &end, 10);
     if (!*argv[2] || *end) {
@@ -213,13 +218,13 @@ int main(int argc, char** argv) {
     return print_from(seq);
   }
   if (!strcmp(cmd, "start")) {
-    if (argc > 3) return usage();
+    if (argc > 3) return usage(argv[3]);
     uint32_t mask = argc == 3 ? parse_classes(argv[2]) : KAI_TRACE_CLASS_DEFAULT;
     if (mask == 0) return 2;
     long r = ai_control(KAI_AI_CTL_TRACE_START, mask);
     return r < 0 ? failed("start", r) : 0;
   }
-  if (argc != 2) return usage();
+  if (argc > 2) return usage(argv[2]);
   if (!strcmp(cmd, "stop")) {
     long r = ai_control(KAI_AI_CTL_TRACE_STOP, 0);
     return r < 0 ? failed("stop", r) : 0;
