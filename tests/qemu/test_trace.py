@@ -12,7 +12,8 @@ tools/trace.py) on the tiny llama model in exact mode:
     clock readings to within one 100 ns step of the time CSR);
   - bad reads: EFAULT for bad pointers, a cursor behind the oldest event
     reports the drops (aitrace check); ai.trace=0 is refused at boot with a
-    message, and then there is no ring to read."""
+    message, and then there is no ring to read; a bad aitrace command line
+    names what is wrong."""
 import importlib.util
 import os
 import re
@@ -183,9 +184,16 @@ def test_zero_ring_is_refused_at_boot(image):
     with boot(image, "ai.trace=0") as s:
         assert s.wait_log(r"ai: model LLAMA ready", timeout=120), s.transcript
         out = run_in_session(s, "aitrace", timeout=60)
+        bad = {cmd: run_in_session(s, cmd, timeout=60)
+               for cmd in ("aitrace start bogus", "aitrace stop now", "aitrace --from x", "aitrace frobnicate")}
         s.halt()
     assert "ai: ai.trace=0: a trace ring needs room for at least one event; tracing stays off" in s.transcript
     assert "aitrace: read: " in out and "aitrace: end" not in out, out
+    # A bad command line names what is wrong.
+    assert "aitrace: start: 'bogus' is not a class" in bad["aitrace start bogus"]
+    assert "aitrace: unexpected argument 'now'" in bad["aitrace stop now"]
+    assert "aitrace: --from: 'x' is not an event number" in bad["aitrace --from x"]
+    assert "aitrace: unknown command 'frobnicate'" in bad["aitrace frobnicate"]
 
 
 # One request, its 20-token prompt in three chunks (ai.budget=8), then 12
