@@ -23,6 +23,7 @@ help:
 	@echo "make qemu-gdb   same, waiting for gdb on tcp::1234"
 	@echo "make test       every test suite; ends with 'N passed, M failed'"
 	@echo "make bench      the standard benchmark study (not part of make test)"
+	@echo "make trace      the engine's experiments traced: timelines (JSON, PNG) in results/trace"
 	@echo "make test-models  test bundles in build/models (synthetic tiny models, stories260K)"
 	@echo "make chat       talk to SmolLM2-135M-Instruct (after make fetch-smol) with /bin/chat"
 	@echo "make clean      remove build/"
@@ -365,6 +366,19 @@ ENGINE_ARGS ?=
 .PHONY: bench-engine
 bench-engine: kernel user $(B)/fs-smol.img
 	$(PYTHON) tools/engine_study.py --out $(ENGINE_OUT) $(ENGINE_ARGS)
+
+# ---------------------------------------------------------------- trace
+# The engine study's batching, head-of-line and paging experiments again, in
+# exact mode with the AI service's trace on (engine_study.py --trace): per
+# boot, the aitrace transcript, Chrome trace-event JSON (open it in
+# ui.perfetto.dev) and a PNG timeline under results/trace/, made by
+# tools/trace.py; docs/experiments.md reads the head-of-line pictures.
+# Not part of `make test`; TRACE_ARGS=--quick gives a short version.
+TRACE_OUT  ?= results/trace
+TRACE_ARGS ?=
+.PHONY: trace
+trace: kernel user $(B)/fs-smol.img
+	$(PYTHON) tools/engine_study.py --out $(TRACE_OUT) --trace $(TRACE_OUT) --only batching --only hol --only paging $(TRACE_ARGS)
 
 # ---------------------------------------------------------------- perf
 # The batched forward pass (lib/llm_batch.h) on the SmolLM2-135M shape, int8:

@@ -17,14 +17,20 @@ Three experiments, each in its own boots of kai:
      full-length reservations or as 16-position blocks, and the TTFT of
      requests sharing a long prompt prefix (aiprefix).
 
+With --trace DIR (`make trace`) every boot also records the AI service's
+trace ring (ai.trace=N) and leaves in DIR, per boot, the aitrace transcript
+(LABEL.log), Chrome trace-event JSON (LABEL.json) and a PNG timeline
+(LABEL.png), made by tools/trace.py.
+
 By default every boot runs in exact mode (QEMU -icount, one hart: "virtual
 time, 1 instruction = 1 ns"), so the figures repeat exactly from run to run
 and do not depend on how busy the host is; --real-time uses the host clock.
 
-    engine_study.py --out results/engine [--quick] [--image IMG --model NAME]
+    engine_study.py --out results/engine [--quick] [--image IMG --model NAME] [--trace DIR]
 Writes report.md and results.json there; prints one line per point.
 """
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -38,11 +44,35 @@ import qemu_run  # noqa: E402
 
 KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
 
+# --trace: where each boot's trace goes (None: no trace) and the ring's size.
+TRACE = {"dir": None, "events": 65536}
 
-def boot_and_run(image, model, append, commands, deterministic, timeout):
+
+def save_trace(session, label, timeout):
+    """Prints the trace ring in the guest and turns it into LABEL.log,
+    LABEL.json and LABEL.png under TRACE["dir"]."""
+    start = session.mark()
+    if not session.command("aitrace", timeout=timeout):
+        raise RuntimeError("aitrace did not finish:\n" + session.transcript[start:][-2000:])
+    base = os.path.join(TRACE["dir"], label)
+    with open(base + ".log", "w") as f:
+        f.write(session.transcript[start:])
+    spec = importlib.util.spec_from_file_location("kai_trace", os.path.join(HERE, "trace.py"))
+    kai_trace = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kai_trace)
+    tr = kai_trace.Trace(kai_trace.parse(session.transcript[start:]))
+    kai_trace.write_json(tr, base + ".json")
+    kai_trace.write_png(tr, base + ".png", title=label)
+
+
+def boot_and_run(image, model, append, commands, deterministic, timeout, label=None):
     """Boots with kernel options `append`, waits for the model, runs the
-    commands; returns {command: output}."""
+    commands; returns {command: output}. With --trace, records the boot's
+    trace under `label`."""
     outputs = {}
+    tracing = TRACE["dir"] is not None and label is not None
+    if tracing:
+        append = f"{append} ai.trace={TRACE['events']}".strip()
     with qemu_run.Session(image, KERNEL, smp=1 if deterministic else 2, memory="1G", snapshot=True,
                           boot_timeout=300, append=append, deterministic=deterministic) as s:
         if not s.booted:
@@ -54,6 +84,8 @@ def boot_and_run(image, model, append, commands, deterministic, timeout):
             if not s.command(cmd, timeout=timeout):
                 raise RuntimeError(f"`{cmd}` did not finish in {timeout} s:\n" + s.transcript[start:][-2000:])
             outputs[cmd] = s.transcript[start:]
+        if tracing:
+            save_trace(s, label, timeout)
         s.halt()
     return outputs
 
@@ -84,7 +116,8 @@ def experiment_batching(a, log):
             cmd = (f"aibench --model {a.model} --clients {clients} --requests {a.requests} "
                    f"--prompt {a.prompt} --predict {a.predict} --int8")
             t0 = time.monotonic()
-            out = boot_and_run(a.image, a.model, f"ai.max_batch={max_batch}", [cmd], a.exact, a.timeout)[cmd]
+            out = boot_and_run(a.image, a.model, f"ai.max_batch={max_batch}", [cmd], a.exact, a.timeout,
+                               label=f"batching-max_batch{max_batch}-clients{clients}")[cmd]
             r = parse_aibench(out)
             r.update(max_batch=max_batch, clients=clients, wall_s=round(time.monotonic() - t0, 1))
             rows.append(r)
@@ -107,7 +140,7 @@ def experiment_policies(a, log):
         # moment (one second) before the short class arrives.
         cmds = [f"{long_} > /long.txt &", "sleep 1", short, "wait", "cat /long.txt"]
         append = f"ai.max_batch={a.policy_batch} ai.policy={policy} ai.aging_ms={a.aging_ms}"
-        outs = boot_and_run(a.image, a.model, append, cmds, a.exact, a.timeout)
+        outs = boot_and_run(a.image, a.model, append, cmds, a.exact, a.timeout, label=f"policies-{policy}")
         r = {"policy": policy, "short": parse_aibench(outs[short]), "long": parse_aibench(outs["cat /long.txt"])}
         rows.append(r)
         log(f"policies: {policy}: short p50 TTFT {r['short'].get('ttft', {}).get('p50_ms', 0):.0f} ms, "
@@ -121,7 +154,7 @@ def experiment_hol(a, log):
         cmd = f"aihol --model {a.model} --clients {a.hol_clients} --predict {a.hol_predict} --long {a.long_len} --int8"
         # max_batch <= budget (every running request's decode token must fit).
         append = f"ai.max_batch={min(4, budget)} ai.budget={budget}"
-        out = boot_and_run(a.image, a.model, append, [cmd], a.exact, a.timeout)[cmd]
+        out = boot_and_run(a.image, a.model, append, [cmd], a.exact, a.timeout, label=f"hol-budget{budget}")[cmd]
         m = re.search(r"aihol: (.*)", out)
         if not m:
             raise RuntimeError(f"aihol printed no summary:\n{out}")
@@ -141,7 +174,8 @@ def experiment_paging(a, log):
            f"--predict 4 --int8")
     for label, block in (("full-length reservations", a.full_block), ("paged", 16)):
         append = f"ai.max_batch=16 ai.kv_mb={a.kv_mb} ai.kv_block={block}"
-        outs = boot_and_run(a.image, a.model, append, [cmd, "aistat"], a.exact, a.timeout)
+        outs = boot_and_run(a.image, a.model, append, [cmd, "aistat"], a.exact, a.timeout,
+                            label=f"paging-block{block}")
         stat = outs["aistat"]
         total = int(re.search(r"blocks_total=(\d+)", stat).group(1))
         mean = float(re.search(r"mean_batch=([\d.]+)", stat).group(1))
@@ -152,7 +186,7 @@ def experiment_paging(a, log):
         log(f"paging: {label}: {total} blocks of {block}, mean batch {mean:.2f}, "
             f"{r.get('tokens_per_s', 0):.2f} tokens/s")
     pcmd = (f"aiprefix --model {a.model} --requests 8 --prefix {a.prefix_len} --tail 8 --predict 1 --int8")
-    text = boot_and_run(a.image, a.model, "", [pcmd], a.exact, a.timeout)[pcmd]
+    text = boot_and_run(a.image, a.model, "", [pcmd], a.exact, a.timeout, label="paging-prefix")[pcmd]
     m = re.search(r"aiprefix: first_ttft_us=(\d+) later_ttft_p50_us=(\d+) ratio=([\d.]+) cached_tokens=(\d+)", text)
     if not m:
         raise RuntimeError(f"aiprefix printed no summary:\n{text}")
@@ -229,7 +263,16 @@ def main(argv=None):
     p.add_argument("--real-time", action="store_true", help="host clock instead of exact mode")
     p.add_argument("--only", choices=["batching", "policies", "hol", "paging"], action="append")
     p.add_argument("--timeout", type=float, default=3600)
+    p.add_argument("--budgets", dest="hol_budgets", help="head-of-line: the ai.budget values, comma-separated (default 4,8,256)")
+    p.add_argument("--trace", metavar="DIR", help="record each boot's AI trace; JSON and PNG timelines in DIR")
+    p.add_argument("--trace-events", type=int, default=TRACE["events"], metavar="N",
+                   help="trace ring size (ai.trace=N), 1..1048576")
     a = p.parse_args(argv)
+    if not 1 <= a.trace_events <= 1 << 20:
+        p.error(f"--trace-events: {a.trace_events} is not a number of events from 1 to 1048576")
+    if a.trace:
+        os.makedirs(a.trace, exist_ok=True)
+        TRACE["dir"], TRACE["events"] = a.trace, a.trace_events
     a.exact = not a.real_time
     if not os.path.exists(a.image) or not os.path.exists(KERNEL):
         p.error(f"{a.image} or {KERNEL} missing: run `make all build/fs-smol.img`")
@@ -250,6 +293,13 @@ def main(argv=None):
         # tokens: 64 iterations at budget 4 with two decode tokens each).
         a.budgets, a.hol_clients, a.hol_predict, a.long_len = [4, 8, 256], 2, 80, 255
         a.page_clients, a.kv_mb, a.full_block, a.prefix_len = 16, 48, 256, 128
+    if a.hol_budgets:
+        try:
+            a.budgets = [int(b) for b in a.hol_budgets.split(",")]
+        except ValueError:
+            p.error(f"--budgets: '{a.hol_budgets}' is not a comma-separated list of numbers")
+        if not all(1 <= b <= 256 for b in a.budgets):
+            p.error(f"--budgets: every budget must be from 1 to 256, not {a.budgets}")
     os.makedirs(a.out, exist_ok=True)
 
     def log(msg):

@@ -4,6 +4,7 @@
 #include "models.h"
 #include "kv_cache.h"
 #include "requests.h"
+#include "trace.h"
 #include "../fs/fs.h"
 #include "../proc.h"
 #include "../trap.h"
@@ -82,6 +83,7 @@ void loader_main(void*) {
       m.state = probed.is_error() ? KAI_AI_MODEL_FAILED : KAI_AI_MODEL_LOADING;
       m.error = probed.is_error() ? static_cast<int32_t>(probed.error()) : 0;
     }
+    trace::emit(KAI_TRACE_LOAD, 0, uint32_t(n_models - 1), probed.is_error() ? KAI_TRACE_LOAD_FAILED : KAI_TRACE_LOAD_PROBED);
     if (probed.is_error()) kprintf("ai: model %s failed: %s\n", names[i], why);
   }
   {
@@ -97,15 +99,15 @@ void loader_main(void*) {
     if (m.state != KAI_AI_MODEL_LOADING) continue;
     ksnprintf(path, sizeof(path), "%s/%s", kModelRoot, m.name);
     uint64_t t0 = clock_ns();
+    trace::emit_at(t0, KAI_TRACE_LOAD, 0, uint32_t(i), KAI_TRACE_LOAD_WEIGHTS);
     ModelSummary summary{};
     why[0] = 0;
     auto loaded = engine_load(path, &summary, why, sizeof(why));
     uint64_t elapsed = clock_ns() - t0;
     if (!loaded.is_error()) {
       // Its KV block pool, before anyone can run on it (the model is not
-      // READY yet, and its config came with the probe; kv_init_model
-      // allocates and logs, so no lock here).
-      kv_init_model(i);
+      // READY yet; kv_init_model allocates and logs, so no lock here).
+      kv_init_model(i, summary.config, m.name, kQueueCapacity);
     }
     {
       SpinlockGuard guard(lock);
@@ -118,6 +120,7 @@ void loader_main(void*) {
         m.load_ns = elapsed;
         m.state = KAI_AI_MODEL_READY;
       }
+      trace::emit(KAI_TRACE_LOAD, 0, uint32_t(i), loaded.is_error() ? KAI_TRACE_LOAD_FAILED : KAI_TRACE_LOAD_READY);
       // Queued requests for this model can run now (or fail, if it failed).
       wakeup(&queue_nonempty_chan);
     }

@@ -1,6 +1,7 @@
 // Row teams: see row_team.h. Locking: lock_ protects generation_, fn_,
 // arg_ and pending_; helpers sleep on &generation_, the worker on &pending_.
 #include "row_team.h"
+#include "trace.h"
 #include "../printf.h"
 #include "../proc.h"
 
@@ -37,6 +38,7 @@ uint32_t RowTeam::start(uint32_t worker, uint32_t parts) {
   }
   SpinlockGuard guard(lock_);
   parts_ = started;
+  worker_ = worker;
   return started;
 }
 
@@ -57,7 +59,9 @@ void RowTeam::helper_loop(uint32_t part) {
       fn = fn_;
       arg = arg_;
     }
+    trace::emit(KAI_TRACE_PART_BEGIN, 0, worker_, part);
     fn(arg, part);   // computes with interrupts on: preemptible like any thread
+    trace::emit(KAI_TRACE_PART_END, 0, worker_, part);
     SpinlockGuard guard(lock_);
     if (--pending_ == 0) wakeup(&pending_);
   }
@@ -65,7 +69,9 @@ void RowTeam::helper_loop(uint32_t part) {
 
 void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg) {
   if (parts_ <= 1) {
+    trace::emit(KAI_TRACE_PART_BEGIN, 0, worker_, 0);
     fn(arg, 0);
+    trace::emit(KAI_TRACE_PART_END, 0, worker_, 0);
     return;
   }
   {
@@ -76,7 +82,9 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg) {
     generation_++;
     wakeup(&generation_);
   }
+  trace::emit(KAI_TRACE_PART_BEGIN, 0, worker_, 0);
   fn(arg, 0);
+  trace::emit(KAI_TRACE_PART_END, 0, worker_, 0);
   SpinlockGuard guard(lock_);
   while (pending_ > 0) sleep(&pending_, lock_);
 }

@@ -40,6 +40,7 @@ class RowTeam {
 
   Spinlock lock_{"ai-rows"};
   uint32_t parts_ = 1;
+  uint32_t worker_ = 0;              // the AI worker this team serves (for the trace)
   uint64_t generation_ = 0;          // bumped for every job (under lock_)
   void (*fn_)(void*, uint32_t) = nullptr;
   void* arg_ = nullptr;

@@ -3,11 +3,13 @@
 // process_exited() forgets a dead process's requests.
 #include "service.h"
 #include "requests.h"
+#include "scheduler.h"
 #include "models.h"
 #include "worker.h"
 #include "engine.h"
 #include "row_team.h"
 #include "kv_cache.h"
+#include "trace.h"
 #include "../cpu.h"
 #include "../fdt.h"
 #include "../boot.h"
@@ -63,6 +65,7 @@ void start() {
   uint32_t harts = ncpu > 1 ? static_cast<uint32_t>(ncpu) - 1 : 1;
   option_u32("ai.harts", 1, kMaxTeamParts, &harts);
 
+  trace_boot();   // before the loader, so that model loading is traced
   start_loader();
   for (uint32_t i = 0; i < workers; i++) {
     engine_start_team(i, harts);

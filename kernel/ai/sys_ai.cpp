@@ -1,8 +1,11 @@
 // The AI system calls. Each one validates everything before it changes any
 // state, so a rejected call creates no request and leaks nothing.
 #include "requests.h"
+#include "scheduler.h"
+#include "service.h"
 #include "models.h"
 #include "engine.h"
+#include "trace.h"
 #include "../proc.h"
 #include "../trap.h"
 #include "../string.h"
@@ -132,6 +135,8 @@ SyscallResult sys_ai_submit() {
   }
   Request* r = submit(NewRequest{me()->pid, model.value(), prompt, req.prompt_len, req.n_predict,
                                  req.flags, req.priority, req.sampling, stop, req.stop_words});
+  trace::emit_at(r->t_submit, KAI_TRACE_SUBMIT, r->id, r->model, r->prompt_len, r->n_predict, r->priority,
+                 r->queue_depth_at_submit);
   return static_cast<uint64_t>(r->id);
 }
 
@@ -216,6 +221,8 @@ SyscallResult sys_ai_read() {
 SyscallResult sys_ai_cancel() {
   SpinlockGuard guard(lock);
   Request* r = TRY(owned_request(arg_int(0)));
+  if (r->state == RequestState::Queued || r->state == RequestState::Running)
+    trace::emit(KAI_TRACE_CANCEL, r->id, abi_state(r->state));
   switch (r->state) {
     case RequestState::Queued:
       cancel_queued(r);
@@ -292,6 +299,7 @@ SyscallResult sys_ai_control() {
   uint64_t cmd = arg_raw(0), arg = arg_raw(1);
   int pid = me()->pid;
   if (pid != 1 && console_foreground() != pid) return Errno::Perm;
+  if (cmd >= KAI_AI_CTL_TRACE_START && cmd <= KAI_AI_CTL_TRACE_READ) return trace_control(cmd, arg);
   switch (cmd) {
     case KAI_AI_CTL_SET_POLICY: {
       Policy p;

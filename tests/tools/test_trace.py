@@ -1,0 +1,185 @@
+"""tools/trace.py reads aitrace's lines out of a console transcript and tells
+each request's story right: tokens, TTFT, end-to-end time, finish reason,
+phases through a preemption, queue and running counts, Little's law; its
+Chrome JSON loads and its slices nest on every track (and the nesting check
+does catch overlaps); its PNG is drawn. The transcript below is written by
+hand, and so are the expected figures."""
+import json
+import os
+import subprocess
+
+import importlib.util
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = os.path.join(ROOT, "tools", "trace.py")
+PYTHON = "/usr/bin/python3"
+# Loaded by path: Python's standard library has a module named trace too.
+_spec = importlib.util.spec_from_file_location("kai_trace", TOOL)
+kai_trace = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(kai_trace)
+
+# Two requests on worker 0. Request 1 (prompt 4, 3 tokens) runs alone, then
+# beside request 2; request 2 (prompt 6) finds 4 prompt tokens in the prefix
+# cache, is preempted after its first token and recomputed. Noise around the
+# lines, a kernel message in the middle, and part of the ring printed twice.
+TRANSCRIPT = """\
+$ aitrace
+aitrace: version=1 ring=64 classes=0x3f next=40
+ev 0 500 5007 0 STARTED capacity=64 classes=63
+ev 1 600 6007 0 LOAD model=0 phase=2
+ev 2 900 9007 0 LOAD model=0 phase=3
+ev 3 1000 10007 0 SUBMIT req=1 model=0 prompt=4 predict=3 priority=0 queue=0
+ev 4 1100 11007 0 ADMIT req=1 worker=0 policy=0 queue=0 running=1
+ev 5 1150 11507 0 KV_TAKE req=1 model=0 blocks=1 used=1
+ev 6 1200 12007 0 ITER_BEGIN worker=0 requests=1 tokens=4 budget=8 max_batch=4
+ev 7 1200 12007 0 ITEM req=1 worker=0 phase=1 first=0 count=4
+ev 8 1300 13007 1 PART_BEGIN worker=0 part=1
+ev 9 1900 19007 1 PART_END worker=0 part=1
+ev 10 1500 15007 0 SUBMIT req=2 model=0 prompt=6 predict=2 priority=0 queue=1
+ev 11 2000 20007 0 TOKEN req=1 worker=0 index=0 token=11
+ev 12 2010 20107 0 ITER_END worker=0 requests=1 tokens=4
+ev 13 2100 21007 0 ADMIT req=2 worker=0 policy=0 queue=0 running=2
+ai: some kernel message in between
+ev 14 2100 21007 0 PREFIX_HIT req=2 model=0 blocks=1 tokens=4
+ev 15 2100 21007 0 KV_TAKE req=2 model=0 blocks=2 used=2
+ev 16 2200 22007 0 ITER_BEGIN worker=0 requests=2 tokens=3 budget=8 max_batch=4
+ev 17 2200 22007 0 ITEM req=1 worker=0 phase=2 first=4 count=1
+ev 18 2200 22007 0 ITEM req=2 worker=0 phase=1 first=4 count=2
+ev 19 3000 30007 0 TOKEN req=1 worker=0 index=1 token=12
+ev 20 3000 30007 0 TOKEN req=2 worker=0 index=0 token=21
+ev 21 3010 30107 0 ITER_END worker=0 requests=2 tokens=3
+ev 22 3100 31007 0 PREEMPT req=2 worker=0 cause=1 lost=7
+ev 23 3100 31007 0 KV_FREE req=2 model=0 blocks=2 used=1 cached=1
+ev 24 3200 32007 0 ITER_BEGIN worker=0 requests=1 tokens=1 budget=8 max_batch=4
+ev 25 3200 32007 0 ITEM req=1 worker=0 phase=2 first=5 count=1
+ev 26 4000 40007 0 TOKEN req=1 worker=0 index=2 token=13
+ev 27 4000 40007 0 KV_FREE req=1 model=0 blocks=1 used=0 cached=0
+ev 28 4001 40017 0 FINISH req=1 reason=1 generated=3 error=0 worker=0
+ev 29 4010 40107 0 ITER_END worker=0 requests=1 tokens=1
+ev 30 4100 41007 0 ADMIT req=2 worker=0 policy=0 queue=0 running=1
+ev 31 4100 41007 0 KV_TAKE req=2 model=0 blocks=1 used=1
+ev 32 4200 42007 0 ITER_BEGIN worker=0 requests=1 tokens=7 budget=8 max_batch=4
+ev 33 4200 42007 0 ITEM req=2 worker=0 phase=1 first=0 count=7
+ev 34 5000 50007 0 TOKEN req=2 worker=0 index=1 token=22
+ev 35 5000 50007 0 KV_FREE req=2 model=0 blocks=1 used=0 cached=0
+ev 36 5001 50017 0 FINISH req=2 reason=1 generated=2 error=0 worker=0
+ev 37 5010 50107 0 ITER_END worker=0 requests=1 tokens=7
+aitrace: end events=38 dropped=0
+$ aitrace --from 34
+aitrace: version=1 ring=64 classes=0x3f next=38
+ev 34 5000 50007 0 TOKEN req=2 worker=0 index=1 token=22
+ev 35 5000 50007 0 KV_FREE req=2 model=0 blocks=1 used=0 cached=0
+ev 36 5001 50017 0 FINISH req=2 reason=1 generated=2 error=0 worker=0
+ev 37 5010 50107 0 ITER_END worker=0 requests=1 tokens=7
+aitrace: end events=4 dropped=0
+$ """
+
+
+@pytest.fixture
+def tr():
+    return kai_trace.Trace(kai_trace.parse(TRANSCRIPT))
+
+
+def test_parse_keeps_each_event_once_and_skips_other_lines():
+    events = kai_trace.parse(TRANSCRIPT)
+    assert [e.seq for e in events] == list(range(38))
+    e = events[33]
+    assert (e.name, e.req, e.t, e.instret, e.hart) == ("ITEM", 2, 4200, 42007, 0)
+    assert e.args == {"worker": 0, "phase": 1, "first": 0, "count": 7}
+    assert events[8].hart == 1
+
+
+def test_requests_as_the_results_would_say(tr):
+    r1, r2 = tr.requests[1], tr.requests[2]
+    assert [tok for _, tok in r1.tokens] == [11, 12, 13]
+    assert [tok for _, tok in r2.tokens] == [21, 22]
+    assert (r1.ttft_ns, r1.e2e_ns, r1.reason_name) == (1000, 3001, "length")
+    assert (r2.ttft_ns, r2.e2e_ns, r2.reason_name) == (1500, 3501, "length")
+    assert (r2.prefix_tokens, r2.preempts, r2.admits) == (4, [3100], [2100, 4100])
+    assert (r1.iterations, r2.iterations) == (3, 2)
+    assert r2.first_iteration == (0, 2200)
+
+
+def test_phases_through_a_preemption(tr):
+    assert tr.requests[1].phases() == [("queued", 1000, 1100), ("prefill", 1100, 2000), ("decode", 2000, 4001)]
+    assert tr.requests[2].phases() == [("queued", 1500, 2100), ("prefill", 2100, 3000), ("decode", 3000, 3100),
+                                       ("queued", 3100, 4100), ("prefill", 4100, 5000), ("decode", 5000, 5001)]
+
+
+def test_iterations_and_parts(tr):
+    assert [(it["t0"], it["t1"], it["tokens"]) for it in tr.iterations] == [
+        (1200, 2010, 4), (2200, 3010, 3), (3200, 4010, 1), (4200, 5010, 7)]
+    assert [sum(i["count"] for i in it["items"]) for it in tr.iterations] == [4, 3, 1, 7]
+    assert [it["instructions"] for it in tr.iterations] == [8100, 8100, 8100, 8100]
+    assert tr.parts == [(0, 1, 1, 1300, 1900)]
+
+
+def test_counters_and_littles_law(tr):
+    assert tr.counters() == [(1000, 1, 0), (1100, 0, 1), (1500, 1, 1), (2100, 0, 2), (3100, 1, 1),
+                             (4001, 1, 0), (4100, 0, 1), (5001, 0, 0)]
+    L, lam, W = tr.littles_law()
+    # In the system: 1 request over [1000, 1500), 2 over [1500, 4001), 1 over [4001, 5001).
+    assert L == pytest.approx((500 + 2 * 2501 + 1000) / 4001)
+    assert lam == pytest.approx(2 / 4001)
+    assert W == pytest.approx((3001 + 3501) / 2)
+    assert L == pytest.approx(lam * W)
+    assert [u for _, u in tr.kv_used] == [1, 2, 1, 0, 1, 0]
+
+
+def test_chrome_json_loads_and_nests(tr, tmp_path):
+    out = tmp_path / "t.json"
+    kai_trace.write_json(tr, str(out))
+    events = json.loads(out.read_text())["traceEvents"]
+    assert kai_trace.check_nesting(events) == []
+    names = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert {"worker 0", "request 1", "request 2", "worker 0 rows part 1", "model loader"} <= names
+    slices = [e for e in events if e.get("ph") == "X"]
+    assert sum(1 for e in slices if e["name"].startswith("iteration")) == 4
+    # Request 2's track: the whole request, and its six phases inside it.
+    r2 = [e for e in slices if e["tid"] == kai_trace.REQUEST_TID + 2]
+    assert [e["name"] for e in r2] == ["request 2", "queued", "prefill", "decode", "queued", "prefill", "decode"]
+    assert r2[0]["ts"] == 1.5 and r2[0]["dur"] == pytest.approx(3.501)
+    flows = sorted((e["ph"], e["id"], e["tid"], e["ts"]) for e in events if e.get("cat") == "flow")
+    assert flows == [("f", 1, kai_trace.WORKER_TID, 1.2), ("f", 2, kai_trace.WORKER_TID, 2.2),
+                     ("s", 1, kai_trace.REQUEST_TID + 1, 1.0), ("s", 2, kai_trace.REQUEST_TID + 2, 1.5)]
+    counters = {e["name"] for e in events if e.get("ph") == "C"}
+    assert counters == {"requests", "KV blocks in use"}
+    marks = [(e["name"], e["ts"]) for e in events if e.get("ph") == "i" and e["tid"] == kai_trace.REQUEST_TID + 2]
+    assert ("preempted", 3.1) in marks and ("prefix hit", 2.1) in marks
+
+
+def test_nesting_check_finds_overlaps():
+    ok = [{"ph": "X", "pid": 1, "tid": 1, "name": "a", "ts": 0, "dur": 10},
+          {"ph": "X", "pid": 1, "tid": 1, "name": "b", "ts": 2, "dur": 3},
+          {"ph": "X", "pid": 1, "tid": 2, "name": "c", "ts": 5, "dur": 10}]
+    assert kai_trace.check_nesting(ok) == []
+    bad = ok + [{"ph": "X", "pid": 1, "tid": 1, "name": "d", "ts": 8, "dur": 5}]
+    problems = kai_trace.check_nesting(bad)
+    assert len(problems) == 1 and "d" in problems[0] and "overlaps a" in problems[0]
+
+
+def test_png_is_drawn(tr, tmp_path):
+    out = tmp_path / "t.png"
+    kai_trace.write_png(tr, str(out), title="two requests")
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10000
+
+
+def test_command_line(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text(TRANSCRIPT)
+    j, p = tmp_path / "o.json", tmp_path / "o.png"
+    run = subprocess.run([PYTHON, TOOL, str(log), "--json", str(j), "--png", str(p), "--summary"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[1:] == ["1 4 3 1 3 length 3 0 0", "2 6 2 1 3 length 2 1 4"]
+    assert j.exists() and p.exists()
+    empty = tmp_path / "empty.txt"
+    empty.write_text("$ ls\nREADME\n")
+    run = subprocess.run([PYTHON, TOOL, str(empty)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1 and "no trace events" in run.stderr
+    run = subprocess.run([PYTHON, TOOL, str(tmp_path / "missing.txt")], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 2 and "cannot read" in run.stderr
