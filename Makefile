@@ -180,12 +180,16 @@ $(B)/host/toktool: $(HOST_LIB_OBJS) $(B)/host/tools/toktool.cpp.o
 	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
 
 # Catch2 host unit tests: tests/host/*.cpp, built with AddressSanitizer.
+# The AI service's scheduler, policies, request table and KV block manager
+# are built for the host too (KAI_AI_HOST: kernel/ai/platform.h takes the
+# lock, the clock and memory from tests/host/ai_host_platform.h).
 HOST_TEST_SRCS := $(wildcard tests/host/*.cpp)
+AI_HOST_SRCS := kernel/ai/policy.cpp kernel/ai/requests.cpp kernel/ai/kv_cache.cpp kernel/ai/scheduler.cpp
 ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer
 $(B)/host-asan/%.cpp.o: %.cpp
 	@mkdir -p $(dir $@)
-	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -c $< -o $@
-$(B)/host/unit_tests: $(patsubst %,$(B)/host-asan/%.o,$(LIB_SRCS) $(HOST_TEST_SRCS))
+	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -DKAI_AI_HOST -Itests/host -c $< -o $@
+$(B)/host/unit_tests: $(patsubst %,$(B)/host-asan/%.o,$(LIB_SRCS) $(AI_HOST_SRCS) $(HOST_TEST_SRCS))
 	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -o $@ $^
 
 # ---------------------------------------------------------------- models (tools/)
