@@ -194,7 +194,11 @@ $(B)/host/chattool: $(HOST_LIB_OBJS) $(B)/host/tools/chattool.cpp.o
 	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
 
 # Catch2 host unit tests: tests/host/*.cpp, built with AddressSanitizer.
+# The AI service's scheduler, policies, request table and KV block manager
+# are built for the host too (KAI_AI_HOST: kernel/ai/platform.h takes the
+# lock, the clock and memory from tests/host/ai_host_platform.h).
 HOST_TEST_SRCS := $(wildcard tests/host/*.cpp)
+AI_HOST_SRCS := kernel/ai/policy.cpp kernel/ai/requests.cpp kernel/ai/kv_cache.cpp kernel/ai/scheduler.cpp
 ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer
 # Catch2 v2 is one header (Debian 12); Debian 13 and Ubuntu 24.04 have v3 only
 # (catch_all.hpp and libCatch2.a): then tests/host/catch2-v3 maps v2's header onto it.
@@ -203,8 +207,8 @@ CATCH2_FLAGS := $(if $(CATCH2_V3),-Itests/host/catch2-v3)
 CATCH2_LIBS  := $(if $(CATCH2_V3),-lCatch2)
 $(B)/host-asan/%.cpp.o: %.cpp
 	@mkdir -p $(dir $@)
-	$(HOSTCXX) $(HOST_CXXFLAGS) $(CATCH2_FLAGS) $(ASAN) -c $< -o $@
-$(B)/host/unit_tests: $(patsubst %,$(B)/host-asan/%.o,$(LIB_SRCS) $(HOST_TEST_SRCS))
+	$(HOSTCXX) $(HOST_CXXFLAGS) $(CATCH2_FLAGS) $(ASAN) -DKAI_AI_HOST -Itests/host -c $< -o $@
+$(B)/host/unit_tests: $(patsubst %,$(B)/host-asan/%.o,$(LIB_SRCS) $(AI_HOST_SRCS) $(HOST_TEST_SRCS))
 	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -o $@ $^ $(CATCH2_LIBS)
 
 # ---------------------------------------------------------------- models (tools/)

@@ -82,9 +82,12 @@
 //   a reserved field that is not zero: -KAI_EINVAL (so it can carry meaning later)
 //
 // When the owner exits, its requests are gone at once: from the moment exit
-// returns, their ids are unknown (-KAI_ESRCH) to every process and they no
-// longer count in ai_info's in_flight; a worker running one stops at its next
-// check (the next iteration boundary) and frees the slot. ai_cancel (or
+// returns, their ids are unknown (-KAI_ESRCH) to every process. A queued or
+// finished one frees its slot at once; a running one keeps its slot until
+// the worker running it stops it at its next check (the next iteration
+// boundary) and frees it. Until then ai_info counts it in `running` and in
+// `in_flight` (its slot is in use: a full table's EAGAIN agrees), so
+// queued + running <= in_flight always holds. ai_cancel (or
 // kill) takes effect at the same check: within one iteration, i.e. one
 // batched forward pass of at most ai.budget tokens, prefill included.
 
@@ -135,16 +138,21 @@ struct kai_ai_result {
   uint32_t queue_depth_at_submit;   // requests queued or running when this one arrived
   uint32_t worker;                  // which worker thread ran it
   uint64_t t_submit_ns;       // ai_submit accepted it
-  uint64_t t_start_ns;        // a worker started prefill
+  uint64_t t_start_ns;        // a worker first admitted it (kept through preemptions)
   uint64_t t_first_token_ns;  // the first generated token was known
   uint64_t t_finish_ns;       // the last token was known
+  // submit <= start <= first <= finish (for the stamps that were taken).
+  // A preempted request waits in the queue again; requeued_us counts that:
+  //   queue wait = (start - submit) + requeued_us * 1000
+  //   service    = (finish - start) - requeued_us * 1000
+  // so queue wait + service = finish - submit (end to end).
   uint32_t iterations;        // engine iterations (batched forward passes) it took part in
   uint32_t batch_sum;         // sum over those iterations of the requests in each batch:
                               // mean batch size = batch_sum / iterations
   uint32_t finish_reason;     // KAI_AI_FINISH_*
   uint32_t cached_tokens;     // prompt tokens taken from the prefix cache (not computed)
   uint32_t preemptions;       // times its KV blocks were taken back and it was recomputed
-  uint32_t reserved;          // 0
+  uint32_t requeued_us;       // microseconds spent back in the queue after preemptions (0 if none)
 };
 
 // Filled by ai_query (non-blocking).
@@ -178,7 +186,8 @@ struct kai_ai_info {
   uint32_t running;           // right now
   uint32_t max_per_process;   // slots one process may hold (ai.max_per_process)
   uint64_t submitted, completed, failed, cancelled, rejected;
-  uint64_t in_flight;         // slots in use (queued + running + finished but not collected)
+  uint64_t in_flight;         // slots in use (queued + running + finished but not collected; a
+                              // dead owner's running request until its worker frees it)
   uint32_t policy;            // KAI_AI_POLICY_* in force
   uint32_t aging_ms;          // a request queued this long runs before any younger one (ai.aging_ms)
   uint32_t max_batch;         // requests one worker runs together (ai.max_batch)

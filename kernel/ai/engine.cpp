@@ -68,8 +68,6 @@ ErrorOr<void> read_file(const char* dir, const char* name, void* dst, uint64_t s
   return {};
 }
 
-void set_why(char* why, size_t len, const char* text) { safestrcpy(why, text, len); }
-
 // The bundle's file names in the order the runtime asks for them.
 int bundle_files(const llm::Config& cfg, char names[][12]) {
   int n = 0;
@@ -96,30 +94,26 @@ void fill_summary(const llm::Config& cfg, ModelSummary* s) {
   s->n_params = cfg.n_params();
 }
 
-// CFG.BIN and LTY.BIN are small: read them into one page and parse.
-ErrorOr<void> read_config(const char* dir, llm::Config* cfg, char* why, size_t why_len) {
-  uint64_t cfg_size = TRY(file_size(dir, "CFG.BIN"));
+// CFG.BIN and LTY.BIN are small: read them into one page and parse. A
+// missing CFG.BIN is Errno::NoEnt (the directory is not a bundle).
+ErrorOr<void, Error> read_config(const char* dir, llm::Config* cfg) {
+  auto cfg_size = file_size(dir, "CFG.BIN");
+  if (cfg_size.is_error()) return Error::make(cfg_size.error(), "CFG.BIN", "cannot be opened");
   auto lty_size = file_size(dir, "LTY.BIN");
   bool have_lty = !lty_size.is_error();
   uint64_t lty_bytes = have_lty ? lty_size.value() : 0;
-  if (cfg_size > 1024 || lty_bytes > 2048) {
-    set_why(why, why_len, cfg_size > 1024 ? "CFG.BIN: file too large" : "LTY.BIN: file too large");
-    return Errno::Invalid;
-  }
+  if (cfg_size.value() > 1024) return Error::make(Errno::Invalid, "CFG.BIN", "file too large");
+  if (lty_bytes > 2048) return Error::make(Errno::Invalid, "LTY.BIN", "file too large");
   auto* page = static_cast<uint8_t*>(kalloc());
-  if (page == nullptr) return Errno::NoMem;
-  ErrorOr<void> status;
-  if (auto r = read_file(dir, "CFG.BIN", page, cfg_size); r.is_error()) {
-    status = r.error();
-  } else if (have_lty && read_file(dir, "LTY.BIN", page + 1024, lty_bytes).is_error()) {
-    set_why(why, why_len, "LTY.BIN: read error");
-    status = Errno::IO;
-  } else {
-    auto parsed = llm::parse_config(page, cfg_size, page + 1024, lty_bytes, have_lty, cfg);
-    if (parsed.is_error()) {
-      set_why(why, why_len, parsed.error().message);
-      status = Errno::Invalid;
-    }
+  if (page == nullptr) return Error::make(Errno::NoMem, "CFG.BIN", "no page to read it into");
+  ErrorOr<void, Error> status;
+  if (auto r = read_file(dir, "CFG.BIN", page, cfg_size.value()); r.is_error()) {
+    status = Error::make(r.error(), "CFG.BIN", "read error");
+  } else if (auto l = have_lty ? read_file(dir, "LTY.BIN", page + 1024, lty_bytes) : ErrorOr<void>{}; l.is_error()) {
+    status = Error::make(l.error(), "LTY.BIN", "read error");
+  } else if (auto parsed = llm::parse_config(page, cfg_size.value(), page + 1024, lty_bytes, have_lty, cfg);
+             parsed.is_error()) {
+    status = Error::make(Errno::Invalid, "bundle", parsed.error().message);   // names the file and field
   }
   kfree(page);
   return status;
@@ -153,17 +147,17 @@ void read_eos_ids(const char* dir, ModelSummary* summary) {
   summary->n_eos = count;
 }
 
-ErrorOr<void> engine_probe(const char* dir, ModelSummary* summary, char* why, size_t why_len) {
+ErrorOr<void, Error> engine_probe(const char* dir, ModelSummary* summary) {
   llm::Config cfg;
-  TRY(read_config(dir, &cfg, why, why_len));
+  TRY(read_config(dir, &cfg));
   fill_summary(cfg, summary);
   read_eos_ids(dir, summary);
   return {};
 }
 
-ErrorOr<EngineModel*> engine_load(const char* dir, ModelSummary* summary, char* why, size_t why_len) {
+ErrorOr<EngineModel*, Error> engine_load(const char* dir, ModelSummary* summary) {
   llm::Config cfg;
-  TRY(read_config(dir, &cfg, why, why_len));
+  TRY(read_config(dir, &cfg));
   static char names[llm::kMaxLayers + 8][12];   // only the loader thread uses it
   static uint64_t sizes[llm::kMaxLayers + 8];
   int n_files = bundle_files(cfg, names);
@@ -171,17 +165,15 @@ ErrorOr<EngineModel*> engine_load(const char* dir, ModelSummary* summary, char* 
   uint64_t total = align_up(sizeof(EngineModel), kFileAlign);
   for (int i = 0; i < n_files; i++) {
     auto size = file_size(dir, names[i]);
-    if (size.is_error()) {
-      ksnprintf(why, why_len, "%s: missing", names[i]);
-      return size.error();
-    }
+    if (size.is_error()) return Error::make(size.error(), names[i], "missing");
     sizes[i] = size.value();
     total += align_up(sizes[i], kFileAlign);
   }
   auto* region = static_cast<uint8_t*>(kalloc_contiguous(total));
   if (region == nullptr) {
-    ksnprintf(why, why_len, "not enough contiguous memory for %lu MiB of weights", total >> 20);
-    return Errno::NoMem;
+    char mib[48];
+    ksnprintf(mib, sizeof mib, "no contiguous memory for %lu MiB", total >> 20);
+    return Error::make(Errno::NoMem, "weights", mib);
   }
   auto* em = new (region) EngineModel();
   em->region_bytes = total;
@@ -189,18 +181,16 @@ ErrorOr<EngineModel*> engine_load(const char* dir, ModelSummary* summary, char* 
   for (int i = 0; i < n_files; i++) {
     auto r = read_file(dir, names[i], cursor, sizes[i]);
     if (r.is_error()) {
-      ksnprintf(why, why_len, "%s: read error", names[i]);
       kfree_contiguous(region, total);
-      return r.error();
+      return Error::make(r.error(), names[i], "read error");
     }
     em->files.add(names[i], cursor, sizes[i]);
     cursor += align_up(sizes[i], kFileAlign);
   }
   auto loaded = em->model.load(em->files);
   if (loaded.is_error()) {
-    set_why(why, why_len, loaded.error().message);
     kfree_contiguous(region, total);
-    return Errno::Invalid;
+    return Error::make(Errno::Invalid, "bundle", loaded.error().message);
   }
   fill_summary(cfg, summary);
   read_eos_ids(dir, summary);
@@ -245,15 +235,17 @@ ErrorOr<void> ensure_memory(void*& mem, size_t& have, size_t bytes) {
 
 }  // namespace
 
-ErrorOr<void> engine_session_begin(EngineSession* s, EngineModel* em, bool int8_activations,
-                                   const llm::KvPool* pool) {
+ErrorOr<void, Error> engine_session_begin(EngineSession* s, EngineModel* em, bool int8_activations,
+                                          const llm::KvPool* pool) {
   llm::SessionOptions options = options_for(int8_activations);
   options.paged_kv = pool != nullptr;
   size_t bytes = llm::Session::bytes_needed(em->model.config(), options.paged_kv);
-  TRY(ensure_memory(s->mem, s->bytes, bytes));
+  if (ensure_memory(s->mem, s->bytes, bytes).is_error())
+    return Error::make(Errno::NoMem, "session", "no contiguous memory for its state");
   // init() lays the session out and resets every state, so reused memory
   // starts exactly as fresh memory would.
-  if (s->session.init(em->model, s->mem, s->bytes, options).is_error()) return Errno::NoMem;
+  if (auto r = s->session.init(em->model, s->mem, s->bytes, options); r.is_error())
+    return Error::from("session", r.error());
   return {};
 }
 
@@ -263,9 +255,9 @@ void engine_session_map(EngineSession* s, const llm::KvPool* pool, const uint32_
 
 llm::Session* engine_runtime_session(EngineSession* s) { return &s->session; }
 
-ErrorOr<void> engine_session_resume(EngineSession* s, uint32_t pos) {
+ErrorOr<void, Error> engine_session_resume(EngineSession* s, uint32_t pos) {
   if (pos == 0) return {};
-  if (s->session.resume_at(pos).is_error()) return Errno::Invalid;
+  if (auto r = s->session.resume_at(pos); r.is_error()) return Error::from("prefix reuse", r.error());
   return {};
 }
 
@@ -305,15 +297,17 @@ void team_run(void* ctx, uint32_t parts, void (*fn)(void* arg, uint32_t part), v
 
 }  // namespace
 
-ErrorOr<void> engine_forward(uint32_t worker, EngineModel* em, bool int8_activations,
-                             llm::BatchItem* items, uint32_t n) {
-  if (worker >= uint32_t(kMaxWorkers) || n > kMaxBudget) return Errno::Invalid;
+ErrorOr<void, Error> engine_forward(uint32_t worker, EngineModel* em, bool int8_activations,
+                                    llm::BatchItem* items, uint32_t n) {
+  if (worker >= uint32_t(kMaxWorkers) || n > kMaxBudget)
+    return Error::make(Errno::Invalid, "forward pass", "worker or item count out of range");
   EngineBatch& eb = batches[worker];
   if (eb.bound_model != em || eb.bound_int8 != int8_activations) {
     const llm::Config& cfg = em->model.config();
-    TRY(ensure_memory(eb.mem, eb.bytes, llm::Batch::bytes_needed(cfg, kMaxBudget)));
-    if (eb.batch.init(em->model, eb.mem, eb.bytes, kMaxBudget, options_for(int8_activations)).is_error())
-      return Errno::NoMem;
+    if (ensure_memory(eb.mem, eb.bytes, llm::Batch::bytes_needed(cfg, kMaxBudget)).is_error())
+      return Error::make(Errno::NoMem, "forward pass", "no contiguous memory for the batch scratch");
+    if (auto r = eb.batch.init(em->model, eb.mem, eb.bytes, kMaxBudget, options_for(int8_activations)); r.is_error())
+      return Error::from("forward pass", r.error());
     eb.parallel.parts = teams[worker].parts();
     eb.parallel.ctx = &teams[worker];
     eb.parallel.run = team_run;
@@ -323,7 +317,7 @@ ErrorOr<void> engine_forward(uint32_t worker, EngineModel* em, bool int8_activat
   }
   // One pass over the weights for all n tokens; each token's result is
   // exactly what it would be alone (lib/llm_batch.h).
-  if (eb.batch.forward(items, n).is_error()) return Errno::Invalid;
+  if (auto r = eb.batch.forward(items, n); r.is_error()) return Error::from("forward pass", r.error());
   return {};
 }
 
@@ -337,12 +331,13 @@ struct SampleScratch {
 };
 static SampleScratch sample_scratch[kMaxWorkers];
 
-ErrorOr<uint32_t> engine_sample(uint32_t worker, EngineSession* s, const llm::SamplingParams& params,
-                                llm::Rng& rng, const uint32_t* recent, uint32_t n_recent) {
-  if (worker >= uint32_t(kMaxWorkers)) return Errno::Invalid;
+ErrorOr<uint32_t, Error> engine_sample(uint32_t worker, EngineSession* s, const llm::SamplingParams& params,
+                                       llm::Rng& rng, const uint32_t* recent, uint32_t n_recent) {
+  if (worker >= uint32_t(kMaxWorkers)) return Error::make(Errno::Invalid, "sampler", "worker out of range");
   uint32_t vocab = s->session.model().config().vocab_size;
   SampleScratch& sc = sample_scratch[worker];
-  TRY(ensure_memory(sc.mem, sc.bytes, size_t(vocab) * 8));
+  if (ensure_memory(sc.mem, sc.bytes, size_t(vocab) * 8).is_error())
+    return Error::make(Errno::NoMem, "sampler", "no contiguous memory for the logits");
   auto* logits = static_cast<float*>(sc.mem);
   auto* order = reinterpret_cast<uint32_t*>(logits + vocab);
   s->session.logits(logits);
@@ -351,17 +346,11 @@ ErrorOr<uint32_t> engine_sample(uint32_t worker, EngineSession* s, const llm::Sa
 
 // ---- request checks ---------------------------------------------------------
 
-ErrorOr<void> engine_check_request(const ModelSummary& model, const uint32_t* prompt,
-                                   uint32_t prompt_len, uint32_t n_predict) {
+ErrorOr<void, Error> engine_check_request(const ModelSummary& model, const uint32_t* prompt,
+                                          uint32_t prompt_len, uint32_t n_predict) {
   auto checked = llm::check_request(model.config, prompt, prompt_len, n_predict);
-  if (!checked.is_error()) return {};
-  switch (checked.error().code) {
-    case llm::ErrorCode::EmptyRequest: return Errno::Invalid;
-    case llm::ErrorCode::PromptTooLong: return Errno::TooBig;
-    case llm::ErrorCode::TokenOutOfRange: return Errno::Range;
-    case llm::ErrorCode::RequestTooLong: return Errno::FileTooBig;
-    default: return Errno::Invalid;
-  }
+  if (checked.is_error()) return Error::from("request", checked.error());
+  return {};
 }
 
 }  // namespace ai

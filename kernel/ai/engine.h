@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "../error.h"
+#include "ai_error.h"
 #include "llm_config.h"
 #include "llm_sample.h"
 #include "llm_session.h"
@@ -27,11 +28,12 @@ struct ModelSummary {
 
 // Reads only CFG.BIN (and LTY.BIN): enough to validate requests against the
 // model (vocabulary, runtime_seq_len) before its weights are in memory.
-ErrorOr<void> engine_probe(const char* dir, ModelSummary* summary, char* why, size_t why_len);
+// Errno::NoEnt: there is no CFG.BIN (the directory is not a bundle).
+ErrorOr<void, Error> engine_probe(const char* dir, ModelSummary* summary);
 
-// Reads and validates the bundle in `dir` ("/AI/SMOL"). On failure, `why`
-// gets a one-line reason naming the file and field.
-ErrorOr<EngineModel*> engine_load(const char* dir, ModelSummary* summary, char* why, size_t why_len);
+// Reads and validates the bundle in `dir` ("/AI/SMOL"). An error names the
+// file and field.
+ErrorOr<EngineModel*, Error> engine_load(const char* dir, ModelSummary* summary);
 
 // One request's runtime state while it runs (the runtime's Session: KV
 // cache, DeltaNet states, scratch) and its memory. Each worker owns
@@ -45,10 +47,10 @@ EngineSession* engine_session(uint32_t worker, uint32_t index);
 // its memory if this model needs more. With a pool, its KV cache is paged
 // (kv_cache.h) and its own memory holds no KV rows. Errno::NoMem if memory
 // is short.
-ErrorOr<void> engine_session_begin(EngineSession* s, EngineModel* model, bool int8_activations,
-                                   const llm::KvPool* pool);
+ErrorOr<void, Error> engine_session_begin(EngineSession* s, EngineModel* model, bool int8_activations,
+                                          const llm::KvPool* pool);
 // A cached prefix: the session continues at position pos (0: nothing to do).
-ErrorOr<void> engine_session_resume(EngineSession* s, uint32_t pos);
+ErrorOr<void, Error> engine_session_resume(EngineSession* s, uint32_t pos);
 // The session's block table for the next pass (paged sessions only).
 void engine_session_map(EngineSession* s, const llm::KvPool* pool, const uint32_t* table, uint32_t n);
 // The runtime's Session inside s: what a batch item (llm::BatchItem) names.
@@ -65,18 +67,18 @@ uint32_t engine_team_parts(uint32_t worker);
 // model and activation kind), writing each wanted next token into
 // items[i].next. Each item's effect is exactly that of running it alone:
 // the tokens are the same whatever the batch.
-ErrorOr<void> engine_forward(uint32_t worker, EngineModel* model, bool int8_activations,
-                             llm::BatchItem* items, uint32_t n);
+ErrorOr<void, Error> engine_forward(uint32_t worker, EngineModel* model, bool int8_activations,
+                                    llm::BatchItem* items, uint32_t n);
 
 // The next token of `session` drawn with the sampler (lib/llm_sample.h)
 // from the logits of its newest position; `recent` are the last tokens of
 // prompt + output (for the repetition penalty). Uses the worker's scratch.
-ErrorOr<uint32_t> engine_sample(uint32_t worker, EngineSession* session, const llm::SamplingParams& params,
-                                llm::Rng& rng, const uint32_t* recent, uint32_t n_recent);
+ErrorOr<uint32_t, Error> engine_sample(uint32_t worker, EngineSession* session, const llm::SamplingParams& params,
+                                       llm::Rng& rng, const uint32_t* recent, uint32_t n_recent);
 
 // Request checks with the runtime's own rules (llm::check_request), mapped
 // to one errno per cause (include/kai/ai_abi.h lists them).
-ErrorOr<void> engine_check_request(const ModelSummary& model, const uint32_t* prompt, uint32_t prompt_len,
-                           uint32_t n_predict);
+ErrorOr<void, Error> engine_check_request(const ModelSummary& model, const uint32_t* prompt,
+                                          uint32_t prompt_len, uint32_t n_predict);
 
 }  // namespace ai

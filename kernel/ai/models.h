@@ -1,4 +1,5 @@
-// The registry of resident models: filled by the loader thread at boot.
+// The registry of resident models: filled by the loader thread at boot
+// (loader.cpp), read by the scheduler and the system calls.
 #pragma once
 #include <stdint.h>
 #include <kai/ai_abi.h>
@@ -20,6 +21,5 @@ extern int n_models;          // under ai::lock
 extern bool models_known;     // the scan of /AI is complete (under ai::lock)
 
 int find_model(const char* name);   // index or -1; ai::lock held
-void start_loader();                // the boot-time loader kernel thread
 
 }  // namespace ai

@@ -6,6 +6,7 @@
 #include "models.h"
 #include "scheduler.h"   // the policy in force, for the trace
 #include "trace.h"
+#include "llm_stop.h"
 
 namespace ai {
 
@@ -136,24 +137,22 @@ uint32_t queued_in_order(Request** out) {
   return static_cast<uint32_t>(fifo_len);
 }
 
+// The stop rule itself is lib's (llm_stop.h), shared with llmrun, so both
+// paths stop at the same token.
 uint32_t stop_reason(const Request& r) {
-  if (r.n_generated == 0) return KAI_AI_FINISH_NONE;
-  uint32_t last = r.output[r.n_generated - 1];
-  if (r.flags & KAI_AI_STOP_AT_EOS) {
-    const ModelSummary& m = models[r.model].summary;
-    for (uint32_t i = 0; i < m.n_eos; i++)
-      if (m.eos[i] == last) return KAI_AI_FINISH_EOS;
+  const ModelSummary& m = models[r.model].summary;
+  llm::StopRule rule;
+  rule.eos = m.eos;
+  rule.n_eos = (r.flags & KAI_AI_STOP_AT_EOS) ? m.n_eos : 0;
+  rule.stop = r.stop;
+  rule.stop_words = r.stop_words;
+  rule.max_tokens = r.n_predict;
+  switch (llm::finish_reason(rule, r.output, r.n_generated)) {
+    case llm::Finish::EndOfSequence: return KAI_AI_FINISH_EOS;
+    case llm::Finish::StopSequence: return KAI_AI_FINISH_STOP;
+    case llm::Finish::Length: return KAI_AI_FINISH_LENGTH;
+    case llm::Finish::None: break;
   }
-  // Stop sequences: {len, tokens...} one after another (validated at submit).
-  for (uint32_t at = 0; at < r.stop_words; at += 1 + r.stop[at]) {
-    uint32_t len = r.stop[at];
-    if (len > r.n_generated) continue;
-    const uint32_t* tail = r.output + (r.n_generated - len);
-    bool match = true;
-    for (uint32_t i = 0; i < len && match; i++) match = tail[i] == r.stop[at + 1 + i];
-    if (match) return KAI_AI_FINISH_STOP;
-  }
-  if (r.n_generated >= r.n_predict) return KAI_AI_FINISH_LENGTH;
   return KAI_AI_FINISH_NONE;
 }
 

@@ -125,7 +125,7 @@ void admit_new(WorkerBatch& w) {
     s.pool = kv_pool(r->model);
     s.int8 = (r->flags & KAI_AI_INT8) != 0;
     s.fresh = true;
-    s.error = 0;
+    s.failed = false;
     s.count = 0;
   }
 }
@@ -322,14 +322,20 @@ void commit(WorkerBatch& w) {
   must_hold_lock("commit");
   const Plan& p = w.plan;
   uint32_t batch_requests = 0;
-  for (const auto& s : w.slots) batch_requests += s.request != nullptr && (s.count > 0 || s.error);
+  for (const auto& s : w.slots) batch_requests += s.request != nullptr && (s.count > 0 || s.failed);
   uint64_t now = clock_ns();
   for (auto& s : w.slots) {
     Request* r = s.request;
     if (r == nullptr) continue;
-    if (s.error) {
-      if (r->orphaned || r->cancel_requested) stop_cancelled(r);
-      else fail(r, s.error);
+    if (s.failed) {
+      if (r->orphaned || r->cancel_requested) {
+        stop_cancelled(r);
+      } else {
+        // The real cause reaches the owner (kai_ai_result.error); the
+        // console gets the step and the detail.
+        kprintf("ai: request %ld failed: %s\n", static_cast<long>(r->id), s.error.message);
+        fail(r, static_cast<int32_t>(s.error.code));
+      }
       clear_slot(s);
       continue;
     }

@@ -17,6 +17,7 @@
 #include "policy.h"
 #include "llm_batch.h"
 #include "llm_sample.h"
+#include "ai_error.h"
 
 namespace ai {
 
@@ -46,7 +47,8 @@ struct BatchSlot {
   bool sampled;              // next tokens come from the sampler, not the argmax (set by the worker)
   llm::SamplingParams params;
   uint32_t first, count;     // this iteration's tokens: plan.items[first .. first + count)
-  int32_t error;             // positive KAI_E*: the run failed for it; commit fails the request
+  bool failed;               // the run failed for it (error says why); commit fails the request
+  Error error;
 };
 
 // One forward pass: items [first, first + count) of the plan, all of one
@@ -95,7 +97,7 @@ uint32_t running_in(const WorkerBatch& w);
 const Plan& schedule(WorkerBatch& w);
 
 // Applies the outcome of w.plan (lock held): items[].next holds each new
-// token (argmax, or the sampler's draw), slots[].error any failure. Advances
+// token (argmax, or the sampler's draw), slots[].failed / .error any failure. Advances
 // every planned request's progress, registers its newly full prompt blocks,
 // publishes its token, finishes what is complete, and counts the iteration.
 void commit(WorkerBatch& w);

@@ -5,6 +5,7 @@
 #include "requests.h"
 #include "scheduler.h"
 #include "models.h"
+#include "loader.h"
 #include "worker.h"
 #include "engine.h"
 #include "row_team.h"

@@ -5,6 +5,16 @@
 // threads that run iterations: one batched forward pass over the weights
 // for all their running requests at a time (worker.cpp).
 // See docs/ai-service.md for the request life cycle and the locking rules.
+//
+// Layers of kernel/ai, each file including only those below it:
+//   service.cpp, sys_ai.cpp      the face to the kernel: boot options, system calls
+//   worker.cpp, loader.cpp       the threads: iteration loop, model loader
+//   scheduler.{h,cpp}            every decision of an iteration (Plan, commit)
+//   policy.{h,cpp}               which queued request next
+//   requests.{h,cpp}             slots, arrival queue, one function per state change
+//   kv_cache.{h,cpp}             KV block pools, block tables, prefix cache
+//   models.h, engine.{h,cpp}     the model registry; the bridge to the runtime (lib/)
+//   limits.h, platform.h, ai_error.h   limits, the kernel services used, the error type
 #pragma once
 #include <stdint.h>
 #include "../syscall.h"

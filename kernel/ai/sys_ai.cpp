@@ -99,7 +99,8 @@ ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt, uint32_t* stop
   if (m < 0) return Errno::NoEnt;
   const Model& model = models[m];
   if (model.state == KAI_AI_MODEL_FAILED) return Errno::NoDevice;
-  TRY(engine_check_request(model.summary, prompt, req.prompt_len, req.n_predict));
+  if (auto checked = engine_check_request(model.summary, prompt, req.prompt_len, req.n_predict); checked.is_error())
+    return checked.error().code;
   TRY(check_stop_ids(stop, req.stop_words, model.summary.vocab_size));
   // Bigger than the model's whole KV pool: it could never run (ai.kv_mb).
   if (!kv_could_fit(m, req.prompt_len + req.n_predict)) return Errno::NoMem;
@@ -171,6 +172,9 @@ SyscallResult sys_ai_wait() {
   res.finish_reason = r->finish_reason;
   res.cached_tokens = r->cached_tokens;
   res.preemptions = r->preemptions;
+  // Microseconds, rounded down, so service = (finish - start) - requeued
+  // can never go below zero.
+  res.requeued_us = static_cast<uint32_t>(r->requeued_ns / 1000);
   // A bad buffer keeps the result: the caller may wait again with a good one.
   if (r->n_generated > 0) TRY(copy_to_user(out, r->output, r->n_generated));
   if (!result.is_null()) TRY(copy_to_user(result, &res));

@@ -48,13 +48,17 @@ void begin_sessions(WorkerBatch& w) {
     if (s.request == nullptr || !s.fresh) continue;
     s.fresh = false;
     Request* r = s.request;
-    bool ok = !engine_session_begin(s.engine, s.model, s.int8, s.pool).is_error();
-    engine_session_map(s.engine, s.pool, r->kv.block, r->kv.n);
-    if (!ok || engine_session_resume(s.engine, r->fed).is_error()) {
-      s.error = KAI_ENOMEM;
+    set_sampling(s, r->sampling);
+    auto begun = engine_session_begin(s.engine, s.model, s.int8, s.pool);
+    if (!begun.is_error()) {
+      engine_session_map(s.engine, s.pool, r->kv.block, r->kv.n);
+      begun = engine_session_resume(s.engine, r->fed);
+    }
+    if (begun.is_error()) {
+      s.failed = true;
+      s.error = begun.error();
       plan_drop(w.plan, &s);
     }
-    set_sampling(s, r->sampling);
   }
 }
 
@@ -70,8 +74,12 @@ void forward_all(WorkerBatch& w) {
       if (i == group.first || p.slot[i - 1] != &s) engine_session_map(s.engine, s.pool, s.request->kv.block, s.request->kv.n);
     }
     auto result = engine_forward(w.id, group.engine, group.int8, p.items + group.first, group.count);
-    if (result.is_error())
-      for (uint32_t i = group.first; i < group.first + group.count; i++) p.slot[i]->error = static_cast<int32_t>(result.error());
+    if (result.is_error()) {
+      for (uint32_t i = group.first; i < group.first + group.count; i++) {
+        p.slot[i]->failed = true;
+        p.slot[i]->error = result.error();
+      }
+    }
   }
 }
 
@@ -79,11 +87,11 @@ void forward_all(WorkerBatch& w) {
 void sample_all(WorkerBatch& w) {
   for (auto& s : w.slots) {
     Request* r = s.request;
-    if (r == nullptr || s.count == 0 || s.error || !s.sampled) continue;
+    if (r == nullptr || s.count == 0 || s.failed || !s.sampled) continue;
     llm::BatchItem& last = w.plan.items[s.first + s.count - 1];
     if (!last.want_next) continue;
     // The last repeat_last_n tokens of prompt + output, oldest first.
-    static constexpr uint32_t kWindow = 256;
+    static constexpr uint32_t kWindow = llm::kMaxRepeatLastN;
     uint32_t recent[kWindow];
     uint32_t total = r->prompt_len + r->n_generated;
     uint32_t want = s.params.repeat_last_n < kWindow ? s.params.repeat_last_n : kWindow;
@@ -95,8 +103,12 @@ void sample_all(WorkerBatch& w) {
     llm::Rng rng{r->rng_state};
     auto next = engine_sample(w.id, s.engine, s.params, rng, recent, n);
     r->rng_state = rng.state;
-    if (next.is_error()) s.error = static_cast<int32_t>(next.error());
-    else last.next = next.value();
+    if (next.is_error()) {
+      s.failed = true;
+      s.error = next.error();
+    } else {
+      last.next = next.value();
+    }
   }
 }
 

@@ -10,7 +10,10 @@ freezes the machine:
   no memory, and leave the kernel and the AI service answering;
 - a storm of 100 clients killed at random moments (aistorm) leaves nothing in
   flight; a killed owner's id is unknown at once; a cancel lands within one
-  token of a long prefill.
+  token of a long prefill;
+- with two workers and a KV pool too small for what runs, the victim of a
+  preemption is the youngest running request (never the oldest), and the
+  timestamps of a preempted request stay ordered (aipreempt).
 Figures (calls, clients, lateness) are printed with -s."""
 import os
 import re
@@ -88,6 +91,31 @@ def test_kill_storm(tiny_image, smp, workers):
         assert "6 passed, 0 failed" in out, out
         stat = run_in_session(s, "aistat", 30)
         assert "in_flight=0" in stat, stat
+        assert_no_panic(s)
+
+
+@pytest.mark.parametrize("max_batch,requests", [(1, 2), (2, 4)])
+def test_kv_pressure_with_two_workers(tiny_image, max_batch, requests):
+    """A KV pool too small for the running requests, shared by two workers
+    on four harts: the victim of every preemption is the youngest running
+    request, whichever worker runs it, so the oldest is never preempted;
+    timestamps keep their order through preemption (queue wait + service =
+    end to end); tokens equal each request alone; afterwards no block is in
+    use and nothing is in flight (aipreempt checks each)."""
+    append = f"ai.workers=2 ai.max_batch={max_batch} ai.kv_blocks=8 ai.kv_block=16"
+    with qemu_run.Session(tiny_image, KERNEL, smp=4, memory="1G", snapshot=True,
+                          boot_timeout=180, append=append) as s:
+        assert s.booted, s.transcript
+        assert s.wait_log(r"ai: model LLAMA (ready|failed)", timeout=120)
+        out = run_in_session(s, f"aipreempt --model LLAMA --requests {requests} --prompt 40 --predict 50", 600)
+        print(f"\naipreempt {append}:\n{out}")
+        assert "FAIL" not in out, out
+        assert re.search(rf"aipreempt: {requests} requests, [1-9]\d* preemptions, oldest preempted 0, ok", out), out
+        workers = set(re.findall(r"request \d+: worker (\d+)", out))
+        if max_batch == 1:
+            assert workers == {"0", "1"}, out   # the two requests ran on different workers
+        stat = run_in_session(s, "aistat", 30)
+        assert "in_flight=0" in stat and re.search(r"kv: .* used=0 ", stat), stat
         assert_no_panic(s)
 
 

@@ -2,14 +2,17 @@
 the report all use these functions; docs/experiments.md has the same table).
 
 The kernel stamps each request with its clock: t_submit (ai_submit accepted
-it), t_start (a worker took it), t_first (first generated token known),
-t_finish (last token known), all in ns.
+it), t_start (a worker first took it), t_first (first generated token known),
+t_finish (last token known), all in ns; a request that was preempted also
+says how long it waited in the queue again (requeued, kai_ai_result's
+requeued_us), which belongs to the queue wait and not to the service time,
+so queue wait + service = end to end.
 """
 
 
-def queue_wait_ns(t_submit, t_start):
-    """Time spent waiting for a free worker."""
-    return t_start - t_submit
+def queue_wait_ns(t_submit, t_start, requeued_ns=0):
+    """Time spent waiting for a free worker (again, after a preemption)."""
+    return t_start - t_submit + requeued_ns
 
 
 def ttft_ns(t_submit, t_first):
@@ -33,9 +36,9 @@ def e2e_ns(t_submit, t_finish):
     return t_finish - t_submit
 
 
-def service_ns(t_start, t_finish):
+def service_ns(t_start, t_finish, requeued_ns=0):
     """The worker's time on the request."""
-    return t_finish - t_start
+    return t_finish - t_start - requeued_ns
 
 
 LATENCY_KEYS = ("e2e_us", "queue_us", "ttft_us", "prefill_us", "tpot_us", "service_us")
@@ -45,15 +48,16 @@ def derive(row):
     """Adds the latencies in whole microseconds (as requests.csv has them) to
     a request row with the four kernel timestamps; empty if not done."""
     s, st, f, e = (int(row[k]) for k in ("t_submit_ns", "t_start_ns", "t_first_ns", "t_finish_ns"))
+    rq = int(row.get("requeued_us") or 0) * 1000   # a column older rows lack
     g = int(row["generated"])
     done = row["state"] == "done"
     tpot = tpot_ns(f, e, g)
-    row["queue_us"] = queue_wait_ns(s, st) // 1000 if done else ""
+    row["queue_us"] = queue_wait_ns(s, st, rq) // 1000 if done else ""
     row["ttft_us"] = ttft_ns(s, f) // 1000 if done else ""
     row["prefill_us"] = prefill_ns(st, f) // 1000 if done else ""
     row["tpot_us"] = int(tpot // 1000) if done and tpot is not None else ""
     row["e2e_us"] = e2e_ns(s, e) // 1000 if done else ""
-    row["service_us"] = service_ns(st, e) // 1000 if done else ""
+    row["service_us"] = service_ns(st, e, rq) // 1000 if done else ""
     return row
 
 

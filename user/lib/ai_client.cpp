@@ -56,7 +56,8 @@ extern "C" int ai_wait_model_ready(const char* name, int timeout_s, char* name_o
 extern "C" struct ai_latency_ns ai_latency_ns_of(const struct kai_ai_result* r) {
   ai_latency_ns l{};
   auto since = [](uint64_t from, uint64_t to) { return to > from ? to - from : 0; };
-  l.queue = since(r->t_submit_ns, r->t_start_ns);
+  // A preempted request waited in the queue again after its start.
+  l.queue = since(r->t_submit_ns, r->t_start_ns) + uint64_t(r->requeued_us) * 1000;
   l.prefill = since(r->t_start_ns, r->t_first_token_ns);
   l.ttft = since(r->t_submit_ns, r->t_first_token_ns);
   l.total = since(r->t_submit_ns, r->t_finish_ns);

@@ -24,7 +24,8 @@ int ai_wait_model_ready(const char* name, int timeout_s, char* name_out, struct 
 // Latency breakdown of a finished request, in nanoseconds. The one place in
 // user space where these formulas are written (tools/bench.py has the same
 // ones for the host side):
-//   queue   = start - submit            time waiting for a worker
+//   queue   = start - submit + requeued time waiting for a worker (again,
+//                                       after a preemption: requeued_us)
 //   prefill = first token - start       prompt processing + the first token
 //   ttft    = first token - submit      time to first token, queue included
 //   tpot    = (finish - first token) / (generated - 1)   time per output
@@ -38,7 +39,7 @@ struct ai_latency_ns ai_latency_ns_of(const struct kai_ai_result* res);
 
 // The same figures in microseconds (rounded down), for printing.
 struct ai_latency {
-  uint64_t queue_us;    // start - submit
+  uint64_t queue_us;    // start - submit, plus time requeued after preemptions
   uint64_t prefill_us;  // first token - start (prompt processing + first token)
   uint64_t ttft_us;     // first token - submit
   uint64_t tpot_us;     // (finish - first) / (generated - 1), 0 if one token

@@ -1,0 +1,531 @@
+// The simulation harness of ai_sim.h. The invariants check() verifies:
+//   request table: a Free, Queued or finished slot holds no KV block; a slot
+//     is in the arrival queue exactly when it is Queued; a Running request
+//     is in exactly one batch slot of exactly one worker (Request::worker);
+//     queued + running <= in_flight, and in_flight == capacity exactly when
+//     no slot is free (what ai_info shows agrees with EAGAIN);
+//   KV pools: no block owned twice by one table; every block's reference
+//     count equals the running requests whose tables hold it; every block is
+//     in exactly one of free list, LRU list (cached, unreferenced) or in use;
+//     a cached block's parent is cached with the generation it was
+//     registered under (a cached prefix stays matchable: nothing is
+//     stranded), and in the LRU list a block comes before its parent (the
+//     leaves of a prefix are evicted before its root); a running request's
+//     leading cached blocks are found by a lookup of its prompt;
+//   a schedule: every state change is an arrow of the diagram; the plan
+//     holds at most ai.budget tokens and a worker at most ai.max_batch
+//     requests; every running request not waiting for blocks gets tokens,
+//     exactly one if it is generating; every planned request's table covers
+//     its new positions; the items of one pass share (model, activation
+//     kind), each request's consecutive and in order; an overdue request
+//     (aging) is never passed over by a younger or not-overdue one; every
+//     preemption victim is the youngest running request of its model (or
+//     what SimOptions::victim_rule accepts);
+//   a worker in its pass: its planned requests stay Running with their
+//     blocks (another worker may mark one, never take it);
+//   results: tokens equal the request alone (solo_output), timestamps
+//     ordered (submit <= start <= first <= finish) and the requeued time
+//     fits in the service time.
+#include "ai_sim.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+
+// The model registry (kernel/ai/models.cpp, which loads bundles, is not
+// built for the host): the simulation fills it.
+namespace ai {
+Model models[KAI_AI_MAX_MODELS];
+int n_models;
+bool models_known;
+}  // namespace ai
+
+namespace aisim {
+
+namespace {
+
+ai::WorkerBatch g_batches[ai::kMaxWorkers];
+llm::Session g_sessions[ai::kMaxWorkers][ai::kMaxBatch];
+
+constexpr uint32_t kEmptyRow = 0xffffffffu;
+
+uint64_t fnv_mix(uint64_t h, uint32_t v) {
+  for (int i = 0; i < 4; i++) {
+    h ^= (v >> (8 * i)) & 0xff;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+bool is_running(const ai::Request& r) { return r.state == ai::RequestState::Running; }
+
+}  // namespace
+
+Sim::Sim(const SimOptions& o) : opt_(o) {
+  REQUIRE(o.workers >= 1);
+  REQUIRE(o.workers <= uint32_t(ai::kMaxWorkers));
+  REQUIRE(o.n_models >= 1);
+  REQUIRE(o.budget >= o.max_batch);
+  for (const auto& r : ai::slots) REQUIRE(r.state == ai::RequestState::Free);
+  ai_host::now_ns = 1000;
+  ai::counters = ai::Counters{};
+  ai::max_per_process = o.max_per_process;
+  ai::policy = o.policy;
+  ai::aging_ns = o.aging_ns;
+  ai::max_batch = o.max_batch;
+  ai::token_budget = o.budget;
+  ai::kv_block_size = o.block_size;
+  ai::kv_blocks_override = o.kv_blocks;
+  ai::prefix_cache_enabled = o.prefix_cache;
+  ai::kv_reset_stats();
+  ai::n_models = int(o.n_models);
+  ai::models_known = true;
+  rows_.assign(o.n_models, {});
+  for (uint32_t m = 0; m < o.n_models; m++) {
+    ai::Model& model = ai::models[m];
+    model = ai::Model{};
+    snprintf(model.name, sizeof model.name, "M%u", m);
+    model.state = KAI_AI_MODEL_READY;
+    llm::Config& c = model.summary.config;
+    c.n_layers = 1;
+    c.n_heads = c.n_kv_heads = 1;
+    c.head_dim = 1;
+    c.dim = 1;
+    c.vocab_size = o.vocab;
+    c.seq_len = c.runtime_seq_len = o.seq_len;
+    model.summary.vocab_size = o.vocab;
+    model.summary.runtime_seq_len = o.seq_len;
+    ai::kv_init_model(int(m), c, model.name, ai::kQueueCapacity);
+    REQUIRE(ai::kv_pool(int(m)) != nullptr);
+    rows_[m].assign(size_t(ai::kv_view(int(m)).n_blocks) * o.block_size, kEmptyRow);
+  }
+  for (uint32_t w = 0; w < o.workers; w++) {
+    llm::Session* sessions[ai::kMaxBatch];
+    ai::EngineSession* engines[ai::kMaxBatch];
+    for (uint32_t i = 0; i < ai::kMaxBatch; i++) {
+      sessions[i] = &g_sessions[w][i];
+      engines[i] = nullptr;   // the fake pass keeps its own session state (pos_)
+    }
+    ai::worker_batch_init(g_batches[w], w, sessions, engines);
+  }
+}
+
+Sim::~Sim() {
+  // Back to an empty table whatever state a failed test left: every
+  // request ends and is collected, every pool is given back.
+  try {
+    SpinlockGuard guard(ai::lock);
+    for (uint32_t w = 0; w < opt_.workers; w++)
+      for (auto& s : g_batches[w].slots) s.request = nullptr;
+    for (auto& r : ai::slots) {
+      if (r.state == ai::RequestState::Queued) ai::cancel_queued(&r);
+      else if (r.state == ai::RequestState::Running) ai::stop_cancelled(&r);
+      if (r.state != ai::RequestState::Free) ai::collect(&r);
+    }
+  } catch (...) {
+  }
+  for (uint32_t m = 0; m < opt_.n_models; m++) ai::kv_drop_model(int(m));
+}
+
+void Sim::advance(uint64_t ns) { ai_host::now_ns += ns; }
+
+const ai::WorkerBatch& Sim::batch(uint32_t w) const { return g_batches[w]; }
+
+std::vector<uint32_t> Sim::solo_output(const std::vector<uint32_t>& prompt, uint32_t n) const {
+  std::vector<uint32_t> ctx = prompt, out;
+  for (uint32_t k = 0; k < n; k++) {
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t p = 0; p < ctx.size(); p++) h = fnv_mix(fnv_mix(h, ctx[p]), p);
+    uint32_t next = uint32_t(h % opt_.vocab);
+    out.push_back(next);
+    ctx.push_back(next);
+  }
+  return out;
+}
+
+// The fake model's next token after position pos: a hash of the rows
+// positions 0..pos hold, read through r's block table.
+uint32_t Sim::fake_next(const ai::Request& r, uint32_t pos) const {
+  uint32_t B = opt_.block_size;
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t p = 0; p <= pos; p++) {
+    REQUIRE(p / B < r.kv.n);
+    h = fnv_mix(fnv_mix(h, rows_[r.model][size_t(r.kv.block[p / B]) * B + p % B]), p);
+  }
+  return uint32_t(h % opt_.vocab);
+}
+
+ai::Request* Sim::submit(const Submit& s) {
+  REQUIRE(!s.prompt.empty());
+  REQUIRE(s.prompt.size() <= KAI_AI_MAX_PROMPT);
+  REQUIRE(s.prompt.size() + s.n_predict <= opt_.seq_len);
+  SpinlockGuard guard(ai::lock);
+  if (ai::slots_owned_by(s.pid) >= ai::max_per_process || !ai::slot_available()) return nullptr;
+  if (!ai::kv_could_fit(s.model, uint32_t(s.prompt.size()) + s.n_predict)) return nullptr;   // ENOMEM at submit
+  ai::NewRequest n{};
+  n.owner_pid = s.pid;
+  n.model = s.model;
+  n.prompt = s.prompt.data();
+  n.prompt_len = uint32_t(s.prompt.size());
+  n.n_predict = s.n_predict;
+  n.flags = s.flags;
+  n.priority = s.priority;
+  ai::Request* r = ai::submit(n);
+  check_locked();
+  return r;
+}
+
+void Sim::cancel(int64_t id) {
+  SpinlockGuard guard(ai::lock);
+  ai::Request* r = ai::find_request(id);
+  if (r == nullptr) return;
+  if (r->state == ai::RequestState::Queued) ai::cancel_queued(r);
+  else if (r->state == ai::RequestState::Running) r->cancel_requested = true;
+  check_locked();
+}
+
+void Sim::exit_process(int pid) {
+  SpinlockGuard guard(ai::lock);
+  ai::forget_owner(pid);
+  check_locked();
+}
+
+uint32_t Sim::collect_finished() {
+  SpinlockGuard guard(ai::lock);
+  uint32_t n = 0;
+  for (auto& r : ai::slots) {
+    if (r.state == ai::RequestState::Free || r.orphaned || !ai::finished(r.state)) continue;
+    check_result(r);
+    ai::collect(&r);
+    collected_++;
+    n++;
+  }
+  check_locked();
+  return n;
+}
+
+void Sim::check_result(const ai::Request& r) {
+  INFO("request " << r.id << " state " << int(r.state) << " preemptions " << r.preemptions);
+  std::vector<uint32_t> prompt(r.prompt, r.prompt + r.prompt_len);
+  std::vector<uint32_t> want = solo_output(prompt, r.n_generated);
+  std::vector<uint32_t> got(r.output, r.output + r.n_generated);
+  REQUIRE(got == want);
+  if (r.state == ai::RequestState::Done) {
+    REQUIRE(r.n_generated == r.n_predict);
+    REQUIRE(r.finish_reason == KAI_AI_FINISH_LENGTH);
+  }
+  if (r.t_start != 0) {
+    REQUIRE(r.t_submit <= r.t_start);
+    REQUIRE(r.t_start <= r.t_finish);
+    REQUIRE(r.requeued_ns <= r.t_finish - r.t_start);
+    // queue wait + service == end-to-end, as ai_abi.h defines them
+    uint64_t queue_wait = (r.t_start - r.t_submit) + r.requeued_ns;
+    uint64_t service = (r.t_finish - r.t_start) - r.requeued_ns;
+    REQUIRE(queue_wait + service == r.t_finish - r.t_submit);
+  }
+  if (r.n_generated > 0) {
+    REQUIRE(r.t_start <= r.t_first);
+    REQUIRE(r.t_first <= r.t_finish);
+  }
+}
+
+std::vector<Sim::Snapshot> Sim::snapshot() const {
+  std::vector<Snapshot> v;
+  for (const auto& r : ai::slots) v.push_back({r.state, r.id, r.admitted_seq, r.preemptions, r.preempt_requested});
+  return v;
+}
+
+bool Sim::schedule(uint32_t w) {
+  REQUIRE(w < opt_.workers);
+  REQUIRE(!in_pass_[w]);
+  SpinlockGuard guard(ai::lock);
+  auto before = snapshot();
+  const ai::Plan& p = ai::schedule(g_batches[w]);
+  check_schedule(w, before, ai_host::now_ns);
+  in_pass_[w] = !p.empty();
+  check_locked();
+  return in_pass_[w];
+}
+
+void Sim::check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64_t now) {
+  using S = ai::RequestState;
+  ai::WorkerBatch& wb = g_batches[w];
+  std::vector<const ai::Request*> admitted, still_queued;
+  for (int i = 0; i < ai::kQueueCapacity; i++) {
+    const ai::Request& r = ai::slots[i];
+    const Snapshot& b = before[i];
+    INFO("slot " << i << " id " << b.id << " from " << int(b.state) << " to " << int(r.state));
+    bool was_preempted = r.preemptions > b.preemptions;
+    switch (b.state) {
+      case S::Queued:
+        REQUIRE((r.state == S::Queued || r.state == S::Running || r.state == S::Failed));
+        if (r.state == S::Queued && !was_preempted) still_queued.push_back(&r);
+        break;
+      case S::Running:
+        REQUIRE((r.state == S::Running || r.state == S::Queued || r.state == S::Cancelled || r.state == S::Free));
+        if (r.state == S::Queued) REQUIRE(was_preempted);
+        break;
+      default:
+        REQUIRE(r.state == b.state);   // a schedule never submits, collects or revives
+        break;
+    }
+    if (r.state != S::Free) REQUIRE(r.id == b.id);
+    if (r.admitted_seq != b.admitted_seq) {
+      admitted.push_back(&r);
+      events_.push_back({Event::Admit, r.id, r.owner_pid, w, now, r.fed});
+    }
+    if (was_preempted) {
+      events_.push_back({Event::Preempt, r.id, r.owner_pid, w, now, 0});
+      if (!b.preempt_requested) {
+        // Chosen here: it was the youngest running request of its model.
+        std::vector<const ai::Request*> running;
+        for (const auto& o : ai::slots)
+          if (is_running(o) && o.model == r.model) running.push_back(&o);
+        if (opt_.victim_rule) {
+          REQUIRE(opt_.victim_rule(r, running));
+        } else {
+          for (const ai::Request* o : running) REQUIRE(o->admitted_seq < r.admitted_seq);
+        }
+      }
+    }
+    if (r.preempt_requested && !b.preempt_requested && is_running(r)) {
+      events_.push_back({Event::MarkPreempt, r.id, r.owner_pid, r.worker, now, r.fed});
+      REQUIRE(r.worker != w);   // a request of this worker is preempted at once
+      std::vector<const ai::Request*> running;
+      for (const auto& o : ai::slots)
+        if (is_running(o) && o.model == r.model) running.push_back(&o);
+      if (opt_.victim_rule) {
+        REQUIRE(opt_.victim_rule(r, running));
+      } else {
+        for (const ai::Request* o : running) REQUIRE(o->admitted_seq <= r.admitted_seq);
+      }
+    }
+  }
+  // Aging: an overdue request is never passed over by one admitted now
+  // that is not overdue or arrived later.
+  for (const ai::Request* y : still_queued) {
+    if (now - y->t_submit < ai::aging_ns) continue;
+    for (const ai::Request* x : admitted) {
+      if (x->preemptions > 0 && x->state == S::Queued) continue;
+      INFO("overdue " << y->id << " passed over by " << x->id);
+      REQUIRE(now - x->t_submit >= ai::aging_ns);
+      REQUIRE(x->t_submit <= y->t_submit);
+    }
+  }
+  // The plan.
+  const ai::Plan& p = wb.plan;
+  REQUIRE(p.n_items <= ai::token_budget);
+  REQUIRE(ai::running_in(wb) <= ai::max_batch);
+  uint32_t B = opt_.block_size;
+  for (const auto& s : wb.slots) {
+    const ai::Request* r = s.request;
+    if (r == nullptr) continue;
+    REQUIRE(is_running(*r));
+    if (!r->waiting_for_blocks) REQUIRE(s.count >= 1);   // every admitted request progresses
+    if (ai::context_len(*r) - r->fed == 1 && !r->waiting_for_blocks) REQUIRE(s.count == 1);
+    REQUIRE(r->fed + s.count <= ai::context_len(*r));
+    if (s.count > 0) {
+      REQUIRE(r->kv.n * B >= r->fed + s.count);
+      for (uint32_t i = 0; i < s.count; i++) {
+        REQUIRE(p.slot[s.first + i] == &s);
+        REQUIRE(p.items[s.first + i].token == ai::context_token(*r, r->fed + i));
+        REQUIRE(p.items[s.first + i].session == s.session);
+      }
+    }
+  }
+  uint32_t covered = 0;
+  for (uint32_t g = 0; g < p.n_groups; g++) {
+    const ai::PlanGroup& group = p.groups[g];
+    REQUIRE(group.first == covered);
+    covered += group.count;
+    for (uint32_t i = group.first; i < group.first + group.count; i++) {
+      REQUIRE(p.slot[i]->request->model == group.model);
+      REQUIRE(p.slot[i]->int8 == group.int8);
+    }
+  }
+  REQUIRE(covered == p.n_items);
+}
+
+void Sim::run_and_commit(uint32_t w, bool fail_begin) {
+  REQUIRE(in_pass_[w]);
+  ai::WorkerBatch& wb = g_batches[w];
+  ai::Plan& p = wb.plan;
+  uint32_t B = opt_.block_size;
+  // Step 2, unlocked: begin sessions, then the fake pass group by group.
+  for (uint32_t i = 0; i < ai::kMaxBatch; i++) {
+    ai::BatchSlot& s = wb.slots[i];
+    if (s.request == nullptr || !s.fresh) continue;
+    s.fresh = false;
+    if (fail_begin) {
+      s.failed = true;
+      s.error = ai::Error::make(Errno::NoMem, "session", "no memory (simulated)");
+      ai::plan_drop(p, &s);
+      continue;
+    }
+    const ai::Request& r = *s.request;
+    pos_[w][i] = r.fed;
+    // A cached prefix must hold exactly this request's tokens.
+    for (uint32_t q = 0; q < r.fed; q++)
+      REQUIRE(rows_[r.model][size_t(r.kv.block[q / B]) * B + q % B] == ai::context_token(r, q));
+  }
+  for (uint32_t g = 0; g < p.n_groups; g++) {
+    const ai::PlanGroup& group = p.groups[g];
+    for (uint32_t i = group.first; i < group.first + group.count; i++) {
+      ai::BatchSlot* s = p.slot[i];
+      const ai::Request& r = *s->request;
+      uint32_t idx = uint32_t(s - wb.slots);
+      uint32_t pos = pos_[w][idx]++;
+      REQUIRE(p.items[i].session == s->session);
+      REQUIRE(pos < ai::context_len(r));
+      REQUIRE(p.items[i].token == ai::context_token(r, pos));
+      REQUIRE(pos / B < r.kv.n);
+      uint32_t block = r.kv.block[pos / B];
+      REQUIRE(ai::kv_view(r.model).refs[block] == 1);   // a shared block is never written
+      rows_[r.model][size_t(block) * B + pos % B] = p.items[i].token;
+      if (p.items[i].want_next) p.items[i].next = fake_next(r, pos);
+    }
+  }
+  // Step 3.
+  SpinlockGuard guard(ai::lock);
+  auto before = snapshot();
+  ai::commit(wb);
+  for (int i = 0; i < ai::kQueueCapacity; i++) {
+    const ai::Request& r = ai::slots[i];
+    if (before[i].state == ai::RequestState::Running && r.state != ai::RequestState::Running) {
+      REQUIRE((r.state == ai::RequestState::Done || r.state == ai::RequestState::Failed ||
+               r.state == ai::RequestState::Cancelled || r.state == ai::RequestState::Free));
+      events_.push_back({Event::Finish, before[i].id, r.owner_pid, w, ai_host::now_ns, r.fed});
+    } else if (before[i].state != ai::RequestState::Running) {
+      REQUIRE(r.state == before[i].state);
+    }
+  }
+  in_pass_[w] = false;
+  commits_++;
+  check_locked();
+}
+
+bool Sim::iterate(uint32_t w) {
+  if (!schedule(w)) return false;
+  run_and_commit(w);
+  return true;
+}
+
+bool Sim::drain(uint32_t max_rounds) {
+  for (uint32_t round = 0; round < max_rounds; round++) {
+    bool busy = false;
+    for (uint32_t w = 0; w < opt_.workers; w++) {
+      if (in_pass_[w]) run_and_commit(w);
+      busy |= iterate(w);
+      advance(1000);
+    }
+    {
+      SpinlockGuard guard(ai::lock);
+      if (!busy && ai::queued_count() == 0 && ai::running_count() == 0) return true;
+    }
+  }
+  return false;
+}
+
+void Sim::check() {
+  SpinlockGuard guard(ai::lock);
+  check_locked();
+}
+
+void Sim::check_locked() {
+  using S = ai::RequestState;
+  REQUIRE(ai::lock.holding());
+  ai::Request* queued[ai::kQueueCapacity];
+  uint32_t n_queued = ai::queued_in_order(queued);
+  std::set<const ai::Request*> in_queue(queued, queued + n_queued);
+  REQUIRE(in_queue.size() == n_queued);
+  for (uint32_t i = 1; i < n_queued; i++) REQUIRE(queued[i - 1]->t_submit <= queued[i]->t_submit);
+  uint32_t running = 0, in_use = 0;
+  for (const auto& r : ai::slots) {
+    INFO("request " << r.id << " state " << int(r.state));
+    REQUIRE((r.state == S::Queued) == (in_queue.count(&r) == 1));
+    if (r.state != S::Running) REQUIRE(r.kv.n == 0);
+    in_use += r.state != S::Free;
+    if (r.state != S::Running) continue;
+    running++;
+    uint32_t homes = 0;
+    for (uint32_t w = 0; w < opt_.workers; w++)
+      for (const auto& s : g_batches[w].slots)
+        if (s.request == &r) {
+          homes++;
+          REQUIRE(r.worker == w);
+        }
+    REQUIRE(homes == 1);
+  }
+  for (uint32_t w = 0; w < opt_.workers; w++) {
+    for (const auto& s : g_batches[w].slots) {
+      if (s.request == nullptr) continue;
+      REQUIRE(is_running(*s.request));
+      if (in_pass_[w] && s.count > 0) REQUIRE(s.request->kv.n * opt_.block_size >= s.request->fed + s.count);
+    }
+  }
+  // What ai_info reports is consistent with itself and with EAGAIN.
+  REQUIRE(ai::running_count() == running);
+  REQUIRE(ai::queued_count() == n_queued);
+  REQUIRE(ai::slots_in_use() == in_use);
+  REQUIRE(n_queued + running <= in_use);
+  REQUIRE((in_use == uint32_t(ai::kQueueCapacity)) == !ai::slot_available());
+  for (uint32_t m = 0; m < opt_.n_models; m++) check_kv(int(m));
+}
+
+void Sim::check_kv(int m) {
+  ai::KvPoolView v = ai::kv_view(m);
+  std::vector<uint32_t> owners(v.n_blocks, 0);
+  for (const auto& r : ai::slots) {
+    if (!is_running(r) || r.model != m) continue;
+    std::set<uint32_t> mine;
+    for (uint32_t i = 0; i < r.kv.n; i++) {
+      REQUIRE(r.kv.block[i] < v.n_blocks);
+      REQUIRE(mine.insert(r.kv.block[i]).second);   // not twice in one table
+      owners[r.kv.block[i]]++;
+    }
+  }
+  std::vector<int> where(v.n_blocks, 0);   // 1 free, 2 LRU, 3 in use
+  for (uint32_t i = 0; i < v.n_free; i++) {
+    uint32_t b = v.free_stack[i];
+    REQUIRE(where[b] == 0);
+    where[b] = 1;
+    REQUIRE(v.refs[b] == 0);
+    REQUIRE(!v.cached[b]);
+  }
+  std::vector<uint32_t> lru_pos(v.n_blocks, UINT32_MAX);
+  uint32_t n_lru = 0;
+  for (uint32_t b = v.lru_head; b != ai::kNoBlock; b = v.lru_next[b]) {
+    REQUIRE(where[b] == 0);
+    where[b] = 2;
+    lru_pos[b] = n_lru++;
+    REQUIRE(v.refs[b] == 0);
+    REQUIRE(v.cached[b]);
+  }
+  REQUIRE(n_lru == v.n_lru);
+  for (uint32_t b = 0; b < v.n_blocks; b++) {
+    INFO("block " << b);
+    REQUIRE(v.refs[b] == owners[b]);   // reference counts equal owners
+    if (v.refs[b] > 0) {
+      REQUIRE(where[b] == 0);
+      where[b] = 3;
+    }
+    REQUIRE(where[b] != 0);            // leaked: in no list and owned by nobody
+    if (v.cached[b] && v.parent[b] != ai::kNoBlock) {
+      uint32_t p = v.parent[b];
+      REQUIRE(v.cached[p]);            // nothing cached below an evicted parent
+      REQUIRE(v.gen[p] == v.parent_gen[b]);
+      if (where[b] == 2 && where[p] == 2) REQUIRE(lru_pos[b] < lru_pos[p]);   // leaves go first
+    }
+  }
+  // A running request's leading cached blocks are what a lookup finds.
+  for (const auto& r : ai::slots) {
+    if (!is_running(r) || r.model != m) continue;
+    uint32_t k = 0;
+    while (k < r.kv.n && v.cached[r.kv.block[k]] && (k + 1) * opt_.block_size <= r.prompt_len) k++;
+    ai::PrefixKey key{r.model, (r.flags & KAI_AI_INT8) != 0, r.prompt, r.prompt_len};
+    REQUIRE(ai::kv_cached_prefix_blocks(key) >= k);
+  }
+}
+
+}  // namespace aisim

@@ -1,0 +1,145 @@
+// A simulation of the AI service's workers for host tests: the real
+// request table, scheduler, policies and KV block manager (kernel/ai, built
+// with KAI_AI_HOST), driven by a simulated clock and a fake forward pass.
+//
+// The fake pass stands for the model: it writes each fed token into the
+// request's KV block (a "row" per position, as the real K/V rows) and
+// computes a next token as a hash of the rows read back through the block
+// table, position 0 to the newest. So a request whose table points at a
+// wrong, stale or shared-and-overwritten block gets different tokens than
+// when it runs alone (Sim::solo_output), and the test sees it at collect.
+//
+// Driving it: a test submits, cancels, exits and collects as the system
+// calls do (each takes ai::lock), and steps workers: schedule(w) is step 1
+// of a worker's iteration (lock, schedule, checks, unlock), run_and_commit(w)
+// steps 2 and 3 (the fake pass unlocked, then lock, commit, checks). Steps of
+// different workers may interleave freely, as on real harts: a worker that
+// has scheduled and not yet committed is "in its pass".
+//
+// After every step check() verifies the invariants of kernel/ai (see the
+// list in ai_sim.cpp); a broken transition panics, which here throws.
+//
+// Extending it (e.g. a fairness policy, priority preemption):
+//   - a new policy: set SimOptions::policy; Sim::events() lists every
+//     admission and preemption in order (request, owner, worker, time,
+//     tokens so far), which is what a fairness test measures (tokens or
+//     admissions per owner over a window);
+//   - new per-request inputs (a session, a priority): add them to
+//     Sim::Submit and pass them through in Sim::submit();
+//   - a different rule for choosing a preemption victim: override the
+//     check with SimOptions::victim_rule (the default is "the youngest
+//     running request of the model", which check() enforces at every
+//     preemption); a test sets its own predicate over the candidates.
+#pragma once
+#include <stdint.h>
+
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../../kernel/ai/kv_cache.h"
+#include "../../kernel/ai/models.h"
+#include "../../kernel/ai/requests.h"
+#include "../../kernel/ai/scheduler.h"
+
+namespace aisim {
+
+struct SimOptions {
+  uint32_t workers = 1;             // 1..ai::kMaxWorkers
+  uint32_t n_models = 1;            // 1..KAI_AI_MAX_MODELS
+  uint32_t kv_blocks = 16;          // blocks per model pool (ai.kv_blocks)
+  uint32_t block_size = 4;          // positions per block (ai.kv_block)
+  uint32_t seq_len = 64;            // the models' runtime_seq_len
+  uint32_t vocab = 97;
+  uint32_t max_batch = 4;           // ai.max_batch
+  uint32_t budget = 16;             // ai.budget (>= max_batch)
+  uint32_t max_per_process = 8;
+  ai::Policy policy = ai::Policy::Fcfs;
+  uint64_t aging_ns = 1000000000;
+  bool prefix_cache = true;
+  // Is `victim` an acceptable choice when a request of its model needed
+  // blocks? running = the model's running requests at that moment.
+  std::function<bool(const ai::Request& victim, const std::vector<const ai::Request*>& running)> victim_rule;
+};
+
+struct Event {
+  enum Kind { Admit, Preempt, MarkPreempt, Finish } kind;
+  int64_t id;
+  int owner;
+  uint32_t worker;
+  uint64_t t;
+  uint32_t fed;
+};
+
+struct Submit {
+  int pid = 1;
+  int model = 0;
+  std::vector<uint32_t> prompt;
+  uint32_t n_predict = 1;
+  uint32_t priority = 0;
+  uint32_t flags = 0;
+};
+
+class Sim {
+ public:
+  explicit Sim(const SimOptions& o);
+  ~Sim();   // forgets every request and pool: the next Sim starts from nothing
+  Sim(const Sim&) = delete;
+  Sim& operator=(const Sim&) = delete;
+
+  const SimOptions& options() const { return opt_; }
+  void advance(uint64_t ns);
+
+  // Clients (as the system calls; each takes the lock).
+  // nullptr when the table is full or the owner is at its quota.
+  ai::Request* submit(const Submit& s);
+  void cancel(int64_t id);                 // ai_cancel
+  void exit_process(int pid);              // the owner exits
+  uint32_t collect_finished();             // ai_wait on every finished result; checks it
+
+  // Workers.
+  bool in_pass(uint32_t w) const { return in_pass_[w]; }
+  bool schedule(uint32_t w);               // true: a plan to run (the worker is now in its pass)
+  // `fail_begin`: the sessions admitted in this plan cannot be begun (no memory).
+  void run_and_commit(uint32_t w, bool fail_begin = false);
+  bool iterate(uint32_t w);                // schedule and, if there is a plan, run and commit
+  // Iterates worker 0..n-1 in turn until nothing is queued or running;
+  // false if that takes more than max_rounds rounds.
+  bool drain(uint32_t max_rounds = 100000);
+
+  // The tokens the fake model gives this context when it runs alone.
+  std::vector<uint32_t> solo_output(const std::vector<uint32_t>& prompt, uint32_t n) const;
+
+  const std::vector<Event>& events() const { return events_; }
+  const ai::WorkerBatch& batch(uint32_t w) const;
+  uint64_t iterations_checked() const { return commits_; }
+  uint64_t results_checked() const { return collected_; }
+
+  // Every invariant (lock taken inside). Called after every step.
+  void check();
+
+ private:
+  struct Snapshot {
+    ai::RequestState state;
+    int64_t id;
+    uint64_t admitted_seq;
+    uint32_t preemptions;
+    bool preempt_requested;
+  };
+  std::vector<Snapshot> snapshot() const;
+  void check_locked();
+  void check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64_t now);
+  void check_kv(int m);
+  void check_result(const ai::Request& r);
+  uint32_t fake_next(const ai::Request& r, uint32_t pos) const;
+
+  SimOptions opt_;
+  bool in_pass_[ai::kMaxWorkers] = {};
+  uint32_t pos_[ai::kMaxWorkers][ai::kMaxBatch] = {};   // fake sessions' positions
+  std::vector<std::vector<uint32_t>> rows_;             // per model: [block * B + offset] = token
+  std::vector<Event> events_;
+  uint64_t commits_ = 0, collected_ = 0;
+};
+
+}  // namespace aisim
