@@ -58,8 +58,11 @@ static long run(const Job& j, uint32_t* out, kai_ai_result* res) {
 }
 
 // Exit status of a client: 0 same tokens, batched; 1 different tokens or
-// an error; 2 same tokens, but it never shared an iteration.
-[[noreturn]] static void client(uint32_t i, int start_fd) {
+// an error; 2 same tokens, but it never shared an iteration. Its line goes
+// to the parent through out_fd in one write (at most KAI_PIPE_BUF bytes, so
+// it arrives whole): clients printing to the console at once would mix
+// their lines.
+[[noreturn]] static void client(uint32_t i, int start_fd, int out_fd) {
   char go;
   if (read(start_fd, &go, 1) != 1) exit(1);
   const Job& j = jobs[i];
@@ -69,6 +72,7 @@ static long run(const Job& j, uint32_t* out, kai_ai_result* res) {
   bool same = n == long(j.n_predict) && n == j.solo_n;
   for (long t = 0; same && t < n; t++) same = out[t] == j.solo[t];
   uint32_t batch_x100 = res.iterations ? uint32_t(uint64_t(res.batch_sum) * 100 / res.iterations) : 0;
+  static_assert(KAI_PIPE_BUF >= 512, "a client's line must reach the parent in one piece");
   char line[512];
   int len = snprintf(line, sizeof line, "%sclient %u: prompt %u, %u tokens, got %ld, %s%s, %s solo, %u iterations, "
                      "mean batch %u.%02u, tokens:", same ? "" : "FAIL ", i, j.prompt_len, j.n_predict, n,
@@ -76,7 +80,8 @@ static long run(const Job& j, uint32_t* out, kai_ai_result* res) {
                      same ? "same tokens as" : "DIFFERENT tokens from", res.iterations, batch_x100 / 100,
                      batch_x100 % 100);
   for (long t = 0; t < n && len < int(sizeof line) - 16; t++) len += snprintf(line + len, sizeof line - len, " %u", out[t]);
-  printf("%s\n", line);
+  line[len++] = '\n';
+  write(out_fd, line, len);
   exit(!same ? 1 : (batch_x100 > 100 ? 0 : 2));
 }
 
@@ -114,13 +119,14 @@ int main(int argc, char** argv) {
   ai_info(&info);
 
   // All clients block on one pipe; one byte each releases them together.
-  int start[2];
-  if (pipe(start) < 0) return 1;
+  int start[2], lines[2];
+  if (pipe(start) < 0 || pipe(lines) < 0) return 1;
   for (uint32_t i = 0; i < clients; i++) {
     int pid = fork();
     if (pid == 0) {
       close(start[1]);
-      client(i, start[0]);
+      close(lines[0]);
+      client(i, start[0], lines[1]);
     }
     if (pid < 0) {
       fprintf(2, "aibatch: fork: %s\n", strerror(pid));
@@ -128,9 +134,15 @@ int main(int argc, char** argv) {
     }
   }
   close(start[0]);
+  close(lines[1]);
   char go[kMaxClients] = {};
   write(start[1], go, clients);
   close(start[1]);
+  // Each client's line, whole, in the order they finish; the end of the
+  // pipe comes when every client has exited.
+  char line[600];
+  while (getline(lines[0], line, sizeof line) > 0) printf("%s", line);
+  close(lines[0]);
   int passed = 0, failed = 0, batched = 0;
   for (uint32_t i = 0; i < clients; i++) {
     int status = 1;

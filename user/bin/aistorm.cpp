@@ -157,7 +157,10 @@ void test_kill_storm(uint32_t clients) {
     kai_ai_info in = info_now();
     seen_queued += in.queued;
     seen_running += in.running;
-    seen_finished += in.in_flight - in.queued - in.running;
+    // The counts are read one after another, not as one snapshot, so a
+    // request can move between them: never let the difference go below 0.
+    uint64_t live = uint64_t(in.queued) + in.running;
+    seen_finished += in.in_flight > live ? in.in_flight - live : 0;
     kill(pid);
     int status;
     while (wait(&status) != pid) {}
