@@ -4,8 +4,8 @@ code on purpose, one line at a time, and runs the tests that should notice.
 Each mutation names a file, the exact line it changes (compared without
 leading and trailing spaces; it must occur exactly once) and what it becomes.
 For each one, in turn: apply it, rebuild what the tests use, run those tests
-(under `nice`), put the file back. At the end the tree is rebuilt unmutated
-and a table is printed:
+(under `nice`), put the file back and rebuild the same targets, so the tree
+is clean before the next one. At the end a table is printed:
 
     mutation | where | result
 
@@ -165,10 +165,13 @@ def try_mutation(m, log, all_tests):
     where = f"{m.path}:{index + 1}"
     lines = original.split("\n")
     lines[index] = indent + m.becomes
+    times = os.stat(path)
     caught = []
+    built = False
     try:
         with open(path, "w") as f:
             f.write("\n".join(lines))
+        built = True
         if make(m.build, log) != 0:
             return "build failed (the mutation does not compile; fix it)", where
         for label, argv in m.tests:
@@ -180,6 +183,13 @@ def try_mutation(m, log, all_tests):
     finally:
         with open(path, "w") as f:
             f.write(original)
+        # Rebuild what was built mutated (the file is newer now), then give
+        # the file back its old time: what was never built mutated (say the
+        # kernel, after a host-only mutation of a lib/ header) stays up to
+        # date instead of being rebuilt for nothing.
+        if built and make(m.build, log) != 0:
+            print(f"[mutate] rebuilding after {m.name} failed: see {log}", file=sys.stderr)
+        os.utime(path, (times.st_atime, times.st_mtime))
     return ("caught by " + "; ".join(caught)) if caught else "NOT CAUGHT", where
 
 
@@ -209,9 +219,6 @@ def main():
         result, where = try_mutation(m, a.log, a.all_tests)
         rows.append((m.name, where, result))
         print(f"[mutate] {m.name}: {result} ({time.monotonic() - t0:.0f} s real time)", flush=True)
-    builds = sorted({t for m in chosen for t in m.build})
-    if builds and make(builds, a.log) != 0:
-        print(f"[mutate] rebuilding the unmutated tree failed: see {a.log}", file=sys.stderr)
     print("\n| mutation | where | result |\n|---|---|---|")
     for name, where, result in rows:
         print(f"| {name} | {where} | {result} |")
