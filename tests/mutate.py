@@ -65,10 +65,12 @@ MUTATIONS = [
              "two requests in one batched pass get each other's next token"),
     Mutation("paged-kv-wrong-row", "lib/llm_session.h",
              "size_t row = ((size_t(table_[pos / B]) * cfg_->n_full_layers() + slot) * B + pos % B) * cfg_->kv_dim();",
-             "size_t row = ((size_t(table_[pos / B]) * cfg_->n_full_layers() + slot) * B + (pos + 1) % B) * cfg_->kv_dim();",
+             "size_t row = ((size_t(table_[pos / B]) * cfg_->n_full_layers() + slot) * B + ((pos % B) & ~1u)) * cfg_->kv_dim();",
              UNIT,
              [host("[paged]")],
-             "a paged K/V row lands one row off inside its block: the last row of a block overwrites the first"),
+             "paged K/V rows of positions 2j and 2j+1 share one row (an odd position overwrites its even neighbour). "
+             "A first version, row (pos + 1) % B, was a permutation inside each block: an equivalent mutation that "
+             "no test can catch, since reads and writes both go through kv_rows"),
     Mutation("loader-refuses-float-weights", "lib/llm_model.cpp",
              "if (m.f) return check_finite(file, what, m.f, uint64_t(m.rows) * m.cols);",
              "if (m.f) return Error::make(ErrorCode::BadValue).str(file).str(\": float weights refused\");",
@@ -117,12 +119,14 @@ MUTATIONS = [
              [],
              [pytest("tests/tools/test_tokenizer_pinned.py", "python")],
              "the Python tokenizer merges the worst-ranked pair first"),
-    Mutation("digits-not-split", "lib/llm_tokenizer.cpp",
-             "if (t.flags & kTokDigitsSplit) {",
-             "if (false) {",
+    Mutation("bpe-runtime-highest-rank-first", "lib/llm_tokenizer.cpp",
+             "if (find_merge(t, w[i], w[i + 1], &rank, &merged) && rank < best_rank) {",
+             "if (find_merge(t, w[i], w[i + 1], &rank, &merged) && (best_rank == kNoToken || rank > best_rank)) {",
              TOKTOOL,
              [pytest("tests/tools/test_tokenizer_pinned.py", "runtime")],
-             "the runtime tokenizer ignores the tokenizer's split-every-digit rule"),
+             "the runtime tokenizer merges the worst-ranked pair first. (An earlier mutation here, ignoring the "
+             "split-every-digit rule, was not caught and cannot be on SmolLM2: its vocabulary has no token of two "
+             "digits, so digits come out one by one either way)"),
 ]
 
 
