@@ -63,6 +63,22 @@ inline bool read_bundle_dir(const std::string& dir, Files* files) {
   return true;
 }
 
+// A bundle directory: absent (no CFG.BIN: a test leaves it out and says so),
+// or read and loaded. A bundle that exists but does not load is a loader bug,
+// never "absent": the caller fails with `error`, so a regression on one bundle
+// cannot quietly drop it from the exactness tests.
+enum class BundleState { Absent, Loaded, Refused };
+inline BundleState load_bundle_dir(const std::string& dir, Files* files, llm::Model* model, std::string* error) {
+  if (!read_bundle_dir(dir, files)) return BundleState::Absent;
+  MapBundle b(*files);
+  auto r = model->load(b);
+  if (r.is_error()) {
+    *error = dir + " exists but does not load: " + r.error().message;
+    return BundleState::Refused;
+  }
+  return BundleState::Loaded;
+}
+
 inline std::string models_dir() {
   const char* e = getenv("KAI_TEST_MODELS");
   return e && *e ? e : "build/models";

@@ -98,10 +98,15 @@ struct Loaded {
   bool ok = false;
 };
 
+// True when the bundle loaded; false when it is absent (stories260K needs
+// ../shared/models). The tiny models come from `make test-models` and must be
+// there; any bundle that is there must load.
 bool load(const std::string& name, Loaded* out) {
-  if (!read_bundle_dir(models_dir() + "/" + name, &out->files)) return false;
-  MapBundle b(out->files);
-  out->ok = !out->model.load(b).is_error();
+  std::string error;
+  BundleState st = load_bundle_dir(models_dir() + "/" + name, &out->files, &out->model, &error);
+  if (st == BundleState::Refused) FAIL(error);
+  if (st == BundleState::Absent && name.rfind("tiny", 0) == 0) FAIL("missing " << name << ": run `make test-models`");
+  out->ok = st == BundleState::Loaded;
   return out->ok;
 }
 

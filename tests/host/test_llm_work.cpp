@@ -31,10 +31,12 @@ struct LlamaShape {
   uint64_t kv_write() const { return L * 2 * kv_dim * 4; }
 };
 
+// False when the bundle is absent; one that is there must load.
 bool load_dir(const std::string& dir, Files* files, llm::Model* m) {
-  if (!read_bundle_dir(dir, files)) return false;
-  MapBundle b(*files);
-  return !m->load(b).is_error();
+  std::string error;
+  BundleState st = load_bundle_dir(dir, files, m, &error);
+  if (st == BundleState::Refused) FAIL(error);
+  return st == BundleState::Loaded;
 }
 
 }  // namespace

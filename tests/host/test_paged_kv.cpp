@@ -24,10 +24,13 @@ struct Loaded {
   llm::Model model;
 };
 
+// True when the bundle loaded, false when it is absent; a bundle that is
+// there but does not load fails the test (see load_bundle_dir).
 bool load(const std::string& name, Loaded* out) {
-  if (!read_bundle_dir(models_dir() + "/" + name, &out->files)) return false;
-  MapBundle b(out->files);
-  return !out->model.load(b).is_error();
+  std::string error;
+  BundleState st = load_bundle_dir(models_dir() + "/" + name, &out->files, &out->model, &error);
+  if (st == BundleState::Refused) FAIL(error);
+  return st == BundleState::Loaded;
 }
 
 struct Aligned {
@@ -72,7 +75,8 @@ std::vector<float> run(llm::Session& s, const std::vector<uint32_t>& seq, uint32
   return all;
 }
 
-const char* const kModels[] = {"tiny-llama", "tiny-llama-f32", "tiny-qwen", "stories260K-q8"};
+const char* const kModels[] = {"tiny-llama", "tiny-llama-f32", "tiny-qwen", "tiny-qwen-f32", "stories260K",
+                               "stories260K-q8"};
 
 }  // namespace
 

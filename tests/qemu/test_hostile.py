@@ -2,21 +2,26 @@
 freezes the machine:
 
 - a kernel worker computing a request never keeps its hart: on one hart, the
-  shell answers `echo` well within a second while a SmolLM2-shape request is
-  mid-way, and a process waking every 10 ms is never late by more than a few
-  timer ticks while requests run back to back for a minute (after a phase of
-  random system calls);
-- 10,000 random system calls with hostile arguments (sysfuzz) return, leak
-  no memory, and leave the kernel and the AI service answering;
-- a storm of 100 clients killed at random moments (aistorm) leaves nothing in
-  flight; a killed owner's id is unknown at once; a cancel lands within one
-  token of a long prefill;
+  shell answers `echo` while a SmolLM2-shape request is still running (the
+  service says so in the same breath), and in exact mode a process waking
+  every 10 ms is never late by more than a few timer ticks while requests
+  run back to back (after a phase of random system calls);
+- 10,000 random system calls with hostile arguments (sysfuzz) return, give
+  the answers known in advance (ENOSYS for unknown numbers, an error for
+  unusable pointers), reach both successes and errors, leak no memory, and
+  leave the kernel and the AI service answering with the same tokens as the
+  host runner;
+- a storm of 100 clients killed at random moments (aistorm), which must hit
+  queued, running and finished requests, leaves nothing in flight; a killed
+  owner's id is unknown at once; a cancel lands within one iteration of a
+  long prefill (counted in iterations, not in time);
 - with two workers and a KV pool too small for what runs, the victim of a
   preemption is the youngest running request (never the oldest), and the
   timestamps of a preempted request stay ordered (aipreempt).
 Figures (calls, clients, lateness) are printed with -s."""
 import os
 import re
+import subprocess
 import time
 
 import pytest
@@ -24,6 +29,8 @@ import pytest
 from kai_boot import KERNEL, ROOT, all_programs, make_image, need_built, need_model, qemu_run, run_in_session
 
 SMOL_IMG = os.path.join(ROOT, "build", "fs-smol.img")
+HOST_LLMRUN = os.path.join(ROOT, "build", "host", "llmrun")
+PROBE = "ai --model LLAMA --predict 8 1 2 3"
 WORK = os.path.join(ROOT, "build", "test-hostile")
 FREE_MEMORY = re.compile(r"free memory: (\d+) of (\d+) pages")
 
@@ -50,6 +57,23 @@ def free_pages(s):
     return int(FREE_MEMORY.search(s.transcript[start:]).group(1))
 
 
+def token_ids(text):
+    """The first line of token ids in a command's output, or None."""
+    for line in text.splitlines():
+        if re.fullmatch(r"\d+( \d+)*", line.strip()):
+            return [int(t) for t in line.split()]
+    return None
+
+
+def host_tokens(bundle, predict, prompt):
+    """The same request on the host runner: no kernel, one request alone."""
+    if not os.path.exists(HOST_LLMRUN):
+        pytest.skip("build/host/llmrun not built: run `make host`")
+    r = subprocess.run([HOST_LLMRUN, "--asset-dir", bundle, "--predict", str(predict)] + [str(t) for t in prompt],
+                       capture_output=True, text=True, check=True)
+    return token_ids(r.stdout)
+
+
 def assert_no_panic(s):
     assert not any(m in s.transcript for m in qemu_run.PANIC_MARKERS), s.transcript[-3000:]
 
@@ -60,7 +84,10 @@ def test_sysfuzz_leaves_kernel_answering(tiny_image, smp):
                           boot_timeout=180) as s:
         assert s.booted, s.transcript
         assert s.wait_log(r"ai: model LLAMA (ready|failed)", timeout=120)
-        before = run_in_session(s, "ai --model LLAMA 1 2 3", 120).splitlines()[0]
+        want = host_tokens(need_model("tiny-llama"), 8, [1, 2, 3])
+        assert want and len(want) == 8, want
+        before = run_in_session(s, PROBE, 120)
+        assert token_ids(before) == want, before
         # The first run creates /fz and its files; the second must not use
         # any more memory than the first left in use (no leak per run).
         first = run_in_session(s, f"sysfuzz --calls 10000 --seed {smp}", 400)
@@ -69,10 +96,11 @@ def test_sysfuzz_leaves_kernel_answering(tiny_image, smp):
         pages_2 = free_pages(s)
         print(f"\nsysfuzz smp={smp}: {first.strip()} | {second.strip()} | free pages {pages_1} -> {pages_2}")
         for out in (first, second):
-            assert "10000 calls" in out and "all returned; kernel answers: yes" in out, out
+            assert "10000 calls" in out and "all returned; wrong answers: 0; successes and errors: both; " \
+                "kernel answers: yes" in out, out
         assert pages_2 == pages_1, f"free pages {pages_1} -> {pages_2} after a second fuzz run"
-        after = run_in_session(s, "ai --model LLAMA 1 2 3", 120).splitlines()[0]
-        assert after == before, (before, after)   # same tokens from the AI service
+        after = run_in_session(s, PROBE, 120)
+        assert token_ids(after) == want, after    # all 8 tokens, the same as the host runner's
         assert "alive" in run_in_session(s, "echo alive", 30)
         # An unknown system call is logged once per process, not per call.
         assert len(re.findall(r"unknown system call", s.transcript)) <= 2, s.transcript[-3000:]
@@ -88,7 +116,7 @@ def test_kill_storm(tiny_image, smp, workers):
         out = run_in_session(s, "aistorm --model LLAMA --clients 100", 600)
         print(f"\naistorm smp={smp} workers={workers}:\n{out}")
         assert "FAIL" not in out, out
-        assert "6 passed, 0 failed" in out, out
+        assert re.search(r"^7 passed, 0 failed$", out, re.M), out
         stat = run_in_session(s, "aistat", 30)
         assert "in_flight=0" in stat, stat
         assert_no_panic(s)
@@ -124,6 +152,11 @@ def test_shell_answers_while_a_request_runs_on_one_hart():
     with qemu_run.Session(img, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=180) as s:
         assert s.booted, s.transcript
         assert s.wait_log(r"ai: model SMOL (ready|failed)", timeout=240)
+        # Whether the shell got the hart is read from the service itself:
+        # `aistat`, run in the same command line right after `echo`, must still
+        # see the request running. A worker that kept the hart until the end
+        # would let the shell run only once the request was done. The real
+        # time the echo took is printed, not judged (a busy host decides it).
         for attempt in range(3):
             # Eight int8 tokens of the SmolLM2 shape: several seconds of work.
             run_in_session(s, "ai --model SMOL --int8 --predict 8 504 3575 282 4649 314 > /out &", 30)
@@ -137,7 +170,7 @@ def test_shell_answers_while_a_request_runs_on_one_hart():
             assert s.wait_prompt(start, timeout=60, skip_echo=True)
             stat = s.transcript[start:]
             print(f"\necho answered after {latency * 1000:.0f} ms (attempt {attempt})")
-            assert seen and latency < 1.0, f"echo took {latency:.2f} s\n" + stat
+            assert seen, "echo never answered\n" + stat
             # ... while the request's tokens were still to come.
             assert re.search(r"running=1", stat), stat
             # Let it finish (its client collects it) before the next attempt.

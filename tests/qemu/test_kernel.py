@@ -5,13 +5,14 @@ harts) passes; a faulting or ^C-killed program dies alone while the kernel
 and shell go on; a fork loop of unknown system calls prints a bounded number
 of console lines and the kernel later counts the ones it left out; the
 console's line editing works."""
+import glob
 import os
 import re
 import time
 
 import pytest
 
-from kai_boot import IMAGE, KERNEL, need_built, output_of, qemu_run
+from kai_boot import IMAGE, KERNEL, ROOT, need_built, output_of, qemu_run
 
 
 def need_image():
@@ -46,13 +47,30 @@ def test_pipe_echo_wc():
     assert re.search(r"\b1\s+1\s+6\b", output_of(res.transcript, "echo hello | wc"))
 
 
+def usertest_names():
+    """Every test usertests has, read from its source tables (`const Test
+    kTests[] = {{"name", fn}, ...}` in user/usertests/*.cpp), so a run that
+    skipped or lost a test cannot pass on "0 failed" alone."""
+    names = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "user", "usertests", "*.cpp"))):
+        with open(path) as f:
+            table = re.search(r"const Test kTests\[\] = \{(.*?)\n\};", f.read(), re.S)
+        if table:
+            names += re.findall(r'\{"(\w+)",', table.group(1))
+    return names
+
+
 @pytest.mark.parametrize("smp", [1, 4])
 def test_usertests(smp):
     need_program("usertests")
+    names = usertest_names()
+    assert len(names) >= 40, names          # the tables were found
     res = boot(["usertests"], smp=smp, timeout=600)
     assert res.ok, f"{res.error}\n{res.transcript[-4000:]}"
     out = output_of(res.transcript, "usertests")
-    assert "ALL TESTS PASSED" in out or re.search(r"\b0 failed\b", out), out[-4000:]
+    ok = re.findall(r"^ok (\w+)", out, re.M)
+    assert sorted(ok) == sorted(names), f"missing: {sorted(set(names) - set(ok))}\n{out[-4000:]}"
+    assert re.search(rf"^{len(names)} passed, 0 failed$", out, re.M), out[-4000:]
 
 
 # kernel/syscall.cpp: at most this many unknown-system-call lines a second,

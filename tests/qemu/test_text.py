@@ -2,8 +2,11 @@
 lib/llm_tokenizer) loads a bundle's TOK.BIN from kai's file system, encodes
 exactly as tools/tokenizer.py does on the host and round-trips text, for the
 stories260K bundle (llama2.c scores) and the SmolLM2 tokenizer (byte-level
-BPE). Expected ids come from tools/tokenizer.py at test time. A bundle
-without TOK.BIN is refused with a message that says so."""
+BPE). Expected ids come from tools/tokenizer.py at test time, and for the
+SmolLM2 tokenizer also from Hugging Face's own JavaScript tokenizers
+(tests/data/tokenizer_ids/pinned.json), an implementation kai did not write.
+A bundle without TOK.BIN is refused with a message that says so."""
+import json
 import os
 import re
 import sys
@@ -21,6 +24,7 @@ WORK = os.path.join(ROOT, "build", "test-text")
 SHARED = os.environ.get("KAI_SHARED_MODELS", os.path.join(ROOT, "..", "shared", "models"))
 TOK512 = os.path.join(SHARED, "stories260K", "tok512.bin")
 SMOL_JSON = os.path.join(SHARED, "smollm2-tokenizer", "tokenizer.json")
+PINNED = os.path.join(ROOT, "tests", "data", "tokenizer_ids", "pinned.json")
 
 CORPUS = [
     "Once upon a time, there was a little girl named Lily.",
@@ -94,6 +98,18 @@ def test_smol_corpus_matches_host_and_round_trips(session):
     assert ids_of(output_of(session, "tok /tok/smol encode The capital of France is")) == \
         [504, 3575, 282, 4649, 314]
     check_corpus(session, "/tok/smol", host)
+
+
+def test_smol_gives_the_ids_of_an_independent_tokenizer(session):
+    if not session.has_smol:
+        pytest.skip(f"{SMOL_JSON} not found (set KAI_SHARED_MODELS)")
+    with open(PINNED, encoding="utf-8") as f:
+        pinned = next(t for t in json.load(f)["tokenizers"] if t["file"] == "smollm2-tokenizer/tokenizer.json")
+    cases = [c for c in pinned["cases"] if c["text"]]   # `tok encode -x` needs at least one byte
+    assert len(cases) >= 19
+    for case in cases:
+        got = ids_of(output_of(session, f"tok /tok/smol encode -x {case['text'].encode().hex()}"))
+        assert got == case["ids"], f"{case['text']!r}: guest {got}, {pinned['by']} {case['ids']}"
 
 
 def test_bundle_without_tokenizer_is_refused_clearly(session):

@@ -107,7 +107,13 @@ def test_greedy_argmax_matches_final_hidden_state(tiny):
         np.testing.assert_allclose(h[-1, -1], want, rtol=1e-5, atol=1e-5)
 
 
-def test_bundle_sample_reproduces(tiny):
+def test_bundle_sample_is_what_the_reference_gives_today(tiny):
+    """EXP.BIN was written by this same reference when the bundle was made,
+    so this proves only that the reference is deterministic and that the
+    bundle carries its answer; it cannot show the reference is right. The
+    outside anchors are llama2.c's own stories260K checkpoint telling its
+    known story (test_stories_*) and the float64 checks below, written from
+    the format document."""
     for d in tiny.values():
         ref = R.Reference.load(d)
         pmt, exp = ref.b.sample()

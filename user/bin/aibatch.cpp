@@ -9,7 +9,12 @@
 // compares its tokens with the solo run's, bit for bit. Also checks that
 // batching really happened (some request's mean batch size above 1) when
 // the service allows batches (ai.max_batch > 1).
-// Prints one line per client, then "aibatch: N passed, M failed".
+// A request passes only with exactly the tokens it asked for, alone and in
+// the batch (a service that returned nothing would otherwise be "same").
+// Prints the model's vocabulary and length (so a test can rebuild the
+// prompts), one line per client with its tokens (so a test can compare them
+// with another runner), then "aibatch: N passed, M failed" where N + M is
+// the number of clients plus one for the batching check.
 #include "kai.h"
 #include "kai_ai.h"
 
@@ -53,22 +58,30 @@ static long run(const Job& j, uint32_t* out, kai_ai_result* res) {
 }
 
 // Exit status of a client: 0 same tokens, batched; 1 different tokens or
-// an error; 2 same tokens, but it never shared an iteration.
-[[noreturn]] static void client(uint32_t i, int start_fd) {
+// an error; 2 same tokens, but it never shared an iteration. Its line goes
+// to the parent through out_fd in one write (at most KAI_PIPE_BUF bytes, so
+// it arrives whole): clients printing to the console at once would mix
+// their lines.
+[[noreturn]] static void client(uint32_t i, int start_fd, int out_fd) {
   char go;
   if (read(start_fd, &go, 1) != 1) exit(1);
   const Job& j = jobs[i];
   uint32_t out[kMaxPredict];
   kai_ai_result res{};
   long n = run(j, out, &res);
-  bool same = n == j.solo_n;
+  bool same = n == long(j.n_predict) && n == j.solo_n;
   for (long t = 0; same && t < n; t++) same = out[t] == j.solo[t];
   uint32_t batch_x100 = res.iterations ? uint32_t(uint64_t(res.batch_sum) * 100 / res.iterations) : 0;
-  printf("client %u: prompt %u, %u tokens, %s%s, %s solo, %u iterations, mean batch %u.%02u\n", i,
-         j.prompt_len, j.n_predict, (j.flags & KAI_AI_INT8) ? "int8" : "float",
-         j.sampling.temperature_milli ? " sampled" : "",
-         same ? "same tokens as" : "DIFFERENT tokens from", res.iterations, batch_x100 / 100,
-         batch_x100 % 100);
+  static_assert(KAI_PIPE_BUF >= 512, "a client's line must reach the parent in one piece");
+  char line[512];
+  int len = snprintf(line, sizeof line, "%sclient %u: prompt %u, %u tokens, got %ld, %s%s, %s solo, %u iterations, "
+                     "mean batch %u.%02u, tokens:", same ? "" : "FAIL ", i, j.prompt_len, j.n_predict, n,
+                     (j.flags & KAI_AI_INT8) ? "int8" : "float", j.sampling.temperature_milli ? " sampled" : "",
+                     same ? "same tokens as" : "DIFFERENT tokens from", res.iterations, batch_x100 / 100,
+                     batch_x100 % 100);
+  for (long t = 0; t < n && len < int(sizeof line) - 16; t++) len += snprintf(line + len, sizeof line - len, " %u", out[t]);
+  line[len++] = '\n';
+  write(out_fd, line, len);
   exit(!same ? 1 : (batch_x100 > 100 ? 0 : 2));
 }
 
@@ -91,11 +104,14 @@ int main(int argc, char** argv) {
     fprintf(2, "aibatch: model %s: %s\n", name ? name : "(first)", strerror(r));
     return 1;
   }
+  printf("aibatch: model %s vocab %u runtime_seq_len %u\n", model, mi.vocab_size, mi.runtime_seq_len);
   for (uint32_t i = 0; i < clients; i++) {
     make_job(jobs[i], i, mi);
     jobs[i].solo_n = run(jobs[i], jobs[i].solo, nullptr);
-    if (jobs[i].solo_n < 0) {
-      fprintf(2, "aibatch: solo request %u: %s\n", i, strerror(int(jobs[i].solo_n)));
+    if (jobs[i].solo_n != long(jobs[i].n_predict)) {
+      if (jobs[i].solo_n < 0) printf("FAIL solo request %u: %s\n", i, strerror(int(jobs[i].solo_n)));
+      else printf("FAIL solo request %u: %ld tokens, asked for %u\n", i, jobs[i].solo_n, jobs[i].n_predict);
+      printf("aibatch: 0 passed, 1 failed\n");
       return 1;
     }
   }
@@ -103,13 +119,14 @@ int main(int argc, char** argv) {
   ai_info(&info);
 
   // All clients block on one pipe; one byte each releases them together.
-  int start[2];
-  if (pipe(start) < 0) return 1;
+  int start[2], lines[2];
+  if (pipe(start) < 0 || pipe(lines) < 0) return 1;
   for (uint32_t i = 0; i < clients; i++) {
     int pid = fork();
     if (pid == 0) {
       close(start[1]);
-      client(i, start[0]);
+      close(lines[0]);
+      client(i, start[0], lines[1]);
     }
     if (pid < 0) {
       fprintf(2, "aibatch: fork: %s\n", strerror(pid));
@@ -117,9 +134,15 @@ int main(int argc, char** argv) {
     }
   }
   close(start[0]);
+  close(lines[1]);
   char go[kMaxClients] = {};
   write(start[1], go, clients);
   close(start[1]);
+  // Each client's line, whole, in the order they finish; the end of the
+  // pipe comes when every client has exited.
+  char line[600];
+  while (getline(lines[0], line, sizeof line) > 0) printf("%s", line);
+  close(lines[0]);
   int passed = 0, failed = 0, batched = 0;
   for (uint32_t i = 0; i < clients; i++) {
     int status = 1;

@@ -5,10 +5,14 @@
 // T-token tail. The first runs alone, so it computes the prefix and leaves
 // its full blocks in the cache; then the others run, one after another or
 // (--concurrent) all at once. Prints each request's tokens, TTFT and how
-// many prompt tokens it took from the cache, then one summary line:
+// many prompt tokens it took from the cache (after a first line naming the
+// model and its vocabulary size), then one summary line:
 //   aiprefix: first_ttft_us=A later_ttft_p50_us=B ratio=R cached_tokens=C
+// and a verdict: "aiprefix: N requests, M failed". A request fails when it
+// returns an error, gives other than exactly K tokens, or (--concurrent) its
+// client never reports; its line then starts with FAIL, and aiprefix exits 1.
 // With the cache off (ai.prefix_cache=0) the tokens must be the same: the
-// integration tests compare them across boots.
+// integration tests compare them across boots and with the host runner.
 #include "kai.h"
 #include "kai_ai.h"
 
@@ -32,7 +36,8 @@ void make_prompt(const Options& o, uint32_t i, uint32_t vocab, uint32_t* p) {
   for (uint32_t t = 0; t < o.tail; t++) p[o.prefix + t] = (i * 31 + t * 11 + 5) % vocab;
 }
 
-// Runs request i; writes its line to fd; returns its TTFT in ns (0 on failure).
+// Runs request i; writes its line to fd; returns its TTFT in ns, 0 when it
+// failed (an error, or not exactly o.predict tokens).
 uint64_t run_one(const Options& o, uint32_t i, uint32_t vocab, uint32_t* cached, int fd = 1) {
   static uint32_t prompt[KAI_AI_MAX_PROMPT];
   make_prompt(o, i, vocab, prompt);
@@ -42,7 +47,11 @@ uint64_t run_one(const Options& o, uint32_t i, uint32_t vocab, uint32_t* cached,
   int64_t id = ai_submit(&r);
   long n = id < 0 ? id : ai_wait(id, out, 64, &res);
   if (n < 0) {
-    fprintf(fd, "request %u: %s\n", i, strerror(int(n)));
+    fprintf(fd, "FAIL request %u: %s\n", i, strerror(int(n)));
+    return 0;
+  }
+  if (n != long(o.predict)) {
+    fprintf(fd, "FAIL request %u: %ld tokens, asked for %u\n", i, n, o.predict);
     return 0;
   }
   ai_latency l = ai_latency_of(&res);
@@ -51,7 +60,7 @@ uint64_t run_one(const Options& o, uint32_t i, uint32_t vocab, uint32_t* cached,
   for (long t = 0; t < n && len < int(sizeof line) - 16; t++) len += snprintf(line + len, sizeof line - len, " %u", out[t]);
   fprintf(fd, "%s\n", line);
   *cached = res.cached_tokens;
-  return l.ttft_us * 1000;
+  return l.ttft_us * 1000 + 1;   // never 0: 0 means failed
 }
 
 }  // namespace
@@ -88,8 +97,12 @@ int main(int argc, char** argv) {
             o.prefix, o.tail, o.predict, name, mi.runtime_seq_len, KAI_AI_MAX_PROMPT);
     return 2;
   }
+  // The vocabulary size lets a test rebuild the prompts (make_prompt) and
+  // run them on another runner.
+  printf("aiprefix: model %s vocab %u\n", name, mi.vocab_size);
   uint32_t cached = 0, total_cached = 0;
   uint64_t first = run_one(o, 0, mi.vocab_size, &cached);
+  uint32_t n_failed = first ? 0 : 1;
   static uint64_t later[kMax];
   uint32_t n_later = 0;
   if (o.concurrent) {
@@ -111,15 +124,25 @@ int main(int argc, char** argv) {
       char line[1024];
       long n = getline(fds[i], line, sizeof line);
       if (n > 0) printf("%s", line);
+      else printf("FAIL request %u: its client printed nothing\n", i);
       close(fds[i]);
     }
-    for (uint32_t i = 1; i < o.requests; i++) wait(nullptr);
+    // A client's exit status says whether its request passed; one that
+    // crashed after printing a good line still counts as failed.
+    for (uint32_t i = 1; i < o.requests; i++) {
+      int status = 1;
+      if (wait(&status) < 0 || status != 0) n_failed++;
+    }
     printf("aiprefix: first_ttft_us=%lu concurrent=%u\n", (unsigned long)(first / 1000), o.requests - 1);
-    return 0;
+    printf("aiprefix: %u requests, %u failed\n", o.requests, n_failed);
+    return n_failed ? 1 : 0;
   }
   for (uint32_t i = 1; i < o.requests; i++) {
-    later[n_later++] = run_one(o, i, mi.vocab_size, &cached);
+    uint64_t ttft = run_one(o, i, mi.vocab_size, &cached);
+    if (ttft) later[n_later++] = ttft;
+    else n_failed++;
     total_cached += cached;
+    cached = 0;
   }
   qsort(later, n_later, sizeof(uint64_t), cmp_u64);
   uint64_t p50 = n_later ? later[(n_later - 1) / 2] : 0;
@@ -127,5 +150,6 @@ int main(int argc, char** argv) {
   printf("aiprefix: first_ttft_us=%lu later_ttft_p50_us=%lu ratio=%lu.%02lu cached_tokens=%u\n",
          (unsigned long)(first / 1000), (unsigned long)(p50 / 1000), (unsigned long)(ratio_x100 / 100),
          (unsigned long)(ratio_x100 % 100), total_cached);
-  return 0;
+  printf("aiprefix: %u requests, %u failed\n", o.requests, n_failed);
+  return n_failed ? 1 : 0;
 }

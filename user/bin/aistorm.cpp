@@ -3,10 +3,13 @@
 //   1. a dead owner's request is gone at once: after the owner is killed and
 //      reaped, its id is unknown to everyone (ESRCH) and not in flight;
 //   2. a cancel lands within one iteration (one forward pass of at most
-//      ai.budget tokens), even in a long prefill;
+//      ai.budget tokens), even in a long prefill: counted in iterations, not
+//      in time, so a slow or busy host cannot change the verdict;
 //   3. a kill storm: N clients killed at random moments (queued, running,
-//      finished but uncollected); afterwards nothing is in flight and a new
-//      request gets the same tokens as before the storm.
+//      finished but uncollected; each of the three must have been seen at
+//      some kill, or the storm did not test what it claims); afterwards
+//      nothing is in flight and a new request gets the same tokens as before
+//      the storm.
 // One line per check ("ok ..." / "FAIL ..."), then "N passed, M failed".
 #include "kai.h"
 #include "kai_ai.h"
@@ -96,7 +99,6 @@ void test_cancel_in_prefill() {
   int64_t id = ai_submit(&r);
   bool ok = id > 0 && ai_wait(id, out, KAI_AI_MAX_OUTPUT, &solo) == 1;
   uint64_t prefill_ns = ai_latency_ns_of(&solo).prefill;
-  uint64_t per_token_ns = prefill_ns / n;
 
   // Another prompt of the same length: the first one's blocks are in the
   // prefix cache now, and a request that reused them would have almost
@@ -106,20 +108,23 @@ void test_cancel_in_prefill() {
   while (state_of(id) == KAI_AI_QUEUED) {}
   uint64_t t_cancel = clock_ns();
   ok &= ai_cancel(id) == 0;
+  // Read after the cancel is posted: the iteration running now may finish
+  // (the worker looks at cancels between iterations), no further one may
+  // start. This request is the only one in the service, so the service's
+  // iteration counter counts its passes.
+  kai_ai_info at_cancel = info_now();
   kai_ai_result res{};
   long got = ai_wait(id, out, KAI_AI_MAX_OUTPUT, &res);
+  uint64_t after_cancel = info_now().iterations - at_cancel.iterations;
   uint64_t latency_ns = res.t_finish_ns - t_cancel;
-  // The worker checks for a cancel at every iteration boundary, and one
-  // iteration puts at most ai.budget prompt tokens through the model.
-  uint32_t budget = info_now().budget;
-  printf("  cancel of a %u-token prefill: %lu us after the cancel (whole prefill %lu us, %lu us/token, "
-         "%u tokens per iteration)\n",
-         n, latency_ns / 1000, prefill_ns / 1000, per_token_ns / 1000, budget);
-  // One iteration's compute plus a timer tick or two for the worker to run again.
-  check(ok && got == 0 && res.state == KAI_AI_CANCELLED &&
-            latency_ns <= (budget + 1) * per_token_ns + 30000000ull,
-        "a cancel lands within one iteration of the prefill", "latency %ld us, per token %ld us",
-        long(latency_ns / 1000), long(per_token_ns / 1000));
+  uint32_t budget = at_cancel.budget;
+  uint32_t whole = (n + budget - 1) / budget;   // iterations the whole prefill takes
+  printf("  cancel of a %u-token prefill (%u iterations of %u tokens): %lu iterations after the cancel, "
+         "%u in all; %lu us after the cancel (whole prefill %lu us; real or virtual time, not checked)\n",
+         n, whole, budget, after_cancel, res.iterations, latency_ns / 1000, prefill_ns / 1000);
+  check(ok && got == 0 && res.state == KAI_AI_CANCELLED && after_cancel <= 1 && res.iterations < whole,
+        "a cancel lands within one iteration of the prefill", "%ld iterations after the cancel, %ld in all",
+        long(after_cancel), long(res.iterations));
   if (!(ok && got == 0 && res.state == KAI_AI_CANCELLED))
     printf("  (cancel: submit/cancel ok %d, ai_wait returned %ld, state %s)\n", ok, got, ai_state_name(res.state));
 }
@@ -160,7 +165,10 @@ void test_kill_storm(uint32_t clients) {
     kai_ai_info in = info_now();
     seen_queued += in.queued;
     seen_running += in.running;
-    seen_finished += in.in_flight - in.queued - in.running;
+    // The counts are read one after another, not as one snapshot, so a
+    // request can move between them: never let the difference go below 0.
+    uint64_t live = uint64_t(in.queued) + in.running;
+    seen_finished += in.in_flight > live ? in.in_flight - live : 0;
     kill(pid);
     int status;
     while (wait(&status) != pid) {}
@@ -172,6 +180,9 @@ void test_kill_storm(uint32_t clients) {
          killed, unstarted, seen_queued, seen_running, seen_finished);
   check(ok && in.in_flight == 0 && in.queued == 0, "after the kill storm nothing is in flight",
         "in_flight %ld queued %ld", long(in.in_flight), long(in.queued));
+  check(seen_queued > 0 && seen_running > 0 && seen_finished > 0,
+        "the kills hit queued, running and finished-uncollected requests",
+        "queued %ld, running %ld, finished %ld", long(seen_queued), long(seen_running), long(seen_finished));
   uint32_t after[8];
   long got = ai_call(model, kPrompt, 4, 8, after, 8, nullptr);
   bool same = got == 8;

@@ -18,7 +18,14 @@
 // limit means a kernel bug, and the parent (through a watchdog child)
 // kills it and reports "hung".
 //
-// Exit status 0 when every call returned and the kernel answers after.
+// Besides returning, two answers are known in advance and checked: an
+// unknown system-call number gets ENOSYS, and pipe/mknod with a pointer no
+// call can use get an error. A run must also reach both sides: some calls
+// succeed, some return an error (a fuzzer whose every call failed at the
+// first check would test nothing). The summary line counts all of these.
+//
+// Exit status 0 when every call returned, every known answer was right, both
+// sides were reached and the kernel answers after.
 #include "kai.h"
 
 namespace {
@@ -142,15 +149,25 @@ uint64_t value(Kind k) {
   }
 }
 
+// The child reports through its exit status (its file descriptors are fuzzed,
+// so a pipe could be closed under it): bits 0..19 calls made / 100, bit 20
+// some call succeeded, bit 21 some call returned an error, bits 22..29 how
+// many known answers were wrong (at most 255).
+constexpr int kCallsMask = (1 << 20) - 1, kSawSuccess = 1 << 20, kSawError = 1 << 21, kWrongShift = 22;
+
+bool is_error(uint64_t r) { return int64_t(r) < 0 && int64_t(r) > -4096; }
+
 [[noreturn]] void fuzz_child(uint32_t calls) {
   for (int fd = 0; fd < 3; fd++) close(fd);
   mkdir("/fz");
   chdir("/fz");
-  uint32_t made = 0;
+  uint32_t made = 0, wrong = 0;
+  int seen = 0;
   for (; made < calls; made++) {
     uint64_t num;
     uint64_t a[4] = {0, 0, 0, 0};
-    if (below(20) == 0) {
+    bool unknown = below(20) == 0, bad_pointer_arg = false;
+    if (unknown) {
       // An unknown number: far past the table, negative, or just past it.
       uint64_t r = below(3);
       num = r == 0 ? KAI_SYS_COUNT + below(100) : (r == 1 ? ~0ull - below(10) : next());
@@ -158,12 +175,17 @@ uint64_t value(Kind k) {
     } else {
       const Spec& s = kSpecs[below(kNumSpecs)];
       num = s.number;
-      for (int i = 0; i < s.nargs; i++) a[i] = value(s.args[i]);
+      for (int i = 0; i < s.nargs; i++) {
+        a[i] = value(s.args[i]);
+        bad_pointer_arg |= s.args[i] == Kind::BadPtr;
+      }
     }
-    raw_syscall(num, a[0], a[1], a[2], a[3]);
+    uint64_t r = raw_syscall(num, a[0], a[1], a[2], a[3]);
+    seen |= is_error(r) ? kSawError : kSawSuccess;
+    if (unknown && r != uint64_t(-KAI_ENOSYS)) wrong++;
+    if (bad_pointer_arg && !is_error(r)) wrong++;
   }
-  // The exit status carries how many calls returned (in hundreds, to fit).
-  exit(static_cast<int>(made / 100));
+  exit(static_cast<int>(made / 100) | seen | (static_cast<int>(wrong < 255 ? wrong : 255) << kWrongShift));
 }
 
 bool parse(const char* s, uint64_t* out) {
@@ -213,12 +235,17 @@ int main(int argc, char** argv) {
     }
   }
   uint64_t ms = (clock_ns() - t0) / 1000000;
-  bool finished = child_status >= 0 && uint64_t(child_status) * 100 == calls;
+  bool exited = child_status >= 0;   // a killed child's status is negative
+  uint64_t made = exited ? uint64_t(child_status & kCallsMask) * 100 : 0;
+  bool finished = exited && made == calls;
+  int wrong = exited ? (child_status >> kWrongShift) & 255 : 0;
+  bool both_sides = exited && (child_status & kSawSuccess) && (child_status & kSawError);
   // Does the kernel still answer?
   kai_ai_info info;
   bool answers = getpid() > 0 && ai_info(&info) == 0 && uptime() > 0;
-  printf("sysfuzz: %lu calls (seed %lu) in %lu ms: %s; kernel answers: %s\n",
-         finished ? calls : uint64_t(child_status > 0 ? child_status : 0) * 100, seed, ms,
-         finished ? "all returned" : "child hung or died (killed)", answers ? "yes" : "NO");
-  return finished && answers ? 0 : 1;
+  printf("sysfuzz: %lu calls (seed %lu) in %lu ms: %s; wrong answers: %d; successes and errors: %s; "
+         "kernel answers: %s\n",
+         made, seed, ms, finished ? "all returned" : "child hung or died (killed)", wrong,
+         both_sides ? "both" : "NOT BOTH", answers ? "yes" : "NO");
+  return finished && wrong == 0 && both_sides && answers ? 0 : 1;
 }

@@ -1,0 +1,233 @@
+"""Shows that the exactness and hostile-client tests can fail: breaks the
+code on purpose, one line at a time, and runs the tests that should notice.
+
+Each mutation names a file, the exact line it changes (compared without
+leading and trailing spaces; it must occur exactly once) and what it becomes.
+For each one, in turn: apply it, rebuild what the tests use, run those tests
+(under `nice`), put the file back and rebuild the same targets, so the tree
+is clean before the next one. At the end a table is printed:
+
+    mutation | where | result
+
+where result is the first test that failed ("caught by ..."), NOT CAUGHT
+when every test passed (a hole in the tests, or a mutation that changes
+nothing observable), "does not apply" when the line is not in the file (the
+source moved: update the mutation), or "build failed".
+
+    /usr/bin/python3 tests/mutate.py --list          # the mutations
+    /usr/bin/python3 tests/mutate.py                 # all of them (long: QEMU boots)
+    /usr/bin/python3 tests/mutate.py batch-swap-tokens sysfuzz-unknown-call-succeeds
+
+The QEMU tests need `make -j2 all test-models` first, as for `make test`.
+Never leave it interrupted without checking `git status`: the file being
+mutated is restored in a `finally`, but a killed run cannot do that."""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = "/usr/bin/python3"
+NICE = ["nice", "-n", "10"]
+
+
+def host(tags):
+    """The Catch2 host tests with these tags."""
+    return (f"unit_tests {tags}", ["build/host/unit_tests", tags])
+
+
+def pytest(path, select=None):
+    argv = [PY, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", path]
+    if select:
+        argv += ["-k", select]
+    return (f"{os.path.basename(path)}" + (f" -k '{select}'" if select else ""), argv)
+
+
+class Mutation:
+    def __init__(self, name, path, line, becomes, build, tests, why):
+        self.name, self.path, self.line, self.becomes = name, path, line, becomes
+        self.build, self.tests, self.why = build, tests, why
+
+
+KERNEL = ["build/kernel/kernel.elf"]
+USER_AND_KERNEL = ["all"]
+UNIT = ["build/host/unit_tests"]
+HOST_RUNNER = ["build/host/llmrun"]
+TOKTOOL = ["build/host/toktool"]
+
+MUTATIONS = [
+    Mutation("batch-swap-tokens", "lib/llm_batch.cpp",
+             "for (uint32_t j = 0; j < m; j++) items[which_[j]].next = best[j].index;",
+             "for (uint32_t j = 0; j < m; j++) items[which_[j]].next = best[m > 1 && j < 2 ? 1 - j : j].index;",
+             UNIT + USER_AND_KERNEL,
+             [host("[batch]"), pytest("tests/qemu/test_ai.py", "test_batched_tokens_equal_solo and 1-1-8")],
+             "two requests in one batched pass get each other's next token"),
+    Mutation("paged-kv-wrong-row", "lib/llm_session.h",
+             "size_t row = ((size_t(table_[pos / B]) * cfg_->n_full_layers() + slot) * B + pos % B) * cfg_->kv_dim();",
+             "size_t row = ((size_t(table_[pos / B]) * cfg_->n_full_layers() + slot) * B + ((pos % B) & ~1u)) * cfg_->kv_dim();",
+             UNIT,
+             [host("[paged]")],
+             "paged K/V rows of positions 2j and 2j+1 share one row (an odd position overwrites its even neighbour). "
+             "A first version, row (pos + 1) % B, was a permutation inside each block: an equivalent mutation that "
+             "no test can catch, since reads and writes both go through kv_rows"),
+    Mutation("loader-refuses-float-weights", "lib/llm_model.cpp",
+             "if (m.f) return check_finite(file, what, m.f, uint64_t(m.rows) * m.cols);",
+             "if (m.f) return Error::make(ErrorCode::BadValue).str(file).str(\": float weights refused\");",
+             UNIT,
+             [host("[batch]"), host("[paged]")],
+             "every bundle with float weights fails to load (the exactness tests must not quietly drop them)"),
+    Mutation("drop-last-token", "kernel/ai/sys_ai.cpp",
+             "return static_cast<uint64_t>(res.n_generated);",
+             "return static_cast<uint64_t>(res.n_generated - (res.n_generated > 1));",
+             USER_AND_KERNEL,
+             [pytest("tests/qemu/test_ai.py", "test_batched_tokens_equal_solo and 1-1-8")],
+             "ai_wait reports one token fewer than the request generated (solo and batched alike)"),
+    Mutation("kv-release-while-referenced", "kernel/ai/kv_cache.cpp",
+             "if (--k.refs[b] > 0) return;",
+             "if (--k.refs[b] > 1) return;",
+             USER_AND_KERNEL,
+             [pytest("tests/qemu/test_ai.py", "test_paged_kv_and_prefix_cache_are_exact")],
+             "a KV block still held by one request goes back to the free list or LRU and can be taken by another"),
+    Mutation("skip-cancel-check", "kernel/ai/worker.cpp",
+             "if (s.request && s.request->cancel_requested) {",
+             "if (false && s.request && s.request->cancel_requested) {",
+             USER_AND_KERNEL,
+             [pytest("tests/qemu/test_hostile.py", "test_kill_storm and 1-1")],
+             "the worker no longer stops a running request whose client cancelled it"),
+    Mutation("no-ownership-check", "kernel/ai/sys_ai.cpp",
+             "if (r->owner_pid != me()->pid) return Errno::Perm;",
+             "if (false && r->owner_pid != me()->pid) return Errno::Perm;",
+             USER_AND_KERNEL,
+             [pytest("tests/qemu/test_hostile.py", "test_kill_storm and 1-1")],
+             "any process may query, wait for or cancel another process's request"),
+    Mutation("sysfuzz-unknown-call-succeeds", "kernel/syscall.cpp",
+             "SyscallResult result = Errno::NoSys;",
+             "SyscallResult result = uint64_t(0);",
+             USER_AND_KERNEL,
+             [pytest("tests/qemu/test_hostile.py", "test_sysfuzz_leaves_kernel_answering and 1")],
+             "an unknown system-call number returns 0 (success) instead of ENOSYS"),
+    Mutation("kernel-sampling-seed-off-by-one", "kernel/ai/requests.cpp",
+             "r->rng_state = n.sampling.seed;",
+             "r->rng_state = n.sampling.seed + 1;",
+             USER_AND_KERNEL,
+             [pytest("tests/qemu/test_ai.py", "test_batched_tokens_equal_solo and 1-1-8")],
+             "the kernel seeds a sampled request differently from the host runner (solo and batched alike)"),
+    Mutation("bpe-highest-rank-first", "tools/tokenizer.py",
+             "if r is not None and (best is None or r < best):",
+             "if r is not None and (best is None or r > best):",
+             [],
+             [pytest("tests/tools/test_tokenizer_pinned.py", "python")],
+             "the Python tokenizer merges the worst-ranked pair first"),
+    Mutation("bpe-runtime-highest-rank-first", "lib/llm_tokenizer.cpp",
+             "if (find_merge(t, w[i], w[i + 1], &rank, &merged) && rank < best_rank) {",
+             "if (find_merge(t, w[i], w[i + 1], &rank, &merged) && (best_rank == kNoToken || rank > best_rank)) {",
+             TOKTOOL,
+             [pytest("tests/tools/test_tokenizer_pinned.py", "runtime")],
+             "the runtime tokenizer merges the worst-ranked pair first. (An earlier mutation here, ignoring the "
+             "split-every-digit rule, was not caught and cannot be on SmolLM2: its vocabulary has no token of two "
+             "digits, so digits come out one by one either way)"),
+]
+
+
+def find_line(text, line):
+    """(index, indentation) of the one line equal to `line` once stripped."""
+    lines = text.split("\n")
+    hits = [i for i, l in enumerate(lines) if l.strip() == line.strip()]
+    if len(hits) != 1:
+        return None, len(hits)
+    i = hits[0]
+    return i, lines[i][:len(lines[i]) - len(lines[i].lstrip())]
+
+
+def run(argv, log, timeout):
+    with open(log, "a") as f:
+        f.write(f"\n$ {' '.join(argv)}\n")
+        f.flush()
+        try:
+            return subprocess.run(NICE + argv, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            f.write(f"timed out after {timeout} s\n")
+            return "timeout"
+
+
+def make(targets, log):
+    if not targets:
+        return 0
+    return run(["make", "-j2", *targets], log, 3600)
+
+
+def try_mutation(m, log, all_tests):
+    path = os.path.join(ROOT, m.path)
+    if not os.path.exists(path):
+        return f"does not apply: {m.path} does not exist (source moved?)", "-"
+    with open(path) as f:
+        original = f.read()
+    index, indent = find_line(original, m.line)
+    if index is None:
+        return (f"does not apply: the line is in {m.path} {indent} times, not once (source moved?)", m.path)
+    where = f"{m.path}:{index + 1}"
+    lines = original.split("\n")
+    lines[index] = indent + m.becomes
+    times = os.stat(path)
+    caught = []
+    built = False
+    try:
+        with open(path, "w") as f:
+            f.write("\n".join(lines))
+        built = True
+        if make(m.build, log) != 0:
+            return "build failed (the mutation does not compile; fix it)", where
+        for label, argv in m.tests:
+            rc = run(argv, log, 5400)
+            if rc != 0:
+                caught.append(label + (" (timed out)" if rc == "timeout" else ""))
+                if not all_tests:
+                    break
+    finally:
+        with open(path, "w") as f:
+            f.write(original)
+        # Rebuild what was built mutated (the file is newer now), then give
+        # the file back its old time: what was never built mutated (say the
+        # kernel, after a host-only mutation of a lib/ header) stays up to
+        # date instead of being rebuilt for nothing.
+        if built and make(m.build, log) != 0:
+            print(f"[mutate] rebuilding after {m.name} failed: see {log}", file=sys.stderr)
+        os.utime(path, (times.st_atime, times.st_mtime))
+    return ("caught by " + "; ".join(caught)) if caught else "NOT CAUGHT", where
+
+
+def main():
+    ap = argparse.ArgumentParser(description="one-line mutations against the tests that should catch them")
+    ap.add_argument("names", nargs="*", help="mutations to run (default: all)")
+    ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("--all-tests", action="store_true", help="run every listed test, not only up to the first failure")
+    ap.add_argument("--log", default=os.path.join(ROOT, "build", "mutate.log"), help="build and test output")
+    a = ap.parse_args()
+    known = {m.name: m for m in MUTATIONS}
+    unknown = [n for n in a.names if n not in known]
+    if unknown:
+        ap.error(f"unknown mutation {unknown[0]!r}; --list shows them")
+    chosen = [known[n] for n in a.names] if a.names else MUTATIONS
+    if a.list:
+        for m in chosen:
+            print(f"{m.name}: {m.path}: {m.why}\n    - {m.line}\n    + {m.becomes}\n    tests: "
+                  + "; ".join(label for label, _ in m.tests))
+        return 0
+    os.makedirs(os.path.dirname(a.log), exist_ok=True)
+    open(a.log, "w").close()
+    rows = []
+    for m in chosen:
+        t0 = time.monotonic()
+        print(f"[mutate] {m.name} ...", flush=True)
+        result, where = try_mutation(m, a.log, a.all_tests)
+        rows.append((m.name, where, result))
+        print(f"[mutate] {m.name}: {result} ({time.monotonic() - t0:.0f} s real time)", flush=True)
+    print("\n| mutation | where | result |\n|---|---|---|")
+    for name, where, result in rows:
+        print(f"| {name} | {where} | {result} |")
+    return 1 if any(r.startswith(("NOT CAUGHT", "does not apply", "build failed")) for _, _, r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
