@@ -186,18 +186,31 @@ extern "C" int ai_generation_option(const char* prog, int argc, char** argv, int
     return 1;
   }
   if (strcmp(opt, "--seed") == 0) {
-    char* end;
-    unsigned long long seed = strtoull(v, &end, 10);
-    if (!*v || *end || *v == '-') {
-      fprintf(2, "%s: --seed: '%s' is not a number\n", prog, v);
+    // Digit by digit with an overflow check: strtoull would take 2^64 as
+    // 2^64 - 1 and say nothing.
+    uint64_t seed = 0;
+    bool ok = *v != 0;
+    for (const char* p = v; ok && *p; p++) {
+      uint64_t d = uint64_t(*p - '0');
+      ok = *p >= '0' && *p <= '9' && seed <= (~0ull - d) / 10;
+      seed = seed * 10 + d;
+    }
+    if (!ok) {
+      fprintf(2, "%s: --seed: '%s' is not a number from 0 to 18446744073709551615\n", prog, v);
       return -1;
     }
     g->sampling.seed = seed;
     return 1;
   }
-  uint32_t* field = strcmp(opt, "--top-k") == 0 ? &g->sampling.top_k : &g->sampling.repeat_last_n;
-  if (parse_u32(v, 1u << 20, field) < 0) {
-    fprintf(2, "%s: %s: '%s' is not a number of tokens\n", prog, opt, v);
+  // The repetition penalty looks at most kRepeatWindow tokens back (the
+  // kernel's worker and llmrun keep that many): a longer window could not
+  // take effect, so it is refused rather than silently shortened.
+  constexpr uint32_t kRepeatWindow = 256;
+  bool top_k = strcmp(opt, "--top-k") == 0;
+  uint32_t* field = top_k ? &g->sampling.top_k : &g->sampling.repeat_last_n;
+  uint32_t max = top_k ? 1u << 20 : kRepeatWindow;
+  if (parse_u32(v, max, field) < 0) {
+    fprintf(2, "%s: %s: '%s' is not a number of tokens from 0 to %u\n", prog, opt, v, max);
     return -1;
   }
   return 1;
