@@ -86,11 +86,7 @@ int main(int argc, char** argv) {
     }
   }
   kai_ai_model_info mi{};
-  int r = ai_wait_model_ready(name ? name : "", 300, model, &mi);
-  if (r < 0) {
-    fprintf(2, "aibatch: model %s: %s\n", name ? name : "(first)", strerror(r));
-    return 1;
-  }
+  if (ai_open_model("aibatch", name ? name : "", 300, model, &mi) < 0) return 1;
   for (uint32_t i = 0; i < clients; i++) {
     make_job(jobs[i], i, mi);
     jobs[i].solo_n = run(jobs[i], jobs[i].solo, nullptr);
