@@ -79,7 +79,7 @@ def parse_args(argv):
     ap.add_argument("--name", help="its name under /AI (default: from the directory)")
     ap.add_argument("--prompt", type=int, default=4, help="prompt tokens of every request")
     ap.add_argument("--predict", type=int, help="tokens each request generates (default 10; --quick 60)")
-    ap.add_argument("--long-predict", type=int, help="tokens of the mix's long requests (default 40; --quick 24)")
+    ap.add_argument("--long-predict", type=int, help="tokens of the mix's long requests (default 40; --quick 90)")
     ap.add_argument("--long-share", type=int, default=20, help="percent of long requests in the mix")
     ap.add_argument("--rho", help="offered loads of max_batch=1 (default 0.1,0.3,0.5,0.7,0.8,0.9,1.0,1.1)")
     ap.add_argument("--mix-rho", help="offered loads of the mix (default 0.3,0.5,0.7,0.8)")
@@ -101,7 +101,7 @@ def parse_args(argv):
     a.bundle = os.path.abspath(a.bundle or os.path.join(ROOT, "build", "models", "tiny-llama" if q else "mid-llama"))
     a.name = (a.name or os.path.basename(os.path.normpath(a.bundle))).upper().replace("-", "")[:15]
     a.predict = a.predict or (60 if q else 10)
-    a.long_predict = a.long_predict or (24 if q else 40)
+    a.long_predict = a.long_predict or (90 if q else 40)
     a.rho = float_list(a.rho or ("0.3,0.8" if q else "0.1,0.3,0.5,0.7,0.8,0.9,1.0,1.1"), "--rho")
     a.mix_rho = float_list(a.mix_rho or ("0.5" if q else "0.3,0.5,0.7,0.8"), "--mix-rho")
     a.default_load = float_list(a.default_load or ("0.5,3" if q else "0.5,1,1.5,2,3,4"), "--default-load")
@@ -115,6 +115,8 @@ def parse_args(argv):
     for name in ("requests", "mix_requests", "default_requests"):
         if not 10 <= getattr(a, name) <= 1024:
             ap.error(f"--{name.replace('_', '-')} {getattr(a, name)}: want 10..1024 (aibench's limit per client)")
+    if a.long_predict <= a.predict:
+        ap.error(f"--long-predict {a.long_predict}: want more than --predict {a.predict}")
     if not 0 < a.long_share < 100:
         ap.error(f"--long-share {a.long_share}: want 1..99 percent")
     if not 0 <= a.warmup < 50:
