@@ -96,6 +96,8 @@ def parse_args(argv):
     ap.add_argument("--jobs", type=int, default=2, help="boots run side by side (default 2)")
     ap.add_argument("--memory", default="1G")
     ap.add_argument("--replot", action="store_true", help="only redraw report and plots from summary.json")
+    ap.add_argument("--from-raw", action="store_true",
+                    help="no boots: analyse the raw-*.json that finished boots left in --out")
     a = ap.parse_args(argv)
     q = a.quick
     a.bundle = os.path.abspath(a.bundle or os.path.join(ROOT, "build", "models", "tiny-llama" if q else "mid-llama"))
@@ -227,6 +229,7 @@ def analyse_point(a, cfg, pt):
         r["service_us"] = (int(r["t_finish_ns"]) - int(r["t_start_ns"])) // 1000
     waits = [(int(r["t_start_ns"]) - int(r["t_submit_ns"])) / 1e6 for r in kept]
     mean, lo, hi = Q.batch_means_ci(waits)
+    lo = max(0.0, lo)   # a wait is never negative: the interval's lower end neither
     solo = cfg["solo"]
     S = solo["short"]["mean_s"]
     lam = pt["rate_rps"]
@@ -526,6 +529,18 @@ def main(argv):
         with open(os.path.join(a.out, "report.md"), "w") as f:
             f.write(report(summary))
         return 0
+    if a.from_raw:
+        command = "tools/bench.py --open-loop " + " ".join(shlex.quote(x) for x in argv)
+        order, boots = [], []
+        for c in CONFIGS:
+            path = os.path.join(a.out, f"raw-{c.replace('=', '')}.json")
+            if c in a.configs and os.path.exists(path):
+                with open(path) as f:
+                    boots.append(json.load(f))
+                order.append(c)
+        if not boots:
+            sys.exit(f"bench --open-loop --from-raw: no raw-*.json in {a.out}")
+        return finish(a, command, boots, time.monotonic(), *environment())
     if not os.path.exists(os.path.join(a.bundle, "CFG.BIN")):
         sys.exit(f"bench --open-loop: no bundle at {a.bundle} "
                  f"(make {'test-models' if a.quick else 'build/models/mid-llama/INFO.TXT'})")
@@ -548,6 +563,10 @@ def main(argv):
             with lock:
                 try:
                     results[c] = boot_config(a, img, c, logs)
+                    # Each boot's raw data as soon as it is there: --from-raw
+                    # can report the finished ones if a later boot fails.
+                    with open(os.path.join(a.out, f"raw-{c.replace('=', '')}.json"), "w") as f:
+                        json.dump(results[c], f)
                 except Exception as e:   # reported below; the other boots go on
                     errors.append(f"{c}: {e}")
         threads = [threading.Thread(target=work, args=(c,)) for c in order]
@@ -566,10 +585,16 @@ def main(argv):
             progress(f"FAILED: {e[:3000]}")
         return 1
     boots = [results[c] for c in order]
+    return finish(a, command, boots, start, commit, date)
+
+
+def finish(a, command, boots, start, commit, date):
+    """Analysis, CSVs, summary, plots and report of the boots' raw data."""
     points, sat = analyse(a, boots)
     write_csvs(a.out, points, boots)
     summary = {"command": command, "date": date, "commit": commit, "clock": CLOCK,
                "wall_s": time.monotonic() - start,
+               "configs_measured": [b["config"] for b in boots],
                "config": {"name": a.name, "bundle": os.path.relpath(a.bundle, ROOT), "prompt": a.prompt,
                           "predict": a.predict, "long_predict": a.long_predict, "long_share": a.long_share,
                           "warmup": a.warmup, "solo": a.solo, "seed": a.seed, "configs": a.configs,
