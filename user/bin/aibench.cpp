@@ -236,6 +236,7 @@ int number_arg(const char* option, const char* value, uint32_t lo, uint32_t hi) 
 }
 
 void parse_args(int argc, char** argv) {
+  bool prompt_length_given = false;
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
     bool has = i + 1 < argc;
@@ -261,7 +262,10 @@ void parse_args(int argc, char** argv) {
     else if (strcmp(a, "--long-share") == 0) opt.long_share = number_arg(a, argv[++i], 0, 100);
     else if (strcmp(a, "--clients") == 0) opt.clients = number_arg(a, argv[++i], 1, 64);
     else if (strcmp(a, "--requests") == 0) opt.requests = number_arg(a, argv[++i], 1, 1024);
-    else if (strcmp(a, "--prompt") == 0) opt.prompt = number_arg(a, argv[++i], 1, KAI_AI_MAX_PROMPT);
+    else if (strcmp(a, "--prompt") == 0) {
+      opt.prompt = number_arg(a, argv[++i], 1, KAI_AI_MAX_PROMPT);
+      prompt_length_given = true;
+    }
     else if (strcmp(a, "--predict") == 0) opt.predict = number_arg(a, argv[++i], 1, KAI_AI_MAX_OUTPUT);
     else if (strcmp(a, "--think") == 0) opt.think_ms = number_arg(a, argv[++i], 0, 3600000);
     else if (strcmp(a, "--priority") == 0) opt.priority = number_arg(a, argv[++i], 0, KAI_AI_MAX_PRIORITY);
@@ -286,8 +290,8 @@ void parse_args(int argc, char** argv) {
     fprintf(2, "aibench: --long-predict and --long-share go together (a share of 1 to 100 percent)\n");
     exit(2);
   }
-  if (opt.prompt_file && opt.use_stdin) {
-    fprintf(2, "aibench: give the prompt one way: --prompt-file or --stdin\n");
+  if ((opt.prompt_file != nullptr) + opt.use_stdin + prompt_length_given > 1) {
+    fprintf(2, "aibench: give the prompt one way: --prompt, --prompt-file or --stdin\n");
     exit(2);
   }
   if (opt.prompt_file || opt.use_stdin) {
