@@ -106,6 +106,11 @@ def test_summary_and_report_say_what_was_measured(run):
 
 
 def test_the_same_seed_gives_the_same_table(run):
+    """To the 10 us that open_loop.csv shows (a timestamp may move by a
+    microsecond or two between runs: the timer counts in 100 ns steps)."""
     again = sweep(str(run["tmp"].mktemp("again")), "--configs", "max_batch=1")
     first = [r for r in run["table"] if r[0] in ("config", "max_batch=1")]
-    assert again == first
+    assert len(again) == len(first) == 3 and again[0] == first[0]
+    for a, b in zip(again[1:], first[1:]):
+        assert a[:3] == b[:3], (a, b)   # config, rho, requests
+        assert all(abs(float(x) - float(y)) <= 0.01 for x, y in zip(a[3:], b[3:])), (a, b)

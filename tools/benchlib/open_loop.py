@@ -235,7 +235,10 @@ def analyse_point(a, cfg, pt):
     mean, lo, hi = Q.batch_means_ci(waits)
     lo = max(0.0, lo)   # a wait is never negative: the interval's lower end neither
     solo = cfg["solo"]
-    S = solo["short"]["mean_s"]
+    # S to 10 us: in exact mode a timestamp can still move by a microsecond or
+    # two from run to run (the timer counts in 100 ns steps); rounded, the
+    # theory column of a repeated run is the same to the last digit.
+    S = round(solo["short"]["mean_s"], 5)
     lam = pt["rate_rps"]
     res = {"config": cfg["config"], "rho": pt["rho"], "rate_rps": lam, "seed": pt["seed"],
            "submitted": len(rows), "done": len(done), "requests": len(kept),
@@ -244,7 +247,7 @@ def analyse_point(a, cfg, pt):
     # Service times by request size, as measured alone.
     size_s = {solo["short"]["predict"]: S}
     if "long" in solo:
-        size_s[solo["long"]["predict"]] = solo["long"]["mean_s"]
+        size_s[solo["long"]["predict"]] = round(solo["long"]["mean_s"], 5)
     services = [size_s.get(int(r["generated"]), S) for r in done]
     arrivals = [int(r["t_submit_ns"]) / 1e9 for r in done]
     replay = Q.lindley(arrivals, services)[skip:]
@@ -256,9 +259,11 @@ def analyse_point(a, cfg, pt):
         res["theory_p95_ms"] = 1e3 * Q.md1_wait_quantile(0.95, rho_actual, S)
         res["mm1_p95_ms"] = 1e3 * Q.mm1_wait_quantile(0.95, rho_actual, S)
     elif cfg["config"] == "mix":
-        theory = 1e3 * Q.mg1_mean_wait(lam, solo["mix_mean_s"], solo["mix_second_moment_s2"])
+        p = a.long_share / 100
+        m1, m2 = Q.mix_moments([(1 - p, S), (p, size_s[solo["long"]["predict"]])])
+        theory = 1e3 * Q.mg1_mean_wait(lam, m1, m2)
         # For contrast: M/D/1 with the same mean service time (no variance).
-        res["mm1_ms"] = 1e3 * Q.md1_mean_wait(lam * solo["mix_mean_s"], solo["mix_mean_s"])
+        res["mm1_ms"] = 1e3 * Q.md1_mean_wait(lam * m1, m1)
         res["theory_p95_ms"] = res["mm1_p95_ms"] = None
     else:
         theory = None
@@ -321,10 +326,12 @@ def write_csvs(out, points, boots):
         w = csv.writer(f)
         w.writerow(CSV_FIELDS)
         for p in points:
-            w.writerow([p["config"], f"{p['rho']:g}", p["requests"], f"{p['mean_wait_ms']:.3f}",
-                        f"{p['ci95_low_ms']:.3f}", f"{p['ci95_high_ms']:.3f}",
+            # Milliseconds to 10 us (a repeated run's timestamps may differ
+            # by a microsecond or two).
+            w.writerow([p["config"], f"{p['rho']:g}", p["requests"], f"{p['mean_wait_ms']:.2f}",
+                        f"{p['ci95_low_ms']:.2f}", f"{p['ci95_high_ms']:.2f}",
                         "" if p["theory_ms"] is None else ("inf" if math.isinf(p["theory_ms"])
-                                                           else f"{p['theory_ms']:.3f}")])
+                                                           else f"{p['theory_ms']:.2f}")])
     with open(os.path.join(out, "points.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=POINT_FIELDS, extrasaction="ignore")
         w.writeheader()
