@@ -176,8 +176,9 @@ def boot_config(a, img, config, logs):
     """One boot: the solo runs, then every point of config."""
     # One client holds every request of a point: lift the per-process quota
     # (default 8 slots) to the whole table, so that the queue can grow as
-    # theory says; at 32 requests in the system submit blocks (the table is
-    # full), which only overloads above rho = 1 reach.
+    # theory says. At 32 requests in the system the client's next submit is
+    # refused (KAI_EDQUOT: the quota is checked first), which only overloads
+    # well above capacity reach; the report counts them (done < submitted).
     append = "ai.max_per_process=32" + ("" if config == "default" else " ai.max_batch=1")
     # Exact mode with idle stretches warped (qemu_run.ICOUNT_IDLE_WARPS): a
     # point's gaps between arrivals are idle time, and with sleep=on each
