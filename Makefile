@@ -321,8 +321,9 @@ bench-engine: kernel user $(B)/fs-smol.img
 # The open-loop sweep (tools/benchlib/open_loop.py; docs/experiments.md,
 # "Open loop"): Poisson arrivals at offered loads 0.1..1.1 of one-at-a-time
 # capacity, in exact mode (virtual time), against M/D/1, M/G/1 and the
-# batching engine's capacity, on the mid-size synthetic model. About 20
-# minutes on a quiet 2-core host (two boots side by side). OPEN_LOOP_ARGS
+# batching engine's capacity, on the mid-size synthetic model. An estimated
+# 15-20 minutes on a quiet 2-core host (two boots side by side; 45 on a host
+# at load 20-35). OPEN_LOOP_ARGS
 # adds options, e.g. --seed 2, or --quick (the tiny model, two minutes).
 OPEN_LOOP_OUT  ?= results/open_loop
 OPEN_LOOP_ARGS ?=
