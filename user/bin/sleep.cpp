@@ -12,8 +12,8 @@ int main(int argc, char** argv) {
   if (argc == 3 && strcmp(argv[1], "-t") == 0) {
     char* end;
     ticks = strtol(argv[2], &end, 10);
-    if (*end || end == argv[2] || ticks < 0 || ticks > 360000) {
-      fprintf(2, "sleep: -t: '%s' is not a number of ticks from 0 to 360000\n", argv[2]);
+    if (*end || end == argv[2] || ticks < 0 || ticks > 100000000) {
+      fprintf(2, "sleep: -t: '%s' is not a number of ticks from 0 to 100000000\n", argv[2]);
       return 2;
     }
   } else if (argc == 2) {
@@ -21,8 +21,8 @@ int main(int argc, char** argv) {
     const char* p = argv[1];
     char* end;
     long whole = strtol(p, &end, 10);
-    if ((end == p && *p != '.') || whole < 0 || whole > 3600) {
-      fprintf(2, "sleep: '%s' is not a number of seconds from 0 to 3600\n", argv[1]);
+    if ((end == p && *p != '.') || whole < 0 || whole > 1000000) {
+      fprintf(2, "sleep: '%s' is not a number of seconds from 0 to 1000000\n", argv[1]);
       return 2;
     }
     ticks = whole * 100;
@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
       end = const_cast<char*>(p);
     }
     if (*end) {
-      fprintf(2, "sleep: '%s' is not a number of seconds from 0 to 3600\n", argv[1]);
+      fprintf(2, "sleep: '%s' is not a number of seconds from 0 to 1000000\n", argv[1]);
       return 2;
     }
   } else {
