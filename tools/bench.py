@@ -23,6 +23,12 @@ Two clocks (every table and plot says which):
   the spread. --deterministic runs the sweep in exact mode too (one hart:
   workers then take turns on it; see docs/experiments.md).
 
+    bench.py --open-loop [options]   (see tools/benchlib/open_loop.py; `make bench-open-loop`)
+
+--open-loop is a separate study: Poisson arrivals at offered loads from 0.1
+to 1.1 of one-at-a-time capacity, in exact mode, drawn against M/D/1, M/G/1
+and the batching engine's measured capacity.
+
 The default study (`make bench`) uses the SmolLM2-135M-shape bundle
 (build/assets/SMOL, `make smol-assets`); --quick the tiny synthetic Llama
 (build/models/tiny-llama, `make test-models`). Requests use int8 activations
@@ -180,6 +186,9 @@ def plot_inputs(runs):
 
 def main(argv=None):
     raw_argv = sys.argv[1:] if argv is None else argv
+    if "--open-loop" in raw_argv:   # a study of its own, with its own options
+        from benchlib import open_loop
+        return open_loop.main([a for a in raw_argv if a != "--open-loop"])
     args = parse_args(raw_argv)
     if args.replot:
         return replot(args.out)

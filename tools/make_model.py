@@ -4,8 +4,9 @@
     make_model.py --preset P --out DIR [--dtype q8|f32] [--seed N] [--hf-out DIR]
                   [--hf-dtype bf16|f32] [--shard-mb MB] [--predict N] [--tokenizer PATH]
 
-Presets: tiny-llama, tiny-qwen (small, for tests), smol135m (SmolLM2-135M's
-exact shape), qwen08b (Qwen3.5-0.8B text model's shape, see ASSUMPTIONS below).
+Presets: tiny-llama, tiny-qwen (small, for tests), mid-llama (the open-loop
+queueing sweep's model), smol135m (SmolLM2-135M's exact shape), qwen08b
+(Qwen3.5-0.8B text model's shape, see ASSUMPTIONS below).
 Each tensor comes from its own seeded numpy generator, so a model is the same
 whatever else is generated, and the big presets stream layer by layer.
 All weights are rounded to bf16-representable values, so the optional Hugging
@@ -59,6 +60,12 @@ PRESETS = {
                       rope_theta=10000000.0, rope_rotary_dim=8, linear_num_k_heads=2,
                       linear_num_v_heads=4, linear_key_head_dim=16, linear_value_head_dim=16,
                       linear_conv_kernel=4, layer_types=_qwen_types(4)),
+    # Between the two: big enough that one short request keeps a worker busy
+    # for tens of 10 ms timer ticks in exact mode, small enough that a queueing
+    # sweep of thousands of requests fits in minutes (tools/bench.py --open-loop).
+    "mid-llama": dict(model_kind=B.KIND_LLAMA, dim=256, hidden_dim=688, n_layers=6, n_heads=8,
+                      n_kv_heads=4, vocab_size=4096, seq_len=512, runtime_seq_len=64,
+                      rms_eps=1e-5, rope_theta=10000.0),
     "smol135m": dict(model_kind=B.KIND_LLAMA, dim=576, hidden_dim=1536, n_layers=30, n_heads=9,
                      n_kv_heads=3, vocab_size=49152, seq_len=8192, runtime_seq_len=256,
                      rms_eps=1e-5, rope_theta=100000.0),
@@ -70,7 +77,8 @@ PRESETS = {
                     linear_conv_kernel=4, layer_types=_qwen_types(24)),
 }
 # sample prompt and how many reference tokens EXP.BIN gets by default
-SAMPLE = {"tiny-llama": ([1, 17, 42, 99, 7, 250], 24), "tiny-qwen": ([1, 17, 42, 99, 7, 250], 24),
+SAMPLE = {"tiny-llama": ([1, 17, 42, 99, 7, 250], 24), "mid-llama": ([1, 17, 42, 99, 7, 250], 8),
+          "tiny-qwen": ([1, 17, 42, 99, 7, 250], 24),
           "smol135m": ([504, 3575, 282, 4649, 314], 4), "qwen08b": ([760, 6511, 314, 9338, 369], 4)}
 
 EMB_CHUNK = X.EMB_CHUNK

@@ -110,6 +110,14 @@ class _Console:
 # real time pass instead of warping the clock forward. Compute figures are
 # then identical from boot to boot, whatever else the host is doing.
 ICOUNT = ["-icount", "shift=0,align=off,sleep=on"]
+# sleep=off: an idle guest's clock jumps straight to its next timer deadline,
+# exactly. For a guest that only computes and waits for its own timers (no
+# disk, no console input) while it measures, this makes the *waits*
+# reproducible too: with sleep=on an idle stretch ends when the host's timer
+# fires, a little after the deadline and by a different amount every time.
+# Disk reads then take no virtual time at all (so no loading figure means
+# anything), and idle stretches cost no real time.
+ICOUNT_IDLE_WARPS = ["-icount", "shift=0,align=off,sleep=off"]
 TIME_MODE_EXACT = "virtual time: 1 instruction = 1 ns"
 TIME_MODE_REAL = "real time"
 # Exact mode runs one hart. Under -icount QEMU runs every hart in one host
@@ -121,9 +129,10 @@ EXACT_MAX_SMP = 1
 
 
 def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G", snapshot=False,
-                 append="", deterministic=False, disk=disk_models.DEFAULT_DISK):
+                 append="", deterministic=False, disk=disk_models.DEFAULT_DISK, idle_warps=False):
     """QEMU's command line. disk names a disk model (tools/disk_models.py):
-    QEMU throttles the drive to that device's bandwidth and IOPS."""
+    QEMU throttles the drive to that device's bandwidth and IOPS.
+    idle_warps (exact mode only): ICOUNT_IDLE_WARPS instead of ICOUNT."""
     throttle = disk_models.drive_options(disk)   # UnknownDisk (a ValueError) if bad
     cmd = ["qemu-system-riscv64", "-machine", "virt", "-bios", "default", "-kernel", kernel,
            "-m", str(memory), "-smp", str(smp), "-nographic",
@@ -131,7 +140,7 @@ def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
     if deterministic:
         if int(smp) > EXACT_MAX_SMP:
             raise ValueError(f"exact mode (--deterministic) runs {EXACT_MAX_SMP} hart, not {smp}")
-        cmd += ICOUNT
+        cmd += ICOUNT_IDLE_WARPS if idle_warps else ICOUNT
     if image:
         drive = f"file={image},if=none,format=raw,id=x0"
         if snapshot:
@@ -201,11 +210,11 @@ class Session:
 
     def __init__(self, image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
                  snapshot=True, boot_timeout=60.0, append="", deterministic=False,
-                 disk=disk_models.DEFAULT_DISK):
+                 disk=disk_models.DEFAULT_DISK, idle_warps=False):
         self.deterministic = deterministic
         self.disk = disk
         self.proc = subprocess.Popen(qemu_command(image, kernel, smp, memory, snapshot, append,
-                                                  deterministic, disk),
+                                                  deterministic, disk, idle_warps),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, bufsize=0)
         self.console = _Console(self.proc)

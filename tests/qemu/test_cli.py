@@ -1,29 +1,83 @@
 """Command lines: the console keeps a 2 KiB line sent in one write whole, the
 shell and exec take 260 arguments (a 255-token prompt with options fits),
-and `ai` rejects bad numbers naming the argument and the value, with a
-non-zero exit status, before it sends anything to the kernel."""
+and every program rejects a bad command line naming the argument and the
+value, with a non-zero exit status, before it sends anything to the kernel:
+bad numbers and ids, extra arguments, a missing or failed model (named, with
+the cause). `ai`, `coldwarm` and `aibench` read prompts from a file (text or
+PMT.BIN) and from standard input with the same tokens as on the command
+line; a missing file, a bad token, an empty prompt or an id outside the
+vocabulary is named and nothing is submitted (the service's counters do not
+move)."""
 import os
 import re
+import shutil
+import struct
 
 import pytest
 
-from kai_boot import KERNEL, ROOT, make_image, need_built, need_model, programs, qemu_run, run_in_session
+from kai_boot import KERNEL, ROOT, all_programs, make_image, need_built, need_model, qemu_run, run_in_session
 
 WORK = os.path.join(ROOT, "build", "test-cli")
 
 
+PROMPTS = {"good.txt": "5 6\n7, 8\n", "bad.txt": "5 x7 9", "empty.txt": " \n", "big.txt": "1 99999",
+           "huge.txt": "1 4294967296"}
+
+
+def prompt_dir():
+    """The prompt files of /p, and a PMT.BIN-style binary one."""
+    d = os.path.join(WORK, "p")
+    os.makedirs(d, exist_ok=True)
+    for name, text in PROMPTS.items():
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+    with open(os.path.join(d, "PMT.BIN"), "wb") as f:
+        f.write(struct.pack("<5I", 4, 5, 6, 7, 8))
+    return d
+
+
+def broken_model(llama):
+    """A copy of the tiny model with a truncated layer: the kernel fails to load it."""
+    d = os.path.join(WORK, "bad")
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(llama, d)
+    with open(os.path.join(d, "L00.BIN"), "r+b") as f:
+        f.truncate(100)
+    return d
+
+
 @pytest.fixture(scope="module")
 def session():
-    need_built("ai")
+    need_built("ai", "aibench", "coldwarm", "llmrun", "tok", "aistat")
     llama = need_model("tiny-llama")
     os.makedirs(WORK, exist_ok=True)
-    img = make_image(os.path.join(WORK, "cli.img"), programs("init", "sh", "ai", "echo", "wc", "halt"),
-                     [("AI/LLAMA", llama)])
+    # BAD comes first under /AI: a program without --model must skip it.
+    img = make_image(os.path.join(WORK, "cli.img"), all_programs(),
+                     [("AI/BAD", broken_model(llama)), ("AI/LLAMA", llama), ("p", prompt_dir())])
     with qemu_run.Session(img, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=180) as s:
         assert s.booted, s.transcript
         assert s.wait_log(r"ai: model LLAMA (ready|failed)", timeout=120)
+        assert s.wait_log(r"ai: model BAD (ready|failed)", timeout=120)
         yield s
         s.halt()
+
+
+def counters(session):
+    """The service's submitted and rejected counts (aistat)."""
+    out = run_in_session(session, "aistat")
+    m = re.search(r"submitted=(\d+) completed=\d+ failed=\d+ cancelled=\d+ rejected=(\d+)", out)
+    assert m, out
+    return int(m.group(1)), int(m.group(2))
+
+
+def refused(session, cmd, needle, timeout=60):
+    """Runs cmd, which must fail naming needle, exit non-zero and submit nothing."""
+    before = counters(session)
+    out = run_in_session(session, f"{cmd} || echo EXIT-NONZERO", timeout=timeout)
+    assert needle in out, out
+    assert "EXIT-NONZERO" in out, out
+    assert counters(session) == before, f"`{cmd}` reached the AI service:\n{out}"
+    return out
 
 
 def test_a_2kib_line_arrives_whole(session):
@@ -48,7 +102,118 @@ def test_260_arguments_reach_a_program(session):
     ("ai --model LLAMA --predict 4000 1", "exceeds model LLAMA's runtime_seq_len"),
 ])
 def test_ai_names_the_bad_argument(session, cmd, needle):
-    out = run_in_session(session, f"{cmd} || echo EXIT-NONZERO")
-    assert needle in out, out
-    assert "EXIT-NONZERO" in out, out
+    out = refused(session, cmd, needle)
     assert not re.search(r"^\d+( \d+)*$", out, re.M), out   # nothing was generated
+
+
+def tokens_of(out):
+    """The generated ids: the first line of output that is only numbers."""
+    m = re.search(r"^(\d+(?: \d+)*)\s*$", out, re.M)
+    assert m, out
+    return m.group(1)
+
+
+def test_ai_reads_the_same_prompt_from_a_file_and_standard_input(session):
+    want = tokens_of(run_in_session(session, "ai --model LLAMA --predict 6 5 6 7 8"))
+    assert tokens_of(run_in_session(session, "ai --model LLAMA --predict 6 --prompt-file /p/good.txt")) == want
+    assert tokens_of(run_in_session(session, "ai --model LLAMA --predict 6 --prompt-file /p/PMT.BIN")) == want
+    assert tokens_of(run_in_session(session, "echo 5 6 7 8 | ai --model LLAMA --predict 6 --stdin")) == want
+
+
+def test_coldwarm_and_aibench_read_prompt_files(session):
+    out = run_in_session(session, "coldwarm --model LLAMA --runs 1 --predict 4 --prompt-file /p/good.txt",
+                         timeout=120)
+    assert "prompt 4 tokens" in out and "tokens identical: yes" in out, out
+    out = run_in_session(session, "echo 5 6 7 | coldwarm --model LLAMA --runs 1 --predict 4 --stdin", timeout=120)
+    assert "prompt 3 tokens" in out and "tokens identical: yes" in out, out
+    out = run_in_session(session, "aibench --model LLAMA --clients 2 --requests 2 --predict 3 --prompt-file /p/PMT.BIN",
+                         timeout=120)
+    assert "prompt 4, predict 3" in out and "requests: 4 done" in out, out
+    out = run_in_session(session, "echo 9 8 | aibench --model LLAMA --clients 1 --requests 1 --predict 3 --stdin",
+                         timeout=120)
+    assert "prompt 2, predict 3" in out and "requests: 1 done" in out, out
+
+
+@pytest.mark.parametrize("prog", ["ai --model LLAMA --predict 4", "coldwarm --model LLAMA --runs 1 --predict 4",
+                                  "aibench --model LLAMA --requests 1 --predict 4"])
+@pytest.mark.parametrize("how,needle", [
+    ("--prompt-file /p/nosuch.txt", "/p/nosuch.txt: cannot open"),
+    ("--prompt-file /p/bad.txt", "/p/bad.txt: prompt token 1: 'x7' is not a token id (not a number)"),
+    ("--prompt-file /p/huge.txt", "/p/huge.txt: prompt token 1: '4294967296' is not a token id (larger than 32 bits)"),
+    ("--prompt-file /p/empty.txt", "/p/empty.txt: empty prompt"),
+    ("--prompt-file /p/big.txt", "prompt token 1: id 99999 out of range (model LLAMA has 320 tokens)"),
+    ("--stdin < /p/bad.txt", "standard input: prompt token 1: 'x7' is not a token id"),
+    ("--stdin < /p/empty.txt", "standard input: empty prompt"),
+    ("--prompt-file", "--prompt-file needs a value"),
+])
+def test_bad_prompt_files_are_named_and_nothing_is_submitted(session, prog, how, needle):
+    name = prog.split()[0]
+    if how == "--prompt-file" and name == "aibench":
+        needle = "--prompt-file: unknown option or missing value"
+    refused(session, f"{prog} {how}", f"{name}: {needle}" if not needle.startswith("--") else needle)
+
+
+@pytest.mark.parametrize("cmd,needle", [
+    # sampling and stopping
+    ("ai --model LLAMA --seed 18446744073709551616 1", "--seed: '18446744073709551616' is not a number"),
+    ("ai --model LLAMA --predict 4 --stop 99999 1", "--stop: id 99999 out of range (model LLAMA has 320 tokens)"),
+    ("ai --model LLAMA --repeat-last-n 5000 1", "--repeat-last-n: '5000' is not a number of tokens from 0 to 256"),
+    ('ai --model LLAMA --text ""', "--text: empty prompt"),
+    ("ai --model LLAMA --prompt-file /p/good.txt 5", "give the prompt one way"),
+    ("ai --model LLAMA --bogus 1", "unknown option --bogus"),
+    ("ai --model LLAMA --predict", "--predict needs a value"),
+    ("ai --model ABCDEFGHIJKLMNOPQRSTUVWXYZ 1", "--model: 'ABCDEFGHIJKLMNOPQRSTUVWXYZ' is longer than 15 characters"),
+    # models: missing, failed
+    ("ai --model NOSUCH 1", "ai: model NOSUCH: no such model under /AI"),
+    ("ai --model BAD 1", "ai: model BAD: failed to load"),
+    ("coldwarm --model NOSUCH 1", "coldwarm: model NOSUCH: no such model under /AI"),
+    ("aibench --model NOSUCH", "aibench: model NOSUCH: no such model under /AI"),
+    ("aibatch NOSUCH", "aibatch: model NOSUCH: no such model under /AI"),
+    ("tok NOSUCH info", "tok: no model NOSUCH under /AI"),
+    # coldwarm and llmrun: which option, which value
+    ("coldwarm --model LLAMA --predict 0 1", "--predict: '0' is not a number from 1 to 1024"),
+    ("coldwarm --model LLAMA --predict 99999 1", "--predict: '99999' is not a number from 1 to 1024"),
+    ("coldwarm --model LLAMA --runs 0 1", "--runs: '0' is not a number from 1 to 32"),
+    ("coldwarm --model LLAMA --runs 99999 1", "--runs: '99999' is not a number from 1 to 32"),
+    ("coldwarm --model LLAMA 99999", "prompt token 0: id 99999 out of range (model LLAMA has 320 tokens)"),
+    ("coldwarm --model LLAMA 1 x", "prompt token 1: 'x' is not a token id"),
+    ("llmrun --asset-dir /AI/LLAMA 99999", "token 0 out of range (id 99999; model LLAMA has 320 tokens)"),
+    # aibench
+    ("aibench --model LLAMA --clients 0", "--clients: '0' is not a number from 1 to 64"),
+    ("aibench --model LLAMA --prompt 60 --predict 60", "exceeds model LLAMA's runtime_seq_len 96"),
+    ("aibench --model LLAMA --long-predict 8", "--long-predict and --long-share go together"),
+    # extra arguments and bad values in the other programs
+    ("aistat extra junk", "aistat: unexpected argument 'extra'"),
+    ("df now", "df: unexpected argument 'now'"),
+    ("halt now", "halt: unexpected argument 'now'"),
+    ("sleep abc", "sleep: 'abc' is not a number of seconds"),
+    ("sleep 1 2", "sleep: unexpected argument '2'"),
+    ("crash boom", "crash: unexpected argument 'boom'"),
+    ("kill abc", "kill: abc: not a process id"),
+    ("fstest -x", "fstest: unexpected argument '-x'"),
+    ("tok LLAMA bogus", "tok: unknown command 'bogus'"),
+    ("tok LLAMA info extra", "tok: unexpected argument 'extra'"),
+    ("aitest LLAMA extra", "aitest: unexpected argument 'extra'"),
+    ("aictl aging 0", "aictl: bad argument '0'"),
+    ("aihol --model LLAMA --clients 0", "aihol: --clients: '0' is not a number"),
+    ("aiprefix --model LLAMA --requests 0", "aiprefix: --requests: '0' is not a number"),
+    ("aibatch LLAMA --clients 0", "aibatch: --clients: '0' is not a number"),
+    ("aistorm --model LLAMA --clients 0", "aistorm: --clients: '0' is not a number"),
+    ("lateness --seconds 0", "lateness: --seconds: '0' is not a number from 1 to 3600"),
+    ("perfbench --repeat 0", "perfbench: --repeat: '0' is not a number from 1 to 1000"),
+    ("readbench /bin/ai 4096 0", "readbench: PASSES: '0' is not a number from 1 to 1000"),
+    ("sysfuzz --calls abc", "sysfuzz: --calls: 'abc' is not a number"),
+    ("fswrite_loop -n x", "fswrite_loop: -n: 'x' is not a number"),
+    ("calib --iterations 0", "calib: --iterations 0"),
+])
+def test_every_program_names_the_bad_argument(session, cmd, needle):
+    refused(session, cmd, needle)
+
+
+def test_without_a_model_name_the_first_ready_model_is_used(session):
+    """BAD failed to load and comes first under /AI: programs that take any
+    model must use LLAMA, not report BAD's failure."""
+    out = run_in_session(session, "aibench --clients 1 --requests 1 --predict 2", timeout=120)
+    assert "aibench: model LLAMA" in out and "requests: 1 done" in out, out
+    out = run_in_session(session, "ai --predict 2 5 6", timeout=120)
+    assert "model LLAMA:" in out, out

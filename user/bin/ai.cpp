@@ -8,17 +8,19 @@
 // --stream: print each token as the kernel publishes it (ai_read), and say
 // when the first one arrived. --text "...": the prompt as text, encoded with
 // the bundle's TOK.BIN; the answer streams as text and stops at the model's
-// end-of-sequence id. Sampling (--temp, --top-k, --top-p, --min-p,
+// end-of-sequence id. --prompt-file F / --stdin: token ids from a file
+// (text or PMT.BIN) or standard input (kai_prompt.h). Sampling (--temp, --top-k, --top-p, --min-p,
 // --repeat-penalty, --repeat-last-n, --seed) and stopping (--stop "IDS",
 // --stop-eos): see ai_generation_option() in kai_ai.h; greedy by default.
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_prompt.h"
 #include "kai_text.h"
 
 static void usage() {
   fprintf(2, "usage: ai [--model NAME] [--predict N] [--int8] [--priority P] [--align-tick] [--timing] [--stream]\n"
              "          [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X] [--repeat-last-n N]\n"
-             "          [--seed N] [--stop \"ID ...\"] [--stop-eos] (TOK... | --text \"...\")\n");
+             "          [--seed N] [--stop \"ID ...\"] [--stop-eos] (TOK... | --prompt-file F | --stdin | --text \"...\")\n");
   exit(2);
 }
 
@@ -28,56 +30,73 @@ int main(int argc, char** argv) {
   bool timing = false;
   uint32_t flags = 0, priority = 0;
   bool align_tick = false, stream = false;
-  const char* text = nullptr;   // --text: the prompt as text, the answer as text
+  const char* text = nullptr;          // --text: the prompt as text, the answer as text
+  const char* prompt_file = nullptr;   // --prompt-file F: token ids from a file (kai_prompt.h)
+  bool use_stdin = false;              // --stdin: token ids from standard input
   static ai_generation gen;
   static uint32_t prompt[KAI_AI_MAX_PROMPT + 1];
   uint32_t n = 0;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
-    else if (strcmp(argv[i], "--predict") == 0 && i + 1 < argc) {
-      const char* v = argv[++i];
-      if (parse_u32(v, KAI_AI_MAX_OUTPUT, &predict) < 0 || predict == 0) {
-        fprintf(2, "ai: --predict: '%s' is not a number of tokens from 1 to %d\n", v, KAI_AI_MAX_OUTPUT);
-        return 2;
-      }
-    }
-    else if (strcmp(argv[i], "--timing") == 0) timing = true;
-    else if (strcmp(argv[i], "--stream") == 0) stream = true;
-    else if (strcmp(argv[i], "--text") == 0 && i + 1 < argc) text = argv[++i];
+    const char* a = argv[i];
+    bool has = i + 1 < argc;
+    if (strcmp(a, "--timing") == 0) timing = true;
+    else if (strcmp(a, "--stream") == 0) stream = true;
+    else if (strcmp(a, "--int8") == 0) flags |= KAI_AI_INT8;
+    else if (strcmp(a, "--align-tick") == 0) align_tick = true;
+    else if (strcmp(a, "--stdin") == 0) use_stdin = true;
     else if (int taken = ai_generation_option("ai", argc, argv, &i, &gen); taken != 0) {
       if (taken < 0) return 2;
     }
-    else if (strcmp(argv[i], "--int8") == 0) flags |= KAI_AI_INT8;
-    else if (strcmp(argv[i], "--align-tick") == 0) align_tick = true;
-    else if (strcmp(argv[i], "--priority") == 0 && i + 1 < argc) {
-      char* end;
+    else if (strcmp(a, "--model") == 0 || strcmp(a, "--predict") == 0 || strcmp(a, "--priority") == 0 ||
+             strcmp(a, "--text") == 0 || strcmp(a, "--prompt-file") == 0) {
+      if (!has) {
+        fprintf(2, "ai: %s needs a value\n", a);
+        return 2;
+      }
       const char* v = argv[++i];
-      unsigned long p = strtoul(v, &end, 10);
-      if (!*v || *end || p > KAI_AI_MAX_PRIORITY) {
-        fprintf(2, "ai: --priority: '%s' is not a number from 0 to %d\n", v, KAI_AI_MAX_PRIORITY);
-        return 2;
+      if (strcmp(a, "--model") == 0) {
+        if (strlen(v) >= KAI_AI_MODEL_NAME_MAX) {
+          fprintf(2, "ai: --model: '%s' is longer than %d characters\n", v, KAI_AI_MODEL_NAME_MAX - 1);
+          return 2;
+        }
+        model = v;
       }
-      priority = static_cast<uint32_t>(p);
+      else if (strcmp(a, "--predict") == 0) predict = number_option("ai", a, v, 1, KAI_AI_MAX_OUTPUT);
+      else if (strcmp(a, "--priority") == 0) priority = number_option("ai", a, v, 0, KAI_AI_MAX_PRIORITY);
+      else if (strcmp(a, "--text") == 0) text = v;
+      else prompt_file = v;
     }
-    else if (argv[i][0] == '-' && argv[i][1] == '-') usage();
+    else if (a[0] == '-' && a[1] == '-') {
+      fprintf(2, "ai: unknown option %s\n", a);
+      usage();
+    }
     else if (n < KAI_AI_MAX_PROMPT) {
-      if (int e = parse_u32(argv[i], 0xffffffffu, &prompt[n]); e < 0) {
-        fprintf(2, "ai: prompt token %u: '%s' is not a token id (%s)\n", n, argv[i],
-                e == -KAI_ERANGE ? "larger than 32 bits" : "not a number");
-        return 2;
-      }
+      if (!parse_prompt_token("ai", n, a, &prompt[n])) return 2;
       n++;
     }
-    else { fprintf(2, "ai: more than %d prompt tokens\n", KAI_AI_MAX_PROMPT); return 1; }
+    else {
+      fprintf(2, "ai: more than %d prompt tokens\n", KAI_AI_MAX_PROMPT);
+      return 2;
+    }
   }
-  if ((n == 0) == (text == nullptr)) usage();   // token ids or --text, one of them
+  int ways = (n > 0) + (text != nullptr) + (prompt_file != nullptr) + use_stdin;
+  if (ways > 1) {
+    fprintf(2, "ai: give the prompt one way: token ids, --prompt-file, --stdin or --text\n");
+    return 2;
+  }
+  if (ways == 0) usage();
+  if (text && text[0] == 0) {
+    fprintf(2, "ai: --text: empty prompt (nothing to encode)\n");
+    return 2;
+  }
+  if (prompt_file || use_stdin) {
+    long got = read_prompt_ids("ai", prompt_file, prompt, KAI_AI_MAX_PROMPT);
+    if (got < 0) return 2;
+    n = uint32_t(got);
+  }
   char name[KAI_AI_MODEL_NAME_MAX];
   kai_ai_model_info mi{};
-  int r = ai_wait_model_ready(model, 600, name, &mi);
-  if (r < 0) {
-    fprintf(2, "ai: model %s: %s\n", model[0] ? model : "(first)", strerror(r));
-    return 1;
-  }
+  if (ai_open_model("ai", model, 600, name, &mi) < 0) return 1;
   // Text mode: the bundle's tokenizer (TOK.BIN) turns the prompt into ids
   // (with BOS when the model's prompts start with one) and the answer back
   // into text as it streams; generation stops at the end-of-sequence id.
@@ -96,6 +115,23 @@ int main(int argc, char** argv) {
     n = uint32_t(got);
     stream = true;
     gen.flags |= KAI_AI_STOP_AT_EOS;
+  }
+  // Everything the model can refuse is checked here, so that a bad
+  // argument is named and nothing is submitted.
+  if (!prompt_ids_in_vocab("ai", prompt, n, name, mi.vocab_size)) return 2;
+  for (uint32_t at = 0; at < gen.stop_words; at += 1 + gen.stop[at]) {
+    for (uint32_t k = 1; k <= gen.stop[at]; k++) {
+      if (gen.stop[at + k] >= mi.vocab_size) {
+        fprintf(2, "ai: --stop: id %u out of range (model %s has %u tokens)\n", gen.stop[at + k], name,
+                mi.vocab_size);
+        return 2;
+      }
+    }
+  }
+  if (n + predict > mi.runtime_seq_len) {
+    fprintf(2, "ai: prompt (%u tokens) + --predict %u exceeds model %s's runtime_seq_len %u\n", n, predict, name,
+            mi.runtime_seq_len);
+    return 2;
   }
   llm::Decoder decoder = tokenizer.decoder();   // used in text mode only
   decoder.set_at_start(false);   // the prompt's text is printed as given, before the answer

@@ -99,11 +99,7 @@ int main(int argc, char** argv) {
     }
   }
   kai_ai_model_info mi{};
-  int r = ai_wait_model_ready(name ? name : "", 300, model, &mi);
-  if (r < 0) {
-    fprintf(2, "aibatch: model %s: %s\n", name ? name : "(first)", strerror(r));
-    return 1;
-  }
+  if (ai_open_model("aibatch", name ? name : "", 300, model, &mi) < 0) return 1;
   printf("aibatch: model %s vocab %u runtime_seq_len %u\n", model, mi.vocab_size, mi.runtime_seq_len);
   for (uint32_t i = 0; i < clients; i++) {
     make_job(jobs[i], i, mi);

@@ -1,14 +1,19 @@
 // aibench: concurrent clients of the AI service, for queueing experiments.
 //
-//   aibench [--model NAME] [--clients C] [--requests R] [--prompt P]
-//           [--predict N] [--think MS | --rate RPS] [--seed S] [--priority P] [--int8] [--csv]
+//   aibench [--model NAME] [--clients C] [--requests R] [--prompt P | --prompt-file F | --stdin]
+//           [--predict N] [--long-predict N2 --long-share PCT] [--think MS | --rate RPS]
+//           [--seed S] [--priority P] [--int8] [--csv] [--align-tick]
 //           [--progress] [--die-after N [--die-clients K]]
 //
 // Forks C client processes. Closed loop (default): each client sends R
 // requests one after another, sleeping --think ms between them. Open loop
 // (--rate): requests arrive at RPS per second in total (exponential gaps,
 // seeded), whether or not earlier ones have finished. Each request has P
-// distinct seeded token ids and asks for N tokens. Clients send one record per
+// distinct seeded token ids (or, with --prompt-file / --stdin, the same ids
+// read once: kai_prompt.h) and asks for N tokens; with --long-predict, a
+// seeded PCT percent of the requests ask for N2 instead (a two-size mix).
+// --align-tick starts the clock right after a timer tick, so that in exact
+// mode the same seed gives the same arrival times. Clients send one record per
 // request to the parent through a pipe; the parent samples ai_info every
 // 10 ms (the measured number in the system, for the Little's law check) and
 // prints a summary, plus one CSV line per request with --csv. A client that
@@ -22,6 +27,7 @@
 // on standard error as records arrive (the host driver shows it).
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_prompt.h"
 #include "llm_math.h"
 
 namespace {
@@ -36,6 +42,10 @@ struct Options {
   uint32_t flags = 0;
   bool csv = false, progress = false;
   int die_after = -1, die_clients = 1;
+  int long_predict = 0, long_share = 0;   // the mix: PCT percent of requests ask for long_predict
+  bool align_tick = false;
+  const char* prompt_file = nullptr;      // --prompt-file F
+  bool use_stdin = false;                 // --stdin
 };
 
 // One finished (or failed) request, as a client reports it.
@@ -55,7 +65,8 @@ struct Sample {
 // What the reaper, the sampler and the clients send the parent.
 struct Message {
   enum class Kind : uint32_t { Record = 1, Sample = 2, ClientsGone = 3 } kind;
-  int32_t dead;   // ClientsGone: clients that did not exit with status 0
+  int32_t dead;        // ClientsGone: clients that did not exit with status 0
+  int32_t unstarted;   // ClientsGone: clients that could not be forked
   union {
     Record record;
     Sample sample;
@@ -77,16 +88,24 @@ bool read_message(int fd, Message* m) {
 
 Options opt;
 uint32_t vocab;
+// The prompt of every request with --prompt-file / --stdin (given_len > 0).
+uint32_t given[KAI_AI_MAX_PROMPT];
+uint32_t given_len;
 
 void usage() {
-  fprintf(2, "usage: aibench [--model NAME] [--clients C] [--requests R] [--prompt P] [--predict N]\n"
-             "               [--think MS | --rate RPS] [--seed S] [--priority P] [--int8] [--csv] [--progress]\n"
+  fprintf(2, "usage: aibench [--model NAME] [--clients C] [--requests R] [--prompt P | --prompt-file F | --stdin]\n"
+             "               [--predict N] [--long-predict N2 --long-share PCT] [--think MS | --rate RPS]\n"
+             "               [--seed S] [--priority P] [--int8] [--csv] [--align-tick] [--progress]\n"
              "               [--die-after N [--die-clients K]]\n");
   exit(2);
 }
 
 // P distinct token ids for request (client, index), reproducible from the seed.
 void make_prompt(int client, int index, uint32_t* out) {
+  if (given_len > 0) {
+    memcpy(out, given, given_len * sizeof(uint32_t));
+    return;
+  }
   uint64_t st = kai_rng_seed(opt.seed * 1000003 + uint64_t(client) * 7919 + uint64_t(index) + 1);
   for (int i = 0; i < opt.prompt; i++) {
     uint32_t t;
@@ -105,11 +124,19 @@ void sleep_until_ns(uint64_t t) {
   if (t > now) sleep(static_cast<int>((t - now + 9999999) / 10000000));
 }
 
+// Tokens request (client, index) asks for: --predict, or --long-predict for
+// a seeded --long-share percent of the requests.
+uint32_t predict_of(int client, int index) {
+  if (opt.long_share == 0) return static_cast<uint32_t>(opt.predict);
+  uint64_t st = kai_rng_seed(opt.seed * 2654435761u + uint64_t(client) * 104729 + uint64_t(index) + 7);
+  return static_cast<uint32_t>(kai_rng_next(&st) % 100 < uint64_t(opt.long_share) ? opt.long_predict : opt.predict);
+}
+
 int64_t submit(int client, int index) {
   uint32_t prompt[KAI_AI_MAX_PROMPT];
   make_prompt(client, index, prompt);
-  kai_ai_submit req = ai_request(opt.model, prompt, static_cast<uint32_t>(opt.prompt),
-                                 static_cast<uint32_t>(opt.predict), opt.flags, opt.priority);
+  kai_ai_submit req = ai_request(opt.model, prompt, static_cast<uint32_t>(opt.prompt), predict_of(client, index),
+                                 opt.flags, opt.priority);
   return ai_submit(&req);
 }
 
@@ -209,20 +236,36 @@ int number_arg(const char* option, const char* value, uint32_t lo, uint32_t hi) 
 }
 
 void parse_args(int argc, char** argv) {
+  bool prompt_length_given = false;
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
     bool has = i + 1 < argc;
     if (strcmp(a, "--csv") == 0) opt.csv = true;
     else if (strcmp(a, "--progress") == 0) opt.progress = true;
     else if (strcmp(a, "--int8") == 0) opt.flags |= KAI_AI_INT8;
+    else if (strcmp(a, "--align-tick") == 0) opt.align_tick = true;
+    else if (strcmp(a, "--stdin") == 0) opt.use_stdin = true;
     else if (!has) {
       fprintf(2, "aibench: %s: unknown option or missing value\n", a);
       usage();
     }
-    else if (strcmp(a, "--model") == 0) strncpy(opt.model, argv[++i], sizeof(opt.model) - 1);
+    else if (strcmp(a, "--model") == 0) {
+      const char* v = argv[++i];
+      if (strlen(v) >= sizeof(opt.model)) {
+        fprintf(2, "aibench: --model: '%s' is longer than %d characters\n", v, KAI_AI_MODEL_NAME_MAX - 1);
+        exit(2);
+      }
+      strcpy(opt.model, v);
+    }
+    else if (strcmp(a, "--prompt-file") == 0) opt.prompt_file = argv[++i];
+    else if (strcmp(a, "--long-predict") == 0) opt.long_predict = number_arg(a, argv[++i], 1, KAI_AI_MAX_OUTPUT);
+    else if (strcmp(a, "--long-share") == 0) opt.long_share = number_arg(a, argv[++i], 0, 100);
     else if (strcmp(a, "--clients") == 0) opt.clients = number_arg(a, argv[++i], 1, 64);
     else if (strcmp(a, "--requests") == 0) opt.requests = number_arg(a, argv[++i], 1, 1024);
-    else if (strcmp(a, "--prompt") == 0) opt.prompt = number_arg(a, argv[++i], 1, KAI_AI_MAX_PROMPT);
+    else if (strcmp(a, "--prompt") == 0) {
+      opt.prompt = number_arg(a, argv[++i], 1, KAI_AI_MAX_PROMPT);
+      prompt_length_given = true;
+    }
     else if (strcmp(a, "--predict") == 0) opt.predict = number_arg(a, argv[++i], 1, KAI_AI_MAX_OUTPUT);
     else if (strcmp(a, "--think") == 0) opt.think_ms = number_arg(a, argv[++i], 0, 3600000);
     else if (strcmp(a, "--priority") == 0) opt.priority = number_arg(a, argv[++i], 0, KAI_AI_MAX_PRIORITY);
@@ -243,6 +286,20 @@ void parse_args(int argc, char** argv) {
       usage();
     }
   }
+  if ((opt.long_predict > 0) != (opt.long_share > 0)) {
+    fprintf(2, "aibench: --long-predict and --long-share go together (a share of 1 to 100 percent)\n");
+    exit(2);
+  }
+  if ((opt.prompt_file != nullptr) + opt.use_stdin + prompt_length_given > 1) {
+    fprintf(2, "aibench: give the prompt one way: --prompt, --prompt-file or --stdin\n");
+    exit(2);
+  }
+  if (opt.prompt_file || opt.use_stdin) {
+    long n = read_prompt_ids("aibench", opt.prompt_file, given, KAI_AI_MAX_PROMPT);
+    if (n < 0) exit(2);
+    given_len = static_cast<uint32_t>(n);
+    opt.prompt = static_cast<int>(n);
+  }
 }
 
 }  // namespace
@@ -250,12 +307,20 @@ void parse_args(int argc, char** argv) {
 int main(int argc, char** argv) {
   parse_args(argc, argv);
   kai_ai_model_info mi{};
-  int r = ai_wait_model_ready(opt.model, 600, opt.model, &mi);
-  if (r < 0) {
-    fprintf(2, "aibench: model: %s\n", strerror(r));
-    return 1;
-  }
+  if (ai_open_model("aibench", opt.model, 600, opt.model, &mi) < 0) return 1;
   vocab = mi.vocab_size;
+  if (given_len > 0 && !prompt_ids_in_vocab("aibench", given, given_len, opt.model, vocab)) return 2;
+  // Whether each request fits the model's context is known now, before
+  // any client starts.
+  uint32_t longest = uint32_t(opt.long_predict > opt.predict ? opt.long_predict : opt.predict);
+  if (uint32_t(opt.prompt) + longest > mi.runtime_seq_len) {
+    fprintf(2, "aibench: prompt (%d tokens) + %u to generate exceeds model %s's runtime_seq_len %u\n", opt.prompt,
+            longest, opt.model, mi.runtime_seq_len);
+    return 2;
+  }
+  // sleep() returns right after a timer tick: from here on, in exact mode,
+  // every run with the same options does the same things at the same times.
+  if (opt.align_tick) sleep(1);
 
   // Process layout: the clients are children of a "reaper" child, which
   // waits for all of them (so it notices any that die) and then says so; a
@@ -288,7 +353,7 @@ int main(int argc, char** argv) {
     printf("%s\n", line);   // one write, so it does not interleave with other output
     Message m{};
     m.kind = Message::Kind::ClientsGone;
-    m.dead = opt.clients - started;
+    m.unstarted = opt.clients - started;
     for (int i = 0; i < started; i++) {
       int status = 0;
       if (wait(&status) < 0) break;
@@ -315,7 +380,7 @@ int main(int argc, char** argv) {
   int total = opt.clients * opt.requests;
   Record* recs = static_cast<Record*>(malloc(sizeof(Record) * (total + 1)));
   static Sample samples[100000];
-  int n = 0, n_samples = 0, dead = 0;
+  int n = 0, n_samples = 0, dead = 0, unstarted = 0;
   uint64_t t_end = 0;
   Message m;
   while (read_message(fds[0], &m)) {
@@ -326,6 +391,7 @@ int main(int argc, char** argv) {
       samples[n_samples++] = m.sample;
     } else if (m.kind == Message::Kind::ClientsGone) {
       dead = m.dead;
+      unstarted = m.unstarted;
       t_end = clock_ns();
       kill(sampler);   // its end of the pipe closes: the loop ends at EOF
     }
@@ -370,6 +436,7 @@ int main(int argc, char** argv) {
   printf("%s\n", opt.flags & KAI_AI_INT8 ? ", int8 activations" : "");
   printf("requests: %d done, %d failed or cancelled, %d never reported, %d clients died; wall %.3f s\n", done,
          not_done, total - n, dead, double(t_end - t0) / 1e9);
+  if (unstarted > 0) printf("clients: %d of %d could not be started (fork failed)\n", unstarted, opt.clients);
   if (done > 0 && span_s > 0) {
     double throughput = done / span_s;
     double mean_latency_s = double(sum_e2e) / done / 1e9;

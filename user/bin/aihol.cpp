@@ -70,7 +70,12 @@ int main(int argc, char** argv) {
                       : strcmp(a, "--predict") == 0 ? &o.predict
                       : strcmp(a, "--long") == 0 ? &o.long_len : nullptr;
     if (strcmp(a, "--int8") == 0) o.flags |= KAI_AI_INT8;
-    else if (strcmp(a, "--model") == 0 && i + 1 < argc) strlcpy(o.model, argv[++i], sizeof o.model);
+    else if (strcmp(a, "--model") == 0 && i + 1 < argc) {
+      if (strlcpy(o.model, argv[++i], sizeof o.model) >= sizeof o.model) {
+        fprintf(2, "%s: --model: '%s' is longer than %d characters\n", "aihol", argv[i], int(sizeof o.model) - 1);
+        return 2;
+      }
+    }
     else if (field && i + 1 < argc) {
       uint32_t max = field == &o.clients ? kMaxClients : field == &o.predict ? kMaxTokens - 1 : KAI_AI_MAX_PROMPT;
       *field = number_option("aihol", a, argv[++i], 1, max);
@@ -81,10 +86,7 @@ int main(int argc, char** argv) {
   }
   char name[KAI_AI_MODEL_NAME_MAX];
   kai_ai_model_info mi{};
-  if (int r = ai_wait_model_ready(o.model, 300, name, &mi); r < 0) {
-    fprintf(2, "aihol: model %s: %s\n", o.model[0] ? o.model : "(first)", strerror(r));
-    return 1;
-  }
+  if (ai_open_model("aihol", o.model, 300, name, &mi) < 0) return 1;
   strlcpy(o.model, name, sizeof o.model);
   if (o.long_len + 1 > mi.runtime_seq_len) o.long_len = mi.runtime_seq_len - 1;
   if (o.predict + 4 > mi.runtime_seq_len) o.predict = mi.runtime_seq_len - 4;

@@ -75,7 +75,12 @@ int main(int argc, char** argv) {
                       : strcmp(a, "--predict") == 0 ? &o.predict : nullptr;
     if (strcmp(a, "--concurrent") == 0) o.concurrent = true;
     else if (strcmp(a, "--int8") == 0) o.flags |= KAI_AI_INT8;
-    else if (strcmp(a, "--model") == 0 && i + 1 < argc) strlcpy(o.model, argv[++i], sizeof o.model);
+    else if (strcmp(a, "--model") == 0 && i + 1 < argc) {
+      if (strlcpy(o.model, argv[++i], sizeof o.model) >= sizeof o.model) {
+        fprintf(2, "%s: --model: '%s' is longer than %d characters\n", "aiprefix", argv[i], int(sizeof o.model) - 1);
+        return 2;
+      }
+    }
     else if (field && i + 1 < argc) {
       uint32_t max = field == &o.requests ? kMax : field == &o.predict ? 64 : KAI_AI_MAX_PROMPT;
       *field = number_option("aiprefix", a, argv[++i], 1, max);
@@ -87,10 +92,7 @@ int main(int argc, char** argv) {
   }
   char name[KAI_AI_MODEL_NAME_MAX];
   kai_ai_model_info mi{};
-  if (int r = ai_wait_model_ready(o.model, 300, name, &mi); r < 0) {
-    fprintf(2, "aiprefix: model %s: %s\n", o.model[0] ? o.model : "(first)", strerror(r));
-    return 1;
-  }
+  if (ai_open_model("aiprefix", o.model, 300, name, &mi) < 0) return 1;
   strlcpy(o.model, name, sizeof o.model);
   if (o.prefix + o.tail > KAI_AI_MAX_PROMPT || o.prefix + o.tail + o.predict > mi.runtime_seq_len) {
     fprintf(2, "aiprefix: prefix %u + tail %u + predict %u does not fit model %s (runtime_seq_len %u, prompts <= %d)\n",

@@ -59,10 +59,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   kai_ai_model_info mi;
-  if (int r = ai_wait_model_ready(argv[1], 300, model, &mi); r < 0) {
-    printf("aisched: model %s: %s\n", argv[1], strerror(r));
-    return 1;
-  }
+  if (ai_open_model("aisched", argv[1], 300, model, &mi) < 0) return 1;
   kai_ai_info info;
   ai_info(&info);
   if (info.n_workers != 1) {

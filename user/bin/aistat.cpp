@@ -10,7 +10,8 @@ static const char* model_state(int32_t s) {
   }
 }
 
-int main() {
+int main(int argc, char** argv) {
+  no_arguments("aistat", argc, argv);
   static kai_ai_info info;
   int r = ai_info(&info);
   if (r < 0) {

@@ -191,13 +191,6 @@ void test_kill_storm(uint32_t clients) {
         "got %ld tokens, %ld of %ld clients killed", got, long(killed), long(clients));
 }
 
-bool parse_u32(const char* s, uint32_t* v) {
-  char* end;
-  unsigned long x = strtoul(s, &end, 10);
-  if (!*s || *end || x > 100000) return false;
-  *v = uint32_t(x);
-  return true;
-}
 
 }  // namespace
 
@@ -207,8 +200,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     bool ok = i + 1 < argc;
     if (ok && !strcmp(argv[i], "--model")) want = argv[++i];
-    else if (ok && !strcmp(argv[i], "--clients")) ok = parse_u32(argv[++i], &clients);
-    else if (ok && !strcmp(argv[i], "--seed")) ok = parse_u32(argv[++i], &seed);
+    else if (ok && !strcmp(argv[i], "--clients")) clients = number_option("aistorm", argv[i], argv[i + 1], 1, 100000), i++;
+    else if (ok && !strcmp(argv[i], "--seed")) seed = number_option("aistorm", argv[i], argv[i + 1], 0, 100000), i++;
     else ok = false;
     if (!ok) {
       fprintf(2, "aistorm: bad argument '%s'\nusage: aistorm --model M [--clients N] [--seed S]\n", argv[i]);
@@ -219,10 +212,7 @@ int main(int argc, char** argv) {
     fprintf(2, "aistorm: --model is required\n");
     return 2;
   }
-  if (int r = ai_wait_model_ready(want, 300, model, &minfo); r < 0) {
-    printf("aistorm: model %s: %s\n", want, strerror(r));
-    return 1;
-  }
+  if (ai_open_model("aistorm", want, 300, model, &minfo) < 0) return 1;
   rng = kai_rng_seed(seed);
   test_dead_owner();
   test_cancel_in_prefill();

@@ -520,6 +520,10 @@ static void test_exit_cleanup() {
 }
 
 int main(int argc, char** argv) {
+  if (argc > 2) {
+    fprintf(2, "aitest: unexpected argument '%s'\nusage: aitest [MODEL]\n", argv[2]);
+    return 2;
+  }
   const char* want = argc > 1 ? argv[1] : "";
   int r = ai_wait_model_ready(want, 600, model, &minfo);
   if (r < 0) {

@@ -1,6 +1,7 @@
 // coldwarm: cold start against warm start, measured side by side.
 //
-//   coldwarm [--model NAME] [--runs K] [--predict N] [--int8] [--csv] [--disk LABEL] TOK...
+//   coldwarm [--model NAME] [--runs K] [--predict N] [--int8] [--csv] [--disk LABEL]
+//            [TOK... | --prompt-file F | --stdin]
 //
 // Cold path: fork + exec of `llmrun --timing` on /AI/NAME, which reads and
 // checks the whole bundle before it can compute. Warm path: ai_submit +
@@ -18,10 +19,13 @@
 // --csv adds lines  coldwarm,RUN,PATH,E2E_US,LOAD_US,TTFT_US,TPOT_US,PREFILL_US
 // After the first run it prints llmrun's own timing line, as
 //   llmrun-timing: timing model=... load_us=... (and the counted work, when llmrun reports it)
+// The prompt: token ids on the command line, or from a file (text or
+// PMT.BIN) or standard input (kai_prompt.h); token 1 alone if none is given.
 // --disk LABEL only names the disk model in the summary (the disk is QEMU's
 // business, tools/disk_models.py: the guest cannot tell).
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_prompt.h"
 
 namespace {
 
@@ -186,33 +190,73 @@ void row(const char* name, const Sample* cold, const Sample* warm, int n, uint64
   else printf("         -\n");
 }
 
+void usage() {
+  fprintf(2, "usage: coldwarm [--model NAME] [--runs K] [--predict N] [--int8] [--csv] [--disk LABEL]\n"
+             "                [TOK... | --prompt-file F | --stdin]\n");
+  exit(2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const char* prompt_file = nullptr;
+  bool use_stdin = false;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) strncpy(model, argv[++i], sizeof(model) - 1);
-    else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--predict") == 0 && i + 1 < argc) predict = static_cast<uint32_t>(atoi(argv[++i]));
-    else if (strcmp(argv[i], "--int8") == 0) int8 = true;
-    else if (strcmp(argv[i], "--csv") == 0) csv = true;
-    else if (strcmp(argv[i], "--disk") == 0 && i + 1 < argc) disk_label = argv[++i];
-    else if (argv[i][0] >= '0' && argv[i][0] <= '9' && n_prompt < KAI_AI_MAX_PROMPT)
-      prompt[n_prompt++] = static_cast<uint32_t>(strtoul(argv[i], nullptr, 10));
+    const char* a = argv[i];
+    if (strcmp(a, "--int8") == 0) int8 = true;
+    else if (strcmp(a, "--csv") == 0) csv = true;
+    else if (strcmp(a, "--stdin") == 0) use_stdin = true;
+    else if (strcmp(a, "--model") == 0 || strcmp(a, "--runs") == 0 || strcmp(a, "--predict") == 0 ||
+             strcmp(a, "--disk") == 0 || strcmp(a, "--prompt-file") == 0) {
+      if (i + 1 >= argc) {
+        fprintf(2, "coldwarm: %s needs a value\n", a);
+        return 2;
+      }
+      const char* v = argv[++i];
+      if (strcmp(a, "--model") == 0) {
+        if (strlen(v) >= sizeof(model)) {
+          fprintf(2, "coldwarm: --model: '%s' is longer than %d characters\n", v, int(sizeof(model)) - 1);
+          return 2;
+        }
+        strcpy(model, v);
+      }
+      else if (strcmp(a, "--runs") == 0) runs = int(number_option("coldwarm", a, v, 1, kMaxRuns));
+      else if (strcmp(a, "--predict") == 0) predict = number_option("coldwarm", a, v, 1, kMaxGen);
+      else if (strcmp(a, "--disk") == 0) disk_label = v;
+      else prompt_file = v;
+    }
+    else if (a[0] == '-' && a[1] == '-') {
+      fprintf(2, "coldwarm: unknown option %s\n", a);
+      usage();
+    }
+    else if (n_prompt < KAI_AI_MAX_PROMPT) {
+      if (!parse_prompt_token("coldwarm", n_prompt, a, &prompt[n_prompt])) return 2;
+      n_prompt++;
+    }
     else {
-      fprintf(2, "usage: coldwarm [--model NAME] [--runs K] [--predict N] [--int8] [--csv] [--disk LABEL] TOK...\n");
+      fprintf(2, "coldwarm: more than %d prompt tokens\n", KAI_AI_MAX_PROMPT);
       return 2;
     }
   }
-  if (runs < 1 || runs > kMaxRuns || predict < 1 || predict > kMaxGen) {
-    fprintf(2, "coldwarm: --runs 1..%d, --predict 1..%d\n", kMaxRuns, kMaxGen);
+  if ((n_prompt > 0) + (prompt_file != nullptr) + use_stdin > 1) {
+    fprintf(2, "coldwarm: give the prompt one way: token ids, --prompt-file or --stdin\n");
     return 2;
   }
-  int r = ai_wait_model_ready(model, 600, model, nullptr);
-  if (r < 0) {
-    fprintf(2, "coldwarm: model: %s\n", strerror(r));
-    return 1;
+  if (prompt_file || use_stdin) {
+    long got = read_prompt_ids("coldwarm", prompt_file, prompt, KAI_AI_MAX_PROMPT);
+    if (got < 0) return 2;
+    n_prompt = uint32_t(got);
   }
+  kai_ai_model_info mi{};
+  if (ai_open_model("coldwarm", model, 600, model, &mi) < 0) return 1;
   if (n_prompt == 0) prompt[n_prompt++] = 1;
+  // Both paths would refuse these; saying so here names the argument.
+  if (!prompt_ids_in_vocab("coldwarm", prompt, n_prompt, model, mi.vocab_size)) return 2;
+  if (n_prompt + predict > mi.runtime_seq_len) {
+    fprintf(2, "coldwarm: prompt (%u tokens) + --predict %u exceeds model %s's runtime_seq_len %u\n", n_prompt,
+            predict, model, mi.runtime_seq_len);
+    return 2;
+  }
 
   static Sample cold[kMaxRuns], warm[kMaxRuns];
   static uint32_t cold_ids[kMaxGen], warm_ids[kMaxGen];

@@ -8,6 +8,12 @@
 
 int main(int argc, char** argv) {
   const char* how = argc > 1 ? argv[1] : "null";
+  bool known = false;
+  for (const char* h : {"null", "write", "ill", "jump"}) known |= strcmp(how, h) == 0;
+  if (!known || argc > 2) {
+    fprintf(2, "crash: unexpected argument '%s'\nusage: crash [null|write|ill|jump]\n", argv[known ? 2 : 1]);
+    return 2;
+  }
   printf("crash: %s, pid %d\n", how, getpid());
   if (strcmp(how, "write") == 0) {
     *reinterpret_cast<volatile int*>(0) = 42;

@@ -1,7 +1,8 @@
 // df: free and used space and inodes of the root file system.
 #include "kai.h"
 
-int main() {
+int main(int argc, char** argv) {
+  no_arguments("df", argc, argv);
   kai_statfs s;
   int r = statfs(&s);
   if (r < 0) {

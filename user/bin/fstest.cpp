@@ -217,6 +217,10 @@ static void nospace() {
 }
 
 int main(int argc, char** argv) {
+  if (argc > 2 || (argc == 2 && strcmp(argv[1], "-nospace") != 0)) {
+    fprintf(2, "fstest: unexpected argument '%s'\nusage: fstest [-nospace]\n", argv[argc > 2 ? 2 : 1]);
+    return 2;
+  }
   basics();
   names();
   pipes_and_dup();

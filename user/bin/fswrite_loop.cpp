@@ -86,7 +86,11 @@ int main(int argc, char** argv) {
   bool check = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "-v") == 0) check = true;
-    else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) count = atol(argv[++i]);
+    else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) count = number_option("fswrite_loop", "-n", argv[++i], 0, 100000000);
+    else if (argv[i][0] == '-') {
+      fprintf(2, "fswrite_loop: unknown option '%s'\nusage: fswrite_loop [-v] [-n COUNT] [DIR]\n", argv[i]);
+      return 2;
+    }
     else dir = argv[i];
   }
   if (check) return verify(dir);

@@ -10,7 +10,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     char* end;
     long pid = strtol(argv[i], &end, 10);
-    if (*end || end == argv[i]) {
+    if (*end || end == argv[i] || pid < 1 || pid > 0x7fffffff) {
       fprintf(2, "kill: %s: not a process id\n", argv[i]);
       rc = 1;
       continue;

@@ -44,13 +44,6 @@ int cmp_u32(const void* a, const void* b) {
   }
 }
 
-bool parse_u32(const char* s, uint32_t* out) {
-  char* end;
-  unsigned long v = strtoul(s, &end, 10);
-  if (!*s || *end || v > 1000000) return false;
-  *out = static_cast<uint32_t>(v);
-  return true;
-}
 
 }  // namespace
 
@@ -61,8 +54,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
     bool ok = true;
-    if (!strcmp(a, "--seconds") && i + 1 < argc) ok = parse_u32(argv[++i], &seconds) && seconds > 0;
-    else if (!strcmp(a, "--predict") && i + 1 < argc) ok = parse_u32(argv[++i], &predict) && predict > 0;
+    if (!strcmp(a, "--seconds") && i + 1 < argc) seconds = number_option("lateness", a, argv[++i], 1, 3600);
+    else if (!strcmp(a, "--predict") && i + 1 < argc) predict = number_option("lateness", a, argv[++i], 1, KAI_AI_MAX_OUTPUT);
     else if (!strcmp(a, "--load") && i + 1 < argc) model = argv[++i];
     else if (!strcmp(a, "--int8")) int8 = true;
     else ok = false;
@@ -77,10 +70,7 @@ int main(int argc, char** argv) {
   if (model) {
     kai_ai_model_info mi;
     char name[KAI_AI_MODEL_NAME_MAX];
-    if (int r = ai_wait_model_ready(model, 300, name, &mi); r < 0) {
-      printf("lateness: model %s: %s\n", model, strerror(r));
-      return 1;
-    }
+    if (ai_open_model("lateness", model, 300, name, &mi) < 0) return 1;
     pipe(fds);
     loader = fork();
     if (loader == 0) {

@@ -133,10 +133,11 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--asset-dir") == 0 && i + 1 < argc) dir = argv[++i];
     else if (strcmp(argv[i], "--float") == 0) b.opt.matvec = llm::MatvecKind::Float;
-    else if (strcmp(argv[i], "--group") == 0 && i + 1 < argc) b.opt.int8_group = uint32_t(atoi(argv[++i]));
+    else if (strcmp(argv[i], "--group") == 0 && i + 1 < argc) b.opt.int8_group = number_option("perfbench", argv[i], argv[i + 1], 0, 65536), i++;
     else if (strcmp(argv[i], "--quick") == 0) quick = true;
-    else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) b.repeat = uint32_t(atoi(argv[++i]));
+    else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) b.repeat = number_option("perfbench", argv[i], argv[i + 1], 1, 1000), i++;
     else {
+      fprintf(2, "perfbench: unexpected argument '%s'\n", argv[i]);
       fprintf(2, "usage: perfbench [--asset-dir D] [--float] [--group G] [--quick] [--repeat R]\n");
       return 2;
     }

@@ -47,8 +47,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   memset(buf, 1, bufsize);
-  int passes = argc == 4 ? atoi(argv[3]) : 3;
-  if (passes < 1) passes = 1;
+  int passes = argc == 4 ? int(number_option("readbench", "PASSES", argv[3], 1, 1000)) : 3;
   uint64_t total = 0, best_ns = ~0ull;
   for (int pass = 0; pass < passes; pass++) {
     int fd = open(argv[1], O_RDONLY);

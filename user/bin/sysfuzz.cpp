@@ -188,11 +188,6 @@ bool is_error(uint64_t r) { return int64_t(r) < 0 && int64_t(r) > -4096; }
   exit(static_cast<int>(made / 100) | seen | (static_cast<int>(wrong < 255 ? wrong : 255) << kWrongShift));
 }
 
-bool parse(const char* s, uint64_t* out) {
-  char* end;
-  *out = strtoull(s, &end, 10);
-  return *s && *end == 0;
-}
 
 }  // namespace
 
@@ -203,10 +198,13 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--calls")) dst = &calls;
     else if (!strcmp(argv[i], "--seed")) dst = &seed;
     else if (!strcmp(argv[i], "--limit-s")) dst = &limit_s;
-    if (!dst || i + 1 >= argc || !parse(argv[i + 1], dst) || (dst == &calls && calls > 10000000)) {
-      fprintf(2, "usage: sysfuzz [--calls N] [--seed S] [--limit-s T]  (bad argument: %s)\n", argv[i]);
+    if (!dst || i + 1 >= argc) {
+      fprintf(2, "sysfuzz: %s: unknown option or missing value\n"
+                 "usage: sysfuzz [--calls N] [--seed S] [--limit-s T]\n", argv[i]);
       return 2;
     }
+    uint32_t hi = dst == &calls ? 10000000 : dst == &limit_s ? 86400 : 0xffffffffu;
+    *dst = number_option("sysfuzz", argv[i], argv[i + 1], dst == &limit_s ? 1 : 0, hi);
     i++;
   }
   calls -= calls % 100;

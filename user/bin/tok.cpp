@@ -69,6 +69,21 @@ int main(int argc, char** argv) {
   int rest = 3;
   bool hex = argc > 3 && strcmp(argv[3], "-x") == 0;
   if (hex) rest++;
+  // The command line is checked before the model is opened.
+  bool known = false;
+  for (const char* c : {"info", "encode", "prompt", "decode"}) known |= strcmp(cmd, c) == 0;
+  if (!known) {
+    fprintf(2, "tok: unknown command '%s'\n", cmd);
+    return usage();
+  }
+  if (strcmp(cmd, "info") == 0 && argc > 3) {
+    fprintf(2, "tok: unexpected argument '%s' (info takes none)\n", argv[3]);
+    return 2;
+  }
+  if (strcmp(cmd, "decode") == 0 && rest == argc) {
+    fprintf(2, "tok: decode: no token ids\n");
+    return 2;
+  }
   KaiText text;
   char err[160];
   if (text.open(model, err, sizeof err) < 0) {
@@ -106,8 +121,8 @@ int main(int argc, char** argv) {
     for (int i = rest; i < argc; i++) {
       uint32_t id;
       if (parse_u32(argv[i], 0xFFFFFFFEu, &id) < 0) {
-        fprintf(2, "tok: '%s' is not a token id\n", argv[i]);
-        return 1;
+        fprintf(2, "tok: token %d: '%s' is not a token id\n", i - rest, argv[i]);
+        return 2;
       }
       auto r = d.push(id, buf, sizeof buf);
       if (r.is_error()) {

@@ -1,9 +1,11 @@
-// User-side helpers of the AI service: ai_call, waiting for a model, and
+// User-side helpers of the AI service: ai_call, waiting for a model (and
+// saying why there is none), and
 // turning kernel timestamps into the latency figures students report.
 #include "kai_ai.h"
 #include "kai_string.h"
 #include "kai_stdio.h"
 #include "kai_stdlib.h"
+#include <initializer_list>
 #include "llm_sample.h"
 
 extern "C" struct kai_ai_submit ai_request(const char* model, const uint32_t* prompt,
@@ -35,8 +37,16 @@ extern "C" int ai_wait_model_ready(const char* name, int timeout_s, char* name_o
     int r = ai_info(&info);
     if (r < 0) return r;
     int found = -1;
-    for (uint32_t i = 0; i < info.n_models; i++)
-      if (name[0] == 0 || strcmp(info.models[i].name, name) == 0) { found = static_cast<int>(i); break; }
+    if (name[0] == 0) {
+      // Any model: the first ready one, else the first still loading (wait
+      // for it), else the first (they all failed).
+      for (int want : {KAI_AI_MODEL_READY, KAI_AI_MODEL_LOADING, KAI_AI_MODEL_FAILED}) {
+        for (uint32_t i = 0; found < 0 && i < info.n_models; i++)
+          if (info.models[i].state == want) found = static_cast<int>(i);
+      }
+    }
+    for (uint32_t i = 0; found < 0 && name[0] && i < info.n_models; i++)
+      if (strcmp(info.models[i].name, name) == 0) found = static_cast<int>(i);
     if (found >= 0) {
       const kai_ai_model_info& m = info.models[found];
       if (m.state == KAI_AI_MODEL_FAILED) return -KAI_ENODEV;
@@ -51,6 +61,19 @@ extern "C" int ai_wait_model_ready(const char* name, int timeout_s, char* name_o
     if (waited >= timeout_s * 10) return -KAI_EAGAIN;
     sleep(10);
   }
+}
+
+extern "C" int ai_open_model(const char* prog, const char* name, int timeout_s, char* name_out,
+                             struct kai_ai_model_info* mi) {
+  int r = ai_wait_model_ready(name, timeout_s, name_out, mi);
+  if (r == 0) return 0;
+  const char* shown = name[0] ? name : "(any)";
+  const char* why = r == -KAI_ENOENT ? (name[0] ? "no such model under /AI" : "no model under /AI")
+                    : r == -KAI_ENODEV ? "failed to load (the kernel's boot messages say why)"
+                    : r == -KAI_EAGAIN ? "still loading when the wait ran out"
+                    : strerror(r);
+  fprintf(2, "%s: model %s: %s\n", prog, shown, why);
+  return r;
 }
 
 extern "C" struct ai_latency_ns ai_latency_ns_of(const struct kai_ai_result* r) {
@@ -165,15 +188,25 @@ extern "C" int ai_generation_option(const char* prog, int argc, char** argv, int
     return 1;
   }
   if (strcmp(opt, "--seed") == 0) {
-    char* end;
-    unsigned long long seed = strtoull(v, &end, 10);
-    if (!*v || *end || *v == '-') {
-      fprintf(2, "%s: --seed: '%s' is not a number\n", prog, v);
+    // Digit by digit with an overflow check: strtoull would take 2^64 as
+    // 2^64 - 1 and say nothing.
+    uint64_t seed = 0;
+    bool ok = *v != 0;
+    for (const char* p = v; ok && *p; p++) {
+      uint64_t d = uint64_t(*p - '0');
+      ok = *p >= '0' && *p <= '9' && seed <= (~0ull - d) / 10;
+      seed = seed * 10 + d;
+    }
+    if (!ok) {
+      fprintf(2, "%s: --seed: '%s' is not a number from 0 to 18446744073709551615\n", prog, v);
       return -1;
     }
     g->sampling.seed = seed;
     return 1;
   }
+  // The repetition penalty looks at most KAI_AI_MAX_REPEAT_LAST_N tokens
+  // back: a longer window could not take effect, so it is refused rather
+  // than silently shortened.
   bool top_k = strcmp(opt, "--top-k") == 0;
   uint32_t* field = top_k ? &g->sampling.top_k : &g->sampling.repeat_last_n;
   uint32_t max = top_k ? 1u << 20 : KAI_AI_MAX_REPEAT_LAST_N;

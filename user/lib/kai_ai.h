@@ -16,10 +16,15 @@ long ai_call(const char* model, const uint32_t* prompt, uint32_t prompt_len, uin
              uint32_t* out, uint32_t capacity, struct kai_ai_result* res);
 
 // Waits (polling ai_info once per 100 ms, at most timeout_s seconds) until
-// the named model (or, with name == "" , the first model) is ready; copies
+// the named model (or, with name == "", the first model that is ready or
+// still loading) is ready; copies
 // its name into name_out (KAI_AI_MODEL_NAME_MAX bytes) and its info into
 // *mi. Returns 0, or -KAI_ENOENT / -KAI_ENODEV / -KAI_EAGAIN (timeout).
 int ai_wait_model_ready(const char* name, int timeout_s, char* name_out, struct kai_ai_model_info* mi);
+// The same, for a program's command line: on failure prints
+// "PROG: model NAME: why" (no such model, failed to load, still loading)
+// and returns the error.
+int ai_open_model(const char* prog, const char* name, int timeout_s, char* name_out, struct kai_ai_model_info* mi);
 
 // Latency breakdown of a finished request, in nanoseconds. The one place in
 // user space where these formulas are written (tools/bench.py has the same

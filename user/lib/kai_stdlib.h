@@ -19,6 +19,9 @@ int parse_u32(const char* s, uint32_t max, uint32_t* out);
 // "PROG: OPTION: 'VALUE' is not a number from LO to HI" on standard error and
 // exit status 2 (nothing runs).
 uint32_t number_option(const char* prog, const char* option, const char* value, uint32_t lo, uint32_t hi);
+// For a program that takes no arguments: if there are any, prints
+// "PROG: unexpected argument 'ARG' (PROG takes no arguments)" and exits 2.
+void no_arguments(const char* prog, int argc, char** argv);
 long labs(long x);
 
 // The heap grows with sbrk(); free() returns memory for reuse and gives the

@@ -31,7 +31,12 @@ int KaiText::open(const char* model, char* err, size_t errcap) {
   }
   int fd = ::open(path, O_RDONLY);
   if (fd < 0) {
-    if (fd == -KAI_ENOENT) set_err(err, errcap, model, " has no TOK.BIN (no tokenizer: use token ids)");
+    struct kai_stat dir_st;
+    char dir[160];
+    snprintf(dir, sizeof dir, "%s%s", is_dir ? "" : "/AI/", model);
+    if (fd == -KAI_ENOENT && stat(dir, &dir_st) < 0)
+      set_err(err, errcap, "no model ", model, is_dir ? " (no such directory)" : " under /AI");
+    else if (fd == -KAI_ENOENT) set_err(err, errcap, model, " has no TOK.BIN (no tokenizer: use token ids)");
     else set_err(err, errcap, path, ": ", strerror(fd));
     return fd;
   }

@@ -191,6 +191,13 @@ uint32_t number_option(const char* prog, const char* option, const char* value, 
   return v;
 }
 
+void no_arguments(const char* prog, int argc, char** argv) {
+  if (argc > 1) {
+    fprintf(2, "%s: unexpected argument '%s' (%s takes no arguments)\n", prog, argv[1], prog);
+    exit(2);
+  }
+}
+
 int parse_u32(const char* s, uint32_t max, uint32_t* out) {
   if (s == nullptr || *s == 0) return -KAI_EINVAL;
   uint64_t v = 0;

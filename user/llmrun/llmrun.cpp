@@ -255,7 +255,20 @@ struct Runner {
   bool run(const uint32_t* prompt, uint32_t n_prompt, uint32_t n_predict) {
     auto ok = llm::check_request(model.config(), prompt, n_prompt, n_predict);
     if (ok.is_error()) {
-      errln(ok.error().message);
+      err(ok.error().message);
+      if (ok.error().code == llm::ErrorCode::TokenOutOfRange) {
+        // The runtime's message names the position; say the value too.
+        for (uint32_t i = 0; i < n_prompt; i++) {
+          if (prompt[i] >= model.config().vocab_size) {
+            char b[96];
+            TextBuf(b, sizeof b).str(" (id ").u64(prompt[i]).str("; model ").str(name).str(" has ")
+                .u64(model.config().vocab_size).str(" tokens)");
+            err(b);
+            break;
+          }
+        }
+      }
+      errln("");
       return false;
     }
     session.reset();
