@@ -28,10 +28,20 @@ help:
 
 # ---------------------------------------------------------------- flags
 # Bare-metal RISC-V flags: see ../shared/docs/qemu-facts.md for why each is needed.
-RV_ARCH   := -march=rv64gc -mabi=lp64d -mcmodel=medany
+# Code layout (docs/runtime.md, "Code layout"): QEMU chains translated blocks
+# only within one 4 KiB page, so kai keeps code from crossing pages by
+# construction. rv64g, not rv64gc: without compressed instructions every
+# instruction is 4 bytes at a 4-byte boundary and none can straddle a page.
+# -ffunction-sections plus PAGE_FIT (tools/page_fit.py, run on every object):
+# each function is aligned to the power of two at or above its size, so a
+# function of at most 4 KiB, with all its loops, lies inside one page.
+# tools/check_layout.py checks the linked programs (make check-layout).
+RV_ARCH   := -march=rv64g -mabi=lp64d -mcmodel=medany
 RV_COMMON := $(RV_ARCH) -ffreestanding -fno-exceptions -fno-rtti -fno-pie -no-pie \
              -fno-stack-protector -fno-threadsafe-statics -fno-asynchronous-unwind-tables \
+             -ffunction-sections \
              -nostdlib -O2 -g -Wall -Wextra -Wno-unused-parameter -std=c++20 -MMD -MP
+PAGE_FIT  = $(PYTHON) tools/page_fit.py $@
 KERNEL_CXXFLAGS := $(RV_COMMON) -Iinclude -Ikernel -Ilib -DKAI_KERNEL
 USER_CXXFLAGS   := $(RV_COMMON) -Iinclude -Iuser/lib -Ilib -DKAI_USER
 
@@ -47,15 +57,18 @@ KERNEL_ELF  := $(B)/kernel/kernel.elf
 
 kernel: $(KERNEL_ELF)
 
-$(B)/kernel/%.cpp.o: kernel/%.cpp
+$(B)/kernel/%.cpp.o: kernel/%.cpp tools/page_fit.py
 	@mkdir -p $(dir $@)
 	$(CXX_RV) $(KERNEL_CXXFLAGS) -c $< -o $@
-$(B)/kernel/%.S.o: kernel/%.S
+	$(PAGE_FIT)
+$(B)/kernel/%.S.o: kernel/%.S tools/page_fit.py
 	@mkdir -p $(dir $@)
 	$(CXX_RV) $(KERNEL_CXXFLAGS) -c $< -o $@
-$(B)/kernel-lib/lib/%.cpp.o: lib/%.cpp
+	$(PAGE_FIT)
+$(B)/kernel-lib/lib/%.cpp.o: lib/%.cpp tools/page_fit.py
 	@mkdir -p $(dir $@)
 	$(CXX_RV) $(KERNEL_CXXFLAGS) -c $< -o $@
+	$(PAGE_FIT)
 
 $(KERNEL_ELF): $(KERNEL_OBJS) kernel/kernel.ld
 	@mkdir -p $(dir $@)
@@ -82,15 +95,18 @@ UPROGS         += $(B)/user/bin/usertests
 
 user: $(UPROGS)
 
-$(B)/user/%.cpp.o: user/%.cpp
+$(B)/user/%.cpp.o: user/%.cpp tools/page_fit.py
 	@mkdir -p $(dir $@)
 	$(CXX_RV) $(USER_CXXFLAGS) -c $< -o $@
-$(B)/user/%.S.o: user/%.S
+	$(PAGE_FIT)
+$(B)/user/%.S.o: user/%.S tools/page_fit.py
 	@mkdir -p $(dir $@)
 	$(CXX_RV) $(USER_CXXFLAGS) -c $< -o $@
-$(B)/user-lib/lib/%.cpp.o: lib/%.cpp
+	$(PAGE_FIT)
+$(B)/user-lib/lib/%.cpp.o: lib/%.cpp tools/page_fit.py
 	@mkdir -p $(dir $@)
 	$(CXX_RV) $(USER_CXXFLAGS) -c $< -o $@
+	$(PAGE_FIT)
 $(B)/user/libkai.a: $(ULIB_OBJS) $(URT_OBJS)
 	@rm -f $@
 	$(CROSS)ar rcs $@ $^
