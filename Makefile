@@ -343,6 +343,15 @@ PERF_ARGS ?=
 perf: kernel user $(B)/fs-smol.img
 	$(PYTHON) tools/perf.py $(PERF_ARGS)
 
+# ---------------------------------------------------------------- code layout
+# Checks that no instruction straddles a page and no hot loop leaves its page
+# in the kernel and every user program (tools/check_layout.py; make test runs
+# it too, in tests/tools/test_layout.py). --calls also lists hot innermost
+# loops that call a function.
+.PHONY: check-layout
+check-layout: kernel user
+	$(PYTHON) tools/check_layout.py $(KERNEL_ELF) $(UPROGS)
+
 # ---------------------------------------------------------------- tests
 # The build before the tests uses every core (CI has 2; a serial build takes
 # about as long as the qemu suite there).

@@ -48,7 +48,7 @@ HOT = [re.compile(p) for p in (
     # the sampler's loops over the vocabulary
     r"llm::sample_token\(", r"llm::\(anonymous namespace\)::sift_down",
     # memory moves, and the file system's bulk copy
-    r"(memcpy|memmove|memset)$", r"copy_fast\(",
+    r"(memcpy|memmove|memset)$", r"fs::\(anonymous namespace\)::copy_fast\(",
 )]
 
 INSN = re.compile(r"^\s*([0-9a-f]+):\t([0-9a-f ]+?)\s*\t(\S+)\s*(.*)$")
