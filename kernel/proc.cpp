@@ -11,6 +11,7 @@
 #include "fdt.h"
 #include "console.h"
 #include "fs/fs.h"
+#include "idle.h"
 #include "kalloc.h"
 #include "memlayout.h"
 #include "printf.h"
@@ -407,6 +408,15 @@ ErrorOr<uint64_t> grow_process(int64_t n) {
 
 // ---------------------------------------------------------------- scheduling
 
+// For idle_wait(): is any thread waiting for a hart?
+static bool anything_runnable() {
+  for (auto& p : procs) {
+    SpinlockGuard guard(p.lock);
+    if (p.state == ProcState::Runnable) return true;
+  }
+  return false;
+}
+
 void scheduler() {
   Cpu* c = this_cpu();
   c->proc = nullptr;
@@ -425,10 +435,7 @@ void scheduler() {
       }
       p.lock.release();
     }
-    if (!ran) {
-      riscv::intr_on();
-      asm volatile("wfi");
-    }
+    if (!ran) idle_wait(anything_runnable);   // until an interrupt: an IPI from wakeup(), a tick
   }
 }
 
@@ -479,11 +486,16 @@ void sleep(const void* chan, Spinlock& lk) {
 
 void wakeup(const void* chan) {
   Process* me = current_process();
+  uint32_t woken = 0;
   for (auto& p : procs) {
     if (&p == me) continue;
     SpinlockGuard guard(p.lock);
-    if (p.state == ProcState::Sleeping && p.chan == chan) p.state = ProcState::Runnable;
+    if (p.state == ProcState::Sleeping && p.chan == chan) {
+      p.state = ProcState::Runnable;
+      woken++;
+    }
   }
+  if (woken) wake_idle_harts(woken);   // an idle hart runs them now, not at its next tick
 }
 
 void procdump() {

@@ -1,12 +1,24 @@
 // Row teams: see row_team.h. Locking: lock_ protects generation_, fn_,
 // arg_ and pending_; helpers sleep on &generation_, the worker on &pending_.
+// Before sleeping, each side spins on its counter for at most kSpinNs,
+// reading it with atomic loads outside the lock; it then takes the lock and
+// checks again, so the spin is only a faster path to the same answer.
 #include "row_team.h"
 #include "../printf.h"
 #include "../proc.h"
+#include "../trap.h"
 
 namespace ai {
 
 namespace {
+
+// Spins while still_waiting() holds, for at most kSpinNs.
+template <typename Pred>
+void spin_briefly(Pred still_waiting) {
+  uint64_t deadline = clock_ns() + kSpinNs;
+  while (still_waiting() && clock_ns() < deadline) {
+  }
+}
 
 // A helper thread's argument: its team and part number, packed in one
 // static table (kernel threads take one pointer).
@@ -50,6 +62,8 @@ void RowTeam::helper_loop(uint32_t part) {
   for (;;) {
     void (*fn)(void*, uint32_t);
     void* arg;
+    // The next job often comes at once: the next matrix product of the pass.
+    spin_briefly([&] { return __atomic_load_n(&generation_, __ATOMIC_ACQUIRE) == seen; });
     {
       SpinlockGuard guard(lock_);
       while (generation_ == seen) sleep(&generation_, lock_);
@@ -59,7 +73,8 @@ void RowTeam::helper_loop(uint32_t part) {
     }
     fn(arg, part);   // computes with interrupts on: preemptible like any thread
     SpinlockGuard guard(lock_);
-    if (--pending_ == 0) wakeup(&pending_);
+    __atomic_store_n(&pending_, pending_ - 1, __ATOMIC_RELEASE);   // the worker may be spinning
+    if (pending_ == 0) wakeup(&pending_);
   }
 }
 
@@ -73,10 +88,12 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg) {
     fn_ = fn;
     arg_ = arg;
     pending_ = parts_ - 1;
-    generation_++;
+    __atomic_store_n(&generation_, generation_ + 1, __ATOMIC_RELEASE);   // helpers may be spinning
     wakeup(&generation_);
   }
   fn(arg, 0);
+  // The parts are even, so the helpers finish about now.
+  spin_briefly([&] { return __atomic_load_n(&pending_, __ATOMIC_ACQUIRE) != 0; });
   SpinlockGuard guard(lock_);
   while (pending_ > 0) sleep(&pending_, lock_);
 }

@@ -12,6 +12,13 @@
 // them like anyone else, so a team never keeps a hart from the system.
 // Results do not depend on the number of parts: each output row is computed
 // by exactly one part, in the same order as on one hart.
+//
+// Hand-off speed: a pass posts a job per matrix product, hundreds per token,
+// so a helper must see a job within microseconds. Each waiting side first
+// watches its counter for a short, bounded time (kSpinNs; the next job or
+// the last helper usually arrives within it), then sleeps. A sleeping
+// thread's hart idles in `wfi`, and wakeup() sends that hart an IPI
+// (kernel/idle.cpp), so a hand-off never waits for a timer tick.
 #pragma once
 #include <stdint.h>
 #include "../error.h"
@@ -20,6 +27,10 @@
 namespace ai {
 
 constexpr uint32_t kMaxTeamParts = 8;
+// How long a waiting side spins before it sleeps. Short: a spinning hart is
+// a busy host thread under QEMU, taken from harts that compute when there
+// are more harts than host cores.
+constexpr uint64_t kSpinNs = 20'000;
 
 class RowTeam {
  public:
@@ -40,6 +51,8 @@ class RowTeam {
 
   Spinlock lock_{"ai-rows"};
   uint32_t parts_ = 1;
+  // generation_ and pending_ change under lock_, and are also read without
+  // it (atomic loads) while a side spins.
   uint64_t generation_ = 0;          // bumped for every job (under lock_)
   void (*fn_)(void*, uint32_t) = nullptr;
   void* arg_ = nullptr;
