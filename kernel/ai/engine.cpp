@@ -298,7 +298,7 @@ namespace {
 
 // llm::Parallel's run(): the worker's row team runs every part.
 void team_run(void* ctx, uint32_t parts, void (*fn)(void* arg, uint32_t part), void* arg) {
-  (void)parts;   // == the team's parts (set in engine_forward)
+  (void)parts;   // == the team's chunks (set in engine_forward)
   static_cast<RowTeam*>(ctx)->run(fn, arg);
 }
 
@@ -313,7 +313,7 @@ ErrorOr<void> engine_forward(uint32_t worker, EngineModel* em, bool int8_activat
     TRY(ensure_memory(eb.mem, eb.bytes, llm::Batch::bytes_needed(cfg, kMaxBudget)));
     if (eb.batch.init(em->model, eb.mem, eb.bytes, kMaxBudget, options_for(int8_activations)).is_error())
       return Errno::NoMem;
-    eb.parallel.parts = teams[worker].parts();
+    eb.parallel.parts = teams[worker].chunks();
     eb.parallel.ctx = &teams[worker];
     eb.parallel.run = team_run;
     eb.batch.set_parallel(&eb.parallel);
