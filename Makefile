@@ -334,10 +334,14 @@ bench-engine: kernel user $(B)/fs-smol.img
 	$(PYTHON) tools/engine_study.py --out $(ENGINE_OUT) $(ENGINE_ARGS)
 
 # ---------------------------------------------------------------- perf
-# The batched forward pass (lib/llm_batch.h) on the SmolLM2-135M shape, int8:
-# instructions per multiply-add in exact mode (QEMU -icount) and tokens/s in
-# one real-time boot, decode@1..16 and prefill@16/64/255 (docs/runtime.md).
-# A benchmark, not a test; about 10 minutes here. PERF_ARGS=--quick: 3 cases.
+# What a student waits for, on the SmolLM2-135M shape, int8 (docs/runtime.md):
+# real time of cold and warm TTFT/TPOT (paired runs), the per-token cost with
+# 8 clients, one request with ai.harts=1/2 at -smp 2 and 3 harts at -smp 4,
+# each as median [min..max] of 5 runs in one boot per configuration, with
+# nanoseconds per instruction counted in exact mode (QEMU -icount), the
+# instructions per multiply-add of the batched pass, QEMU's `info jit` and
+# the host-noise check. A benchmark, not a test; about 10 minutes on a quiet
+# host. PERF_ARGS="--repeat 7", "--no-exact", "--full-perfbench", "--out F".
 .PHONY: perf
 PERF_ARGS ?=
 perf: kernel user $(B)/fs-smol.img
