@@ -27,8 +27,9 @@ Each case also gets nanoseconds of real time per counted instruction (its
 real time over its exact-mode instruction count): a case that runs slow for
 its work stands out (code that crosses pages, a hand-off that waits).
 Every real-time boot runs `calib` (a fixed integer loop) first and last;
-a boot whose calibration moved, or ran slower than the fastest boot's, by
-more than 15% is flagged as run on a noisy host (tools/benchlib/noise.py).
+a boot whose calibration moved, or ran slower than the median of all the
+boots' calibrations, by more than 15% is flagged as run on a noisy host
+(tools/benchlib/noise.py).
 
 Prints one table, dated, with the host's load (uptime) before and after,
 ready to paste into docs/runtime.md. A benchmark, not a test: it asserts
@@ -312,7 +313,8 @@ def report(exact, real, boots, jit, repeat, started, up_before, up_after):
             lines.append(f"info jit after the -smp 1 boot: {tbs} translation blocks, {cp} cross a page "
                          f"({cpp}%), direct jumps {dj} ({djp}%)")
     if boots:
-        ref = min(min(b, a) for _, b, a in boots if b and a) if all(b and a for _, b, a in boots) else None
+        calibs = [t for _, b, a in boots for t in (b, a) if t]
+        ref = statistics.median(calibs) if calibs else None
         for label, before, after in boots:
             flags, _ = noise.calibration_flags(before, after, ref)
             lines.append(f"calib {label}: {before} -> {after} us" +
