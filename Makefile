@@ -30,7 +30,7 @@ help:
 	@echo "make clean      remove build/"
 
 # ---------------------------------------------------------------- flags
-# Bare-metal RISC-V flags. rv64gc/lp64d: QEMU virt's harts have the F and D
+# Bare-metal RISC-V flags. lp64d: QEMU virt's harts have the F and D
 # extensions, so floats pass in registers. medany: the kernel runs at
 # 0x80200000, beyond the +-2 GiB around address 0 that the default code
 # model (medlow) can reach. Nothing here could support the rest: no PIE (no
@@ -38,10 +38,20 @@ help:
 # thread-safe statics (no threads library for the guard), no unwind tables
 # (no exceptions), -nostdlib (no libc); -lgcc at link time supplies the few
 # helpers the compiler calls.
-RV_ARCH   := -march=rv64gc -mabi=lp64d -mcmodel=medany
+# Code layout (docs/runtime.md, "Code layout"): QEMU chains translated blocks
+# only within one 4 KiB page, so kai keeps code from crossing pages by
+# construction. rv64g, not rv64gc: without compressed instructions every
+# instruction is 4 bytes at a 4-byte boundary and none can straddle a page.
+# -ffunction-sections plus PAGE_FIT (tools/page_fit.py, run on every object):
+# each function is aligned to the power of two at or above its size, so a
+# function of at most 4 KiB, with all its loops, lies inside one page.
+# tools/check_layout.py checks the linked programs (make check-layout).
+RV_ARCH   := -march=rv64g -mabi=lp64d -mcmodel=medany
 RV_COMMON := $(RV_ARCH) -ffreestanding -fno-exceptions -fno-rtti -fno-pie -no-pie \
              -fno-stack-protector -fno-threadsafe-statics -fno-asynchronous-unwind-tables \
+             -ffunction-sections \
              -nostdlib -O2 -g -Wall -Wextra -Wno-unused-parameter -std=c++20 -MMD -MP
+PAGE_FIT  = $(PYTHON) tools/page_fit.py $@
 KERNEL_CXXFLAGS := $(RV_COMMON) -Iinclude -Ikernel -Ilib
 USER_CXXFLAGS   := $(RV_COMMON) -Iinclude -Iuser/lib -Ilib
 
@@ -57,15 +67,18 @@ KERNEL_ELF  := $(B)/kernel/kernel.elf
 
 kernel: $(KERNEL_ELF)
 
-$(B)/kernel/%.cpp.o: kernel/%.cpp
+$(B)/kernel/%.cpp.o: kernel/%.cpp tools/page_fit.py
 	@mkdir -p $(dir $@)
 	$(CXX_RV) $(KERNEL_CXXFLAGS) -c $< -o $@
-$(B)/kernel/%.S.o: kernel/%.S
+	$(PAGE_FIT)
+$(B)/kernel/%.S.o: kernel/%.S tools/page_fit.py
 	@mkdir -p $(dir $@)
 	$(CXX_RV) $(KERNEL_CXXFLAGS) -c $< -o $@
-$(B)/kernel-lib/lib/%.cpp.o: lib/%.cpp
+	$(PAGE_FIT)
+$(B)/kernel-lib/lib/%.cpp.o: lib/%.cpp tools/page_fit.py
 	@mkdir -p $(dir $@)
 	$(CXX_RV) $(KERNEL_CXXFLAGS) -c $< -o $@
+	$(PAGE_FIT)
 
 $(KERNEL_ELF): $(KERNEL_OBJS) kernel/kernel.ld
 	@mkdir -p $(dir $@)
@@ -92,15 +105,18 @@ UPROGS         += $(B)/user/bin/usertests
 
 user: $(UPROGS)
 
-$(B)/user/%.cpp.o: user/%.cpp
+$(B)/user/%.cpp.o: user/%.cpp tools/page_fit.py
 	@mkdir -p $(dir $@)
 	$(CXX_RV) $(USER_CXXFLAGS) -c $< -o $@
-$(B)/user/%.S.o: user/%.S
+	$(PAGE_FIT)
+$(B)/user/%.S.o: user/%.S tools/page_fit.py
 	@mkdir -p $(dir $@)
 	$(CXX_RV) $(USER_CXXFLAGS) -c $< -o $@
-$(B)/user-lib/lib/%.cpp.o: lib/%.cpp
+	$(PAGE_FIT)
+$(B)/user-lib/lib/%.cpp.o: lib/%.cpp tools/page_fit.py
 	@mkdir -p $(dir $@)
 	$(CXX_RV) $(USER_CXXFLAGS) -c $< -o $@
+	$(PAGE_FIT)
 $(B)/user/libkai.a: $(ULIB_OBJS) $(URT_OBJS)
 	@rm -f $@
 	$(CROSS)ar rcs $@ $^
@@ -403,14 +419,27 @@ $(B)/models/mid-llama/INFO.TXT: $(MODEL_TOOLS)
 	$(PYTHON) tools/make_model.py --preset mid-llama --dtype q8 --out $(dir $@)
 
 # ---------------------------------------------------------------- perf
-# The batched forward pass (lib/llm_batch.h) on the SmolLM2-135M shape, int8:
-# instructions per multiply-add in exact mode (QEMU -icount) and tokens/s in
-# one real-time boot, decode@1..16 and prefill@16/64/255 (docs/runtime.md).
-# A benchmark, not a test; about 10 minutes here. PERF_ARGS=--quick: 3 cases.
+# What a student waits for, on the SmolLM2-135M shape, int8 (docs/runtime.md):
+# real time of cold and warm TTFT/TPOT (paired runs), the per-token cost with
+# 8 clients, one request with ai.harts=1/2 at -smp 2 and 3 harts at -smp 4,
+# each as median [min..max] of 5 runs in one boot per configuration, with
+# nanoseconds per instruction counted in exact mode (QEMU -icount), the
+# instructions per multiply-add of the batched pass, QEMU's `info jit` and
+# the host-noise check. A benchmark, not a test; about 10 minutes on a quiet
+# host. PERF_ARGS="--repeat 7", "--no-exact", "--full-perfbench", "--out F".
 .PHONY: perf
 PERF_ARGS ?=
 perf: kernel user $(B)/fs-smol.img
 	$(PYTHON) tools/perf.py $(PERF_ARGS)
+
+# ---------------------------------------------------------------- code layout
+# Checks that no instruction straddles a page and no hot loop leaves its page
+# in the kernel and every user program (tools/check_layout.py; make test runs
+# it too, in tests/tools/test_layout.py). --calls also lists hot innermost
+# loops that call a function.
+.PHONY: check-layout
+check-layout: kernel user
+	$(PYTHON) tools/check_layout.py $(KERNEL_ELF) $(UPROGS)
 
 # ---------------------------------------------------------------- tests
 # The build before the tests uses every core (CI has 2; a serial build takes

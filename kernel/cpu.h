@@ -23,6 +23,8 @@ struct Cpu {
   bool intena = false;          // were interrupts on before push_interrupts_off()?
   uint64_t hartid = 0;          // SBI/PLIC hart id
   bool started = false;
+  uint32_t idle = 0;            // 1: in the scheduler's wfi, waiting for work (idle.cpp; atomics
+                                // only, and 32 bits: RV64 swaps words, not bytes)
   // Names of the spinlocks this hart holds (innermost last), for panic messages.
   static constexpr int MAX_HELD = 8;
   const char* held[MAX_HELD] = {};

@@ -11,6 +11,7 @@
 #include "fdt.h"
 #include "console.h"
 #include "fs/fs.h"
+#include "idle.h"
 #include "kalloc.h"
 #include "memlayout.h"
 #include "printf.h"
@@ -427,6 +428,15 @@ ErrorOr<uint64_t> grow_process(int64_t n) {
 // being saved (it would start running on a stack still in use), and no
 // wakeup() can slip between sleep()'s "state = Sleeping" and the switch.
 
+// For idle_wait(): is any thread waiting for a hart?
+static bool anything_runnable() {
+  for (auto& p : procs) {
+    SpinlockGuard guard(p.lock);
+    if (p.state == ProcState::Runnable) return true;
+  }
+  return false;
+}
+
 void scheduler() {
   Cpu* c = this_cpu();
   c->proc = nullptr;
@@ -457,15 +467,11 @@ void scheduler() {
       }
       p.lock.release();
     }
-    if (!ran) {
-      // Nothing runnable: wait for an interrupt (the timer within one tick,
-      // 10 ms, or a device) instead of spinning, so an idle hart leaves its
-      // host CPU to the busy ones. Interrupts must be on, or wfi would wait
-      // for one that is never taken. A process made runnable by another hart
-      // in the meantime waits for this hart's next interrupt.
-      riscv::intr_on();
-      asm volatile("wfi");
-    }
+    // Nothing runnable: wait for an interrupt instead of spinning, so an idle
+    // hart leaves its host CPU to the busy ones: an IPI that wakeup() sends
+    // to an idle hart when it makes a thread runnable, a timer tick (10 ms)
+    // or a device (kernel/idle.cpp, docs/kernel.md).
+    if (!ran) idle_wait(anything_runnable);
   }
 }
 
@@ -527,11 +533,16 @@ void sleep(const void* chan, Spinlock& lk) {
 
 void wakeup(const void* chan) {
   Process* me = current_process();
+  uint32_t woken = 0;
   for (auto& p : procs) {
     if (&p == me) continue;
     SpinlockGuard guard(p.lock);
-    if (p.state == ProcState::Sleeping && p.chan == chan) p.state = ProcState::Runnable;
+    if (p.state == ProcState::Sleeping && p.chan == chan) {
+      p.state = ProcState::Runnable;
+      woken++;
+    }
   }
+  if (woken) wake_idle_harts(woken);   // an idle hart runs them now, not at its next tick
 }
 
 void procdump() {

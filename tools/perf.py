@@ -1,51 +1,329 @@
 #!/usr/bin/python3
-"""The batched-inference benchmark (`make perf`): instructions per multiply-add
-of the forward pass on the SmolLM2-135M-shape model, int8 activations.
+"""`make perf`: what a student waits for, and the work behind it, on the
+SmolLM2-135M-shape model with int8 activations.
 
-    perf.py [--image IMG] [--kernel ELF] [--memory SIZE] [--quick] [--out FILE]
-            [--timeout S] [--no-real] [--no-exact] [--repeat R]
+    perf.py [--image IMG] [--kernel ELF] [--memory SIZE] [--repeat R] [--out FILE]
+            [--timeout S] [--no-exact] [--no-real] [--full-perfbench]
 
-Boots kai twice with the image's /perfbench (user/bin/perfbench.cpp):
-  1. exact mode (qemu_run --deterministic: QEMU -icount shift=0, one hart): the
-     guest clock counts instructions, 1 ns each, so `ns` of a case IS its
-     instruction count, reproducible to the instruction;
-  2. real time (one hart too): tokens per second of the same cases, each the
-     fastest of --repeat runs (real time on a shared host is noisy).
-For each case (decode@B: B requests, one token each, in one pass; prefill@N:
-an N-token prompt in one pass) it prints the runtime's own multiply-add count,
-the instructions, instructions per multiply-add and real tokens/s, then
-  perf: instr/MAC decode@1=A decode@8=B prefill@64=C
-Also two real-time ratios: the per-token cost at batch 8
-over batch 1, and the time of a 64-token prefill over 64 decode steps.
-This is a benchmark, not a test: it asserts nothing. Standard library only.
+Two kinds of figures (docs/runtime.md, "make perf"):
+
+Exact mode (qemu_run --deterministic, QEMU -icount, one hart): the guest clock
+counts instructions, 1 ns each, so a time in this boot IS an instruction
+count, the same on any host. One boot runs
+  perfbench --quick   instructions per multiply-add of the batched forward
+                      pass (decode@1, decode@8, prefill@64);
+  coldwarm --runs 1   instructions of the cold path (llmrun) and the warm path
+                      (also those of one request, `ai --timing`, below);
+  aibench 8 clients   instructions per token with 8 requests batched.
+
+Real time (the wall clock of the host), one boot per configuration, each
+case repeated R times (default 5), reported as median [min..max]:
+  -smp 1            coldwarm --runs R: cold and warm alternate, one pair per
+                    run (the pairs give the warm/cold ratios); then aibench
+                    with 8 clients, R times; then QEMU's `info jit`;
+  -smp 2 ai.harts=1, -smp 2 ai.harts=2, -smp 4 (ai.harts=3):
+                    the same one request (ai --timing), R times.
+Each case also gets nanoseconds of real time per counted instruction (its
+real time over its exact-mode instruction count): a case that runs slow for
+its work stands out (code that crosses pages, a hand-off that waits).
+Every real-time boot runs `calib` (a fixed integer loop) first and last;
+a boot whose calibration moved, or ran slower than the median of all the
+boots' calibrations, by more than 15% is flagged as run on a noisy host
+(tools/benchlib/noise.py).
+
+Prints one table, dated, with the host's load (uptime) before and after,
+ready to paste into docs/runtime.md. A benchmark, not a test: it asserts
+nothing. About 10 minutes on a quiet 2-core host. Standard library only.
 """
 import argparse
+import datetime
 import os
 import re
+import socket
+import statistics
+import subprocess
 import sys
+import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import qemu_run  # noqa: E402
+from benchlib import noise  # noqa: E402
 
-LINE = re.compile(r"^perf case=(\w+) batch=(\d+) tokens=(\d+) macs=(\d+) ns=(\d+) weight_bytes=(\d+)", re.M)
+PROMPT_IDS = "504 3575 282 4649 314"   # "The capital of France is" in SmolLM2's tokenizer
+PREDICT = 16
+MODEL = "SMOL"
+COLDWARM = f"coldwarm --model {MODEL} --int8 --csv --predict {PREDICT} --runs {{runs}} {PROMPT_IDS}"
+ONE_REQUEST = f"ai --model {MODEL} --int8 --timing --predict {PREDICT} {PROMPT_IDS}"
+BATCH_CLIENTS = 8
+BATCH = (f"aibench --model {MODEL} --int8 --clients {BATCH_CLIENTS} --requests 1 --prompt 4 "
+         f"--predict {PREDICT}")
+CALIB = "calib"
+
+PERF_LINE = re.compile(r"^perf case=(\w+) batch=(\d+) tokens=(\d+) macs=(\d+) ns=(\d+)", re.M)
+COLDWARM_LINE = re.compile(r"^coldwarm,(\d+),(cold|warm),(\d+),(\d+),(\d+),(\d+),(\d+)", re.M)
+AI_TIMING = re.compile(r"timing model=\S+ path=warm .*?ttft_us=(\d+) .*?tpot_us=(\d+) .*?total_us=(\d+)")
+AIBENCH_DONE = re.compile(r"requests: (\d+) done, (\d+) failed.*?wall ([\d.]+) s")
+CALIB_LINE = re.compile(r"calib: (\d+) iterations in (\d+) us")
+JIT = {"tbs": re.compile(r"^TB count\s+(\d+)", re.M),
+       "cross_page": re.compile(r"^cross page TB count\s+(\d+) \((\d+)%\)", re.M),
+       "direct": re.compile(r"^direct jump count\s+(\d+) \((\d+)%\)", re.M)}
 
 
-def run_bench(args, exact):
-    cmd = "perfbench --quick" if args.quick else "perfbench"
-    if not exact:
-        cmd += f" --repeat {args.repeat}"
-    res = qemu_run.run([cmd], image=args.image, kernel=args.kernel, smp=1, memory=args.memory,
-                       timeout=args.timeout, boot_timeout=120, snapshot=True, deterministic=exact)
-    if not res.ok or "perfbench done" not in res.transcript:
-        sys.stderr.write(res.transcript[-3000:])
-        raise SystemExit(f"perf: {'exact' if exact else 'real-time'} boot failed: {res.error or 'no perfbench done'}")
-    cases = {}
-    for m in LINE.finditer(res.transcript):
-        kind, batch, tokens, macs, ns, wbytes = m.group(1), *map(int, m.groups()[1:])
-        cases[f"{kind}@{batch}"] = {"tokens": tokens, "macs": macs, "ns": ns, "weight_bytes": wbytes}
-    return cases
+class Boot:
+    """One QEMU session: run a command, get what it printed."""
+
+    def __init__(self, args, smp, append="", exact=False, monitor=None):
+        self.label = f"-smp {smp}" + (f" {append}" if append else "") + (" (exact)" if exact else "")
+        self.monitor = monitor
+        self.session = qemu_run.Session(args.image, args.kernel, smp, args.memory, snapshot=True,
+                                        boot_timeout=300, append=append, deterministic=exact,
+                                        monitor=monitor)
+        if not self.session.booted:
+            self.fail("boot failed")
+
+    def fail(self, why):
+        sys.stderr.write(self.session.transcript[-3000:])
+        self.session.close()
+        raise SystemExit(f"perf: {self.label}: {why}")
+
+    def run(self, command, timeout):
+        start = self.session.mark()
+        if not self.session.command(command, timeout):
+            self.fail(f"'{command}' did not finish in {timeout:.0f} s")
+        text = self.session.transcript[start:]
+        if any(m in text for m in qemu_run.PANIC_MARKERS):
+            self.fail("kernel panic")
+        return text
+
+    def calib(self):
+        m = CALIB_LINE.search(self.run(CALIB, 600))
+        return int(m.group(2)) if m else None
+
+    def info_jit(self):
+        """QEMU's translation statistics from the monitor (HMP), or {}."""
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(10)
+                s.connect(self.monitor)
+                text = _read_until(s, b"(qemu)")
+                s.sendall(b"info jit\n")
+                text = _read_until(s, b"TB hash buckets")
+        except OSError as e:
+            return {"error": str(e)}
+        out = {}
+        for key, rx in JIT.items():
+            m = rx.search(text)
+            if m:
+                out[key] = tuple(int(g) for g in m.groups())
+        return out
+
+    def close(self):
+        try:
+            self.session.halt()
+        finally:
+            self.session.close()
+
+
+def _read_until(sock, token):
+    buf = b""
+    while token not in buf:
+        data = sock.recv(4096)
+        if not data:
+            break
+        buf += data
+    return buf.decode("utf-8", errors="replace")
+
+
+def spread(values):
+    """'median [min..max] (n)' of a list of numbers, in the unit given."""
+    return statistics.median(values), min(values), max(values), len(values)
+
+
+def coldwarm_runs(text):
+    runs = {}
+    for m in COLDWARM_LINE.finditer(text):
+        run, path = int(m.group(1)), m.group(2)
+        e2e, load, ttft, tpot, prefill = map(int, m.groups()[2:])
+        runs.setdefault(run, {})[path] = {"ttft": ttft, "tpot": tpot, "e2e": e2e, "load": load}
+    return [r for _, r in sorted(runs.items()) if "cold" in r and "warm" in r]
+
+
+def batch_cost_us(text):
+    """Microseconds of wall time per generated token of one aibench run."""
+    m = AIBENCH_DONE.search(text)
+    if not m or int(m.group(1)) != BATCH_CLIENTS:
+        return None
+    return float(m.group(3)) * 1e6 / (BATCH_CLIENTS * PREDICT)
+
+
+def one_request(text):
+    m = AI_TIMING.search(text)
+    return {"ttft": int(m.group(1)), "tpot": int(m.group(2))} if m else None
+
+
+def exact_boot(args):
+    """Instruction counts (exact mode, one hart)."""
+    out = {}
+    b = Boot(args, 1, exact=True)
+    try:
+        text = b.run("perfbench" if args.full_perfbench else "perfbench --quick", args.timeout)
+        out["perfbench"] = {f"{m.group(1)}@{m.group(2)}": (int(m.group(4)), int(m.group(5)))
+                            for m in PERF_LINE.finditer(text)}
+        runs = coldwarm_runs(b.run(COLDWARM.format(runs=1), args.timeout))
+        if runs:
+            for path in ("cold", "warm"):
+                for k in ("ttft", "tpot"):
+                    out[f"{path} {k}"] = runs[0][path][k] * 1000   # us of virtual time -> instructions
+        cost = batch_cost_us(b.run(BATCH, args.timeout))
+        if cost:
+            out["batch8"] = cost * 1000
+        # One request (ai --timing) is coldwarm's warm run: the same instructions.
+        if "warm ttft" in out:
+            out["one ttft"], out["one tpot"] = out["warm ttft"], out["warm tpot"]
+    finally:
+        b.close()
+    return out
+
+
+def real_boots(args):
+    """Real-time figures, one boot per configuration."""
+    cases, boots, jit = {}, [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        b = Boot(args, 1, monitor=os.path.join(tmp, "monitor.sock"))
+        try:
+            before = b.calib()
+            pairs = coldwarm_runs(b.run(COLDWARM.format(runs=args.repeat), args.timeout))
+            for path in ("cold", "warm"):
+                for k in ("ttft", "tpot"):
+                    cases[f"{path} {k}"] = [p[path][k] for p in pairs]
+            cases["pairs"] = pairs
+            cases["batch8"] = [c for c in (batch_cost_us(b.run(BATCH, args.timeout))
+                                           for _ in range(args.repeat)) if c]
+            after = b.calib()
+            jit = b.info_jit()
+            boots.append((b.label, before, after))
+        finally:
+            b.close()
+    for smp, harts in ((2, 1), (2, 2), (4, 3)):
+        b = Boot(args, smp, append=f"ai.harts={harts}")
+        try:
+            before = b.calib()
+            runs = [one_request(b.run(ONE_REQUEST, args.timeout)) for _ in range(args.repeat)]
+            runs = [r for r in runs if r]
+            cases[f"smp{smp} harts{harts} ttft"] = [r["ttft"] for r in runs]
+            cases[f"smp{smp} harts{harts} tpot"] = [r["tpot"] for r in runs]
+            after = b.calib()
+            boots.append((b.label, before, after))
+        finally:
+            b.close()
+    return cases, boots, jit
+
+
+def uptime():
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "uptime unavailable"
+
+
+def qemu_version():
+    try:
+        out = subprocess.run(["qemu-system-riscv64", "--version"], capture_output=True, text=True).stdout
+        return out.splitlines()[0].replace("QEMU emulator version", "QEMU").strip()
+    except (OSError, IndexError):
+        return "QEMU ?"
+
+
+# (row label, real-time case, exact-mode case, smp, harts)
+ROWS = [
+    ("cold TTFT (llmrun)", "cold ttft", "cold ttft", 1, 1),
+    ("cold TPOT (llmrun)", "cold tpot", "cold tpot", 1, 1),
+    ("warm TTFT", "warm ttft", "warm ttft", 1, 1),
+    ("warm TPOT", "warm tpot", "warm tpot", 1, 1),
+    (f"warm per token, {BATCH_CLIENTS} clients", "batch8", "batch8", 1, 1),
+    ("one request TPOT", "smp2 harts1 tpot", "one tpot", 2, 1),
+    ("one request TPOT", "smp2 harts2 tpot", "one tpot", 2, 2),
+    ("one request TPOT", "smp4 harts3 tpot", "one tpot", 4, 3),
+    ("one request TTFT", "smp2 harts1 ttft", "one ttft", 2, 1),
+    ("one request TTFT", "smp2 harts2 ttft", "one ttft", 2, 2),
+]
+
+
+def ratio_line(name, num, den):
+    if not num or not den or len(num) != len(den):
+        return None
+    r = [a / b for a, b in zip(num, den)]
+    return f"{name} = {statistics.median(r):.3f} [{min(r):.3f}..{max(r):.3f}]"
+
+
+def report(exact, real, boots, jit, repeat, started, up_before, up_after):
+    lines = [f"make perf, {started:%Y-%m-%d %H:%M} UTC, {qemu_version()}, {os.cpu_count()} host cores",
+             f"host load before: {up_before}",
+             f"host load after:  {up_after}",
+             f"model {MODEL} (SmolLM2-135M shape), int8 activations, prompt of 5 tokens, "
+             f"{PREDICT} generated; real time: median [min..max] of {repeat} runs",
+             "",
+             f"| case | -smp | ai.harts | real time, ms | instructions (exact) | ns per instruction |",
+             "|---|---|---|---|---|---|"]
+    per_instr = {}
+    for label, rcase, ecase, smp, harts in ROWS:
+        vals = real.get(rcase) or []
+        ins = exact.get(ecase)
+        if vals:
+            med, lo, hi, n = spread(vals)
+            rt = f"{med / 1000:.1f} [{lo / 1000:.1f}..{hi / 1000:.1f}]"
+        else:
+            rt, med = "-", None
+        nspi = med * 1000 / ins if med and ins else None
+        if nspi:
+            per_instr[(label, smp, harts)] = nspi
+        lines.append(f"| {label} | {smp} | {harts} | {rt} | {f'{ins / 1e6:.1f} M' if ins else '-'} | "
+                     f"{f'{nspi:.3f}' if nspi else '-'} |")
+    lines.append("")
+    pairs = real.get("pairs") or []
+    for text in (ratio_line("warm/cold TPOT (paired runs, -smp 1)",
+                            [p["warm"]["tpot"] for p in pairs], [p["cold"]["tpot"] for p in pairs]),
+                 ratio_line("warm/cold TTFT (paired runs, -smp 1)",
+                            [p["warm"]["ttft"] for p in pairs], [p["cold"]["ttft"] for p in pairs])):
+        if text:
+            lines.append(text)
+    h1, h2, h3 = (real.get(f"smp{s} harts{h} tpot") for s, h in ((2, 1), (2, 2), (4, 3)))
+    if h1 and h2:
+        lines.append(f"one request TPOT, ai.harts=2 / ai.harts=1 at -smp 2 = "
+                     f"{statistics.median(h2) / statistics.median(h1):.3f} (medians)")
+    if h2 and h3:
+        lines.append(f"one request TPOT, -smp 4 (3 harts) / -smp 2 (2 harts) = "
+                     f"{statistics.median(h3) / statistics.median(h2):.3f} (medians)")
+    one_hart = [v for (label, smp, harts), v in per_instr.items() if harts == 1]
+    if one_hart:
+        med = statistics.median(one_hart)
+        worst = max(one_hart, key=lambda v: abs(v / med - 1))
+        lines.append(f"ns per instruction, one-hart cases: median {med:.3f}, furthest off "
+                     f"{(worst / med - 1) * 100:+.0f}%")
+    if jit:
+        if "error" in jit:
+            lines.append(f"info jit: monitor unavailable ({jit['error']})")
+        else:
+            tbs = jit.get("tbs", (0,))[0]
+            cp, cpp = jit.get("cross_page", (0, 0))
+            dj, djp = jit.get("direct", (0, 0))
+            lines.append(f"info jit after the -smp 1 boot: {tbs} translation blocks, {cp} cross a page "
+                         f"({cpp}%), direct jumps {dj} ({djp}%)")
+    if boots:
+        calibs = [t for _, b, a in boots for t in (b, a) if t]
+        ref = statistics.median(calibs) if calibs else None
+        for label, before, after in boots:
+            flags, _ = noise.calibration_flags(before, after, ref)
+            lines.append(f"calib {label}: {before} -> {after} us" +
+                         (f"  NOISY HOST: {'; '.join(flags)}" if flags else ""))
+    pb = exact.get("perfbench") or {}
+    if pb:
+        lines.append("instr/MAC (exact, perfbench): " +
+                     " ".join(f"{k}={ns / macs:.2f}" for k, (macs, ns) in pb.items()))
+    return "\n".join(lines) + "\n"
 
 
 def main(argv=None):
@@ -53,38 +331,24 @@ def main(argv=None):
     ap.add_argument("--image", default=os.path.join(ROOT, "build", "fs-smol.img"))
     ap.add_argument("--kernel", default=os.path.join(ROOT, "build", "kernel", "kernel.elf"))
     ap.add_argument("--memory", default="1G")
-    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds for the perfbench command")
-    ap.add_argument("--quick", action="store_true", help="decode@1, decode@8, prefill@64 only")
-    ap.add_argument("--no-real", action="store_true", help="skip the real-time boot")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per guest command")
+    ap.add_argument("--repeat", type=int, default=5, help="real-time runs per case (default 5)")
+    ap.add_argument("--no-real", action="store_true", help="skip the real-time boots")
     ap.add_argument("--no-exact", action="store_true", help="skip the exact-mode boot")
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="real time: run each case this often, report the fastest (default 3)")
+    ap.add_argument("--full-perfbench", action="store_true",
+                    help="all perfbench cases (decode@1..16, prefill@16..255), not --quick")
     ap.add_argument("--out", help="also write the table to this file")
     args = ap.parse_args(argv)
+    if args.repeat < 1:
+        ap.error(f"--repeat: {args.repeat} is not a count of at least 1")
 
-    exact = {} if args.no_exact else run_bench(args, True)
-    real = {} if args.no_real else run_bench(args, False)
-    lines = [f"# {qemu_run.TIME_MODE_EXACT} (instructions); tokens/s in real time, one hart",
-             f"{'case':<12} {'tokens':>6} {'MACs':>13} {'instructions':>14} {'instr/MAC':>9} "
-             f"{'weight bytes/token':>18} {'tokens/s (real)':>15}"]
-    for name in (exact or real):
-        c, r = exact.get(name), real.get(name)
-        base = c or r
-        tps = f"{r['tokens'] / (r['ns'] / 1e9):.2f}" if r else "-"
-        ins = f"{c['ns']:>14} {c['ns'] / c['macs']:>9.2f}" if c else f"{'-':>14} {'-':>9}"
-        lines.append(f"{name:<12} {base['tokens']:>6} {base['macs']:>13} {ins} "
-                     f"{base['weight_bytes'] // base['tokens']:>18} {tps:>15}")
-    for name, table in (("exact", exact), ("real", real)):
-        d1, d8, p64 = table.get("decode@1"), table.get("decode@8"), table.get("prefill@64")
-        if d1 and d8:
-            lines.append(f"{name}: per-token cost at batch 8 / batch 1 = "
-                         f"{(d8['ns'] / d8['tokens']) / d1['ns']:.3f}")
-        if d1 and p64:
-            lines.append(f"{name}: 64-token prefill / 64 decode steps = {p64['ns'] / (64 * d1['ns']):.3f}")
-    ipm = {k: exact[k]["ns"] / exact[k]["macs"] for k in ("decode@1", "decode@8", "prefill@64") if k in exact}
-    if ipm:
-        lines.append("perf: instr/MAC " + " ".join(f"{k}={v:.2f}" for k, v in ipm.items()))
-    text = "\n".join(lines) + "\n"
+    started = datetime.datetime.now(datetime.timezone.utc)
+    up_before = uptime()
+    t0 = time.monotonic()
+    exact = {} if args.no_exact else exact_boot(args)
+    real, boots, jit = ({}, [], {}) if args.no_real else real_boots(args)
+    text = report(exact, real, boots, jit, args.repeat, started, up_before, uptime())
+    text += f"({time.monotonic() - t0:.0f} s)\n"
     sys.stdout.write(text)
     if args.out:
         with open(args.out, "w") as f:

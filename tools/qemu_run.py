@@ -129,10 +129,12 @@ EXACT_MAX_SMP = 1
 
 
 def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G", snapshot=False,
-                 append="", deterministic=False, disk=disk_models.DEFAULT_DISK, idle_warps=False):
+                 append="", deterministic=False, disk=disk_models.DEFAULT_DISK, idle_warps=False,
+                 monitor=None):
     """QEMU's command line. disk names a disk model (tools/disk_models.py):
     QEMU throttles the drive to that device's bandwidth and IOPS.
-    idle_warps (exact mode only): ICOUNT_IDLE_WARPS instead of ICOUNT."""
+    idle_warps (exact mode only): ICOUNT_IDLE_WARPS instead of ICOUNT.
+    monitor: a Unix socket path for QEMU's monitor (HMP), e.g. for `info jit`."""
     throttle = disk_models.drive_options(disk)   # UnknownDisk (a ValueError) if bad
     cmd = ["qemu-system-riscv64", "-machine", "virt", "-bios", "default", "-kernel", kernel,
            "-m", str(memory), "-smp", str(smp), "-nographic",
@@ -151,6 +153,8 @@ def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
         cmd += ["-drive", drive, "-device", "virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0"]
     if append:
         cmd += ["-append", append]   # kernel command line, e.g. "ai.workers=2"
+    if monitor:
+        cmd += ["-monitor", f"unix:{monitor},server=on,wait=off"]
     return cmd
 
 
@@ -210,11 +214,11 @@ class Session:
 
     def __init__(self, image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
                  snapshot=True, boot_timeout=60.0, append="", deterministic=False,
-                 disk=disk_models.DEFAULT_DISK, idle_warps=False):
+                 disk=disk_models.DEFAULT_DISK, idle_warps=False, monitor=None):
         self.deterministic = deterministic
         self.disk = disk
         self.proc = subprocess.Popen(qemu_command(image, kernel, smp, memory, snapshot, append,
-                                                  deterministic, disk, idle_warps),
+                                                  deterministic, disk, idle_warps, monitor),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, bufsize=0)
         self.console = _Console(self.proc)

@@ -291,7 +291,7 @@ namespace {
 
 // llm::Parallel's run(): the worker's row team runs every part.
 void team_run(void* ctx, uint32_t parts, void (*fn)(void* arg, uint32_t part), void* arg) {
-  (void)parts;   // == the team's parts (set in engine_forward)
+  (void)parts;   // == the team's chunks (set in engine_forward)
   static_cast<RowTeam*>(ctx)->run(fn, arg);
 }
 
@@ -308,7 +308,7 @@ ErrorOr<void, Error> engine_forward(uint32_t worker, EngineModel* em, bool int8_
       return Error::make(Errno::NoMem, "forward pass", "no contiguous memory for the batch scratch");
     if (auto r = eb.batch.init(em->model, eb.mem, eb.bytes, kMaxBudget, options_for(int8_activations)); r.is_error())
       return Error::from("forward pass", r.error());
-    eb.parallel.parts = teams[worker].parts();
+    eb.parallel.parts = teams[worker].chunks();
     eb.parallel.ctx = &teams[worker];
     eb.parallel.run = team_run;
     eb.batch.set_parallel(&eb.parallel);

@@ -1,19 +1,36 @@
-// Row teams: see row_team.h. Locking: lock_ protects generation_, fn_,
-// arg_ and pending_; helpers sleep on &generation_, the worker on &pending_.
+// Row teams: see row_team.h. Locking: lock_ protects generation_, fn_ and
+// arg_; helpers sleep on &generation_, the worker on &done_ (both with
+// lock_). Parts are claimed with a compare-and-swap on next_ and counted
+// with an atomic add on done_, without the lock. Before sleeping, each side
+// spins on its counter for at most kSpinNs; it then takes the lock and
+// checks again, so the spin is only a faster path to the same answer.
 #include "row_team.h"
 #include "trace.h"
 #include "../printf.h"
 #include "../proc.h"
+#include "../trap.h"
+#include "llm_batch.h"
 
 namespace ai {
 
+static_assert(kMaxChunks == llm::kMaxParts, "the runtime splits a product into at most kMaxParts");
+
 namespace {
 
-// A helper thread's argument: its team and part number, packed in one
-// static table (kernel threads take one pointer).
+// Spins while still_waiting() holds, for at most kSpinNs.
+template <typename Pred>
+void spin_briefly(Pred still_waiting) {
+  uint64_t deadline = clock_ns() + kSpinNs;
+  while (still_waiting() && clock_ns() < deadline) {
+  }
+}
+
+constexpr uint64_t tag(uint64_t generation) { return generation << 32; }
+
+// A helper thread's argument: its team, in one static table (kernel
+// threads take one pointer).
 struct HelperArg {
   RowTeam* team;
-  uint32_t part;
 };
 constexpr uint32_t kMaxHelpers = 4 * kMaxTeamParts;
 HelperArg helper_args[kMaxHelpers];
@@ -23,11 +40,10 @@ uint32_t n_helper_args;   // only start() (at boot, one thread) touches it
 
 uint32_t RowTeam::start(uint32_t worker, uint32_t parts) {
   if (parts > kMaxTeamParts) parts = kMaxTeamParts;
-  uint32_t started = 1;   // part 0 is the worker itself
+  uint32_t started = 1;   // the worker itself
   for (uint32_t k = 1; k < parts && n_helper_args < kMaxHelpers; k++) {
     HelperArg* a = &helper_args[n_helper_args++];
     a->team = this;
-    a->part = k;
     char name[16];
     ksnprintf(name, sizeof name, "ai-rows%u.%u", worker, k);
     if (kthread_create(name, helper_main, a).is_error()) {
@@ -37,19 +53,38 @@ uint32_t RowTeam::start(uint32_t worker, uint32_t parts) {
     started++;
   }
   SpinlockGuard guard(lock_);
-  parts_ = started;
+  threads_ = started;
   worker_ = worker;
+  uint32_t chunks = started == 1 ? 1 : started * kChunksPerHart;
+  chunks_ = chunks < kMaxChunks ? chunks : kMaxChunks;
   return started;
 }
 
-void RowTeam::helper_main(void* p) {
-  auto* a = static_cast<HelperArg*>(p);
-  a->team->helper_loop(a->part);
+void RowTeam::helper_main(void* p) { static_cast<HelperArg*>(p)->team->helper_loop(); }
+
+void RowTeam::run_parts(uint64_t generation, void (*fn)(void*, uint32_t), void* arg) {
+  for (;;) {
+    uint64_t next = __atomic_load_n(&next_, __ATOMIC_ACQUIRE);
+    if ((next >> 32) != (generation & 0xffffffffu) || (next & 0xffffffffu) >= chunks_) return;
+    if (!__atomic_compare_exchange_n(&next_, &next, next + 1, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+      continue;   // another thread took this part: try the next
+    uint32_t part = static_cast<uint32_t>(next & 0xffffffffu);
+    trace::emit(KAI_TRACE_PART_BEGIN, 0, worker_, part);
+    fn(arg, part);   // preemptible like any thread
+    trace::emit(KAI_TRACE_PART_END, 0, worker_, part);
+    if (__atomic_add_fetch(&done_, 1, __ATOMIC_ACQ_REL) == chunks_) {
+      SpinlockGuard guard(lock_);   // the worker checks done_ under lock_ before it sleeps
+      wakeup(&done_);
+    }
+  }
 }
 
-void RowTeam::helper_loop(uint32_t part) {
+void RowTeam::helper_loop() {
   uint64_t seen = 0;
   for (;;) {
+    // The next job often comes at once: the next matrix product of the pass.
+    spin_briefly([&] { return __atomic_load_n(&generation_, __ATOMIC_ACQUIRE) == seen; });
     void (*fn)(void*, uint32_t);
     void* arg;
     {
@@ -59,34 +94,33 @@ void RowTeam::helper_loop(uint32_t part) {
       fn = fn_;
       arg = arg_;
     }
-    trace::emit(KAI_TRACE_PART_BEGIN, 0, worker_, part);
-    fn(arg, part);   // computes with interrupts on: preemptible like any thread
-    trace::emit(KAI_TRACE_PART_END, 0, worker_, part);
-    SpinlockGuard guard(lock_);
-    if (--pending_ == 0) wakeup(&pending_);
+    run_parts(seen, fn, arg);   // nothing left if the others were quicker
   }
 }
 
 void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg) {
-  if (parts_ <= 1) {
+  if (threads_ <= 1) {
     trace::emit(KAI_TRACE_PART_BEGIN, 0, worker_, 0);
     fn(arg, 0);
     trace::emit(KAI_TRACE_PART_END, 0, worker_, 0);
     return;
   }
+  uint64_t generation;
   {
     SpinlockGuard guard(lock_);
     fn_ = fn;
     arg_ = arg;
-    pending_ = parts_ - 1;
-    generation_++;
+    generation = (generation_ + 1) & 0xffffffffu;   // it lives in 32 bits of next_
+    __atomic_store_n(&done_, 0u, __ATOMIC_RELAXED);
+    __atomic_store_n(&next_, tag(generation), __ATOMIC_RELEASE);
+    __atomic_store_n(&generation_, generation, __ATOMIC_RELEASE);   // helpers may be spinning
     wakeup(&generation_);
   }
-  trace::emit(KAI_TRACE_PART_BEGIN, 0, worker_, 0);
-  fn(arg, 0);
-  trace::emit(KAI_TRACE_PART_END, 0, worker_, 0);
+  run_parts(generation, fn, arg);
+  // The parts left are running on other harts and end about now.
+  spin_briefly([&] { return __atomic_load_n(&done_, __ATOMIC_ACQUIRE) < chunks_; });
   SpinlockGuard guard(lock_);
-  while (pending_ > 0) sleep(&pending_, lock_);
+  while (__atomic_load_n(&done_, __ATOMIC_ACQUIRE) < chunks_) sleep(&done_, lock_);
 }
 
 }  // namespace ai

@@ -4,14 +4,29 @@
 // "run fn(arg, part) for every part and return when all are done"; this
 // file is the kernel's answer to it.
 //
-// How it works: the worker publishes a job (fn, arg, parts) under the
-// team's lock and bumps `generation`; each helper k (1..parts-1) wakes, runs
-// part k, and counts itself done; the worker runs part 0 itself, then sleeps
-// until every helper is done. Helpers are ordinary kernel threads: the
-// scheduler puts them on whichever harts are free, and the timer preempts
-// them like anyone else, so a team never keeps a hart from the system.
-// Results do not depend on the number of parts: each output row is computed
-// by exactly one part, in the same order as on one hart.
+// How it works: a team of H threads splits each product into more parts
+// than threads (kChunksPerHart per thread, at most kMaxChunks). The worker
+// publishes a job (fn, arg) under the team's lock and bumps `generation`;
+// then the worker and every helper claim parts one at a time from a shared
+// counter and run them, until none is left; the worker returns once every
+// part is done. Helpers are ordinary kernel threads: the scheduler puts
+// them on whichever harts are free, and the timer preempts them like anyone
+// else, so a team never keeps a hart from the system.
+//
+// Why claim parts rather than give thread k part k: under QEMU a hart is a
+// host thread, and with more harts than host cores (or a busy host) one of
+// them may be descheduled for milliseconds. With fixed parts the whole pass
+// would wait for that one; with claimed parts the others take over its
+// share, and a helper that wakes late finds nothing left and goes back to
+// sleep. Results do not depend on who runs a part, or on how many parts
+// there are: each output row is computed by exactly one part, the same way.
+//
+// Hand-off speed: a pass posts a job per matrix product, hundreds per token,
+// so a helper must see a job within microseconds. Each waiting side first
+// watches its counter for a short, bounded time (kSpinNs; the next job or
+// the last part usually arrives within it), then sleeps. A sleeping
+// thread's hart idles in `wfi`, and wakeup() sends that hart an IPI
+// (kernel/idle.cpp), so a hand-off never waits for a timer tick.
 #pragma once
 #include <stdint.h>
 #include "../error.h"
@@ -19,32 +34,48 @@
 
 namespace ai {
 
-constexpr uint32_t kMaxTeamParts = 8;
+constexpr uint32_t kMaxTeamParts = 8;    // threads in a team (the ai.harts limit)
+constexpr uint32_t kChunksPerHart = 4;   // parts per thread of a product
+constexpr uint32_t kMaxChunks = 16;      // == llm::kMaxParts: the runtime uses no more
+// How long a waiting side spins before it sleeps. Short: a spinning hart is
+// a busy host thread under QEMU, taken from harts that compute when there
+// are more harts than host cores.
+constexpr uint64_t kSpinNs = 20'000;
 
 class RowTeam {
  public:
   constexpr RowTeam() = default;
 
   // Starts parts-1 helper threads named ai-rows<worker>.<k>. Returns the
-  // number of parts actually available (1 if no helper could start).
+  // number of threads actually in the team (1 if no helper could start).
   uint32_t start(uint32_t worker, uint32_t parts);
 
-  uint32_t parts() const { return parts_; }
+  uint32_t parts() const { return threads_; }   // threads (harts) in the team
+  uint32_t chunks() const { return chunks_; }   // parts a product is split into
 
-  // Runs fn(arg, p) for p in [0, parts()) and returns when all are done.
+  // Runs fn(arg, c) for c in [0, chunks()) and returns when all are done.
   void run(void (*fn)(void* arg, uint32_t part), void* arg);
 
  private:
   static void helper_main(void* self_and_part);
-  void helper_loop(uint32_t part);
+  void helper_loop();
+  // Claims and runs parts of job `generation` until none is left.
+  void run_parts(uint64_t generation, void (*fn)(void*, uint32_t), void* arg);
 
   Spinlock lock_{"ai-rows"};
-  uint32_t parts_ = 1;
+  uint32_t threads_ = 1;
+  uint32_t chunks_ = 1;
   uint32_t worker_ = 0;              // the AI worker this team serves (for the trace)
+  // generation_ changes under lock_ and is also read without it (atomic
+  // loads) while a helper spins. next_ and done_ are atomics only.
   uint64_t generation_ = 0;          // bumped for every job (under lock_)
-  void (*fn_)(void*, uint32_t) = nullptr;
+  void (*fn_)(void*, uint32_t) = nullptr;   // the job (under lock_)
   void* arg_ = nullptr;
-  uint32_t pending_ = 0;             // helpers still running the current job
+  // The next part to claim: generation in the high 32 bits, part index in
+  // the low 32. One word, so a helper still holding an old job's generation
+  // can never claim (and run with the old fn) a part of a newer job.
+  uint64_t next_ = 0;
+  uint32_t done_ = 0;                // parts of the current job finished
 };
 
 }  // namespace ai

@@ -1,0 +1,49 @@
+// Idle harts: idle_wait() (the scheduler, when it found nothing to run) and
+// wake_idle_harts() (wakeup(), when it made threads runnable).
+//
+// The handshake, with Cpu::idle as the flag (accessed with atomics only):
+//
+//   idle hart                              waking hart
+//   interrupts off                         thread.state = Runnable (thread's lock)
+//   idle = true                            if idle (swap it to false): send IPI
+//   look for a runnable thread again
+//   none: wfi
+//
+// Either the idle hart's second look sees the new Runnable thread, or the
+// waker sees idle == true and sends the IPI: the thread's lock orders the
+// two. The IPI is not lost if it arrives before `wfi`: `wfi` returns at once
+// when an enabled interrupt is pending, even with interrupts off (sstatus.SIE
+// only decides whether the trap is taken; sie.SSIE lets it wake the hart).
+// The scheduler turns interrupts on again after idle_wait() and takes it.
+//
+// The IPI itself: the SBI IPI extension asks OpenSBI (M-mode) to raise a
+// supervisor software interrupt on the target hart; the trap handler only
+// clears it (trap.cpp, IRQ_S_SOFT). Under QEMU each hart is a host thread,
+// and one halted in `wfi` uses no host CPU, so waking by IPI rather than
+// spinning also keeps more harts than host cores from slowing anyone.
+#include "idle.h"
+#include "cpu.h"
+#include "riscv.h"
+#include "sbi.h"
+#include "spinlock.h"
+
+void idle_wait(bool (*anything_runnable)()) {
+  Cpu* c = this_cpu();
+  riscv::intr_off();
+  __atomic_store_n(&c->idle, 1u, __ATOMIC_SEQ_CST);
+  if (!anything_runnable()) asm volatile("wfi");
+  __atomic_store_n(&c->idle, 0u, __ATOMIC_SEQ_CST);
+}
+
+void wake_idle_harts(uint32_t threads) {
+  push_interrupts_off();   // this_cpu() must not change under us
+  int me = cpu_index();
+  for (int i = 0; i < ncpu && threads > 0; i++) {
+    if (i == me || !__atomic_load_n(&cpus[i].idle, __ATOMIC_SEQ_CST)) continue;
+    // Swap rather than store: of several wakers, one sends this hart its IPI.
+    if (!__atomic_exchange_n(&cpus[i].idle, 0u, __ATOMIC_SEQ_CST)) continue;
+    sbi::send_ipi(1, cpus[i].hartid);
+    threads--;
+  }
+  pop_interrupts_off();
+}

@@ -1,0 +1,17 @@
+// Idle harts and how work reaches them: a hart with nothing to run sleeps in
+// `wfi`, and whoever makes a thread runnable wakes one such hart at once with
+// an inter-processor interrupt (IPI) instead of leaving the thread to wait
+// for that hart's next timer tick (up to a whole tick, 10 ms). See idle.cpp
+// and docs/kernel.md, "How an idle hart is woken".
+#pragma once
+#include <stdint.h>
+
+// The scheduler's idle step, called with nothing to run: returns after an
+// interrupt has arrived (an IPI, the timer or a device), with interrupts off.
+// `anything_runnable` is asked once more after the hart has said it is idle,
+// so a thread made runnable in between is never missed.
+void idle_wait(bool (*anything_runnable)());
+
+// Wakes up to `threads` idle harts (one per newly runnable thread). Called by
+// wakeup(); cheap when no hart is idle.
+void wake_idle_harts(uint32_t threads);

@@ -1,0 +1,75 @@
+"""tools/perf.py (`make perf`) reads what the guest and QEMU print correctly
+and reports each case as median [min..max] with nanoseconds per counted
+instruction, paired warm/cold ratios, QEMU's cross-page block count and the
+host-noise flags. Guest output here is written by hand in the programs'
+formats (coldwarm --csv, aibench, ai --timing, calib, QEMU's `info jit`)."""
+import datetime
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import perf  # noqa: E402
+
+COLDWARM_OUT = """coldwarm,1,cold,4000000,200000,2300000,170000,2000000
+coldwarm,1,warm,3000000,0,2100000,180000,2000000
+coldwarm,2,cold,4100000,210000,2400000,172000,2000000
+coldwarm,2,warm,3100000,0,2000000,171000,2000000
+coldwarm,3,cold,4200000,190000,2350000,171000,2000000
+"""
+
+INFO_JIT = """Translation buffer state:
+gen code size       1579107/1073736704
+TB count            3339
+TB avg target size  14 max=240 bytes
+cross page TB count 7 (1%)
+direct jump count   1862 (55%) (2 jumps=1514 45%)
+TB hash buckets     2727/8192 (33.29% head buckets used)
+"""
+
+
+def test_coldwarm_pairs_keep_only_complete_runs():
+    runs = perf.coldwarm_runs(COLDWARM_OUT)
+    assert len(runs) == 2   # run 3 has no warm half
+    assert runs[0]["cold"]["tpot"] == 170000 and runs[0]["warm"]["ttft"] == 2100000
+    assert runs[1]["warm"]["tpot"] == 171000
+
+
+def test_batch_cost_and_one_request():
+    text = ("aibench: model SMOL, 8 clients x 1 requests, prompt 4, predict 16, int8 activations\n"
+            "requests: 8 done, 0 failed or cancelled, 0 never reported, 0 clients died; wall 12.800 s\n")
+    assert perf.batch_cost_us(text) == 12.8e6 / (8 * 16)
+    assert perf.batch_cost_us(text.replace("8 done", "7 done")) is None   # not a full batch
+    one = perf.one_request("26746 155\ntiming model=SMOL path=warm prompt=5 gen=16 queue_us=290 "
+                           "ttft_us=2754365 prefill_us=2700000 tpot_us=456246 total_us=9600000 "
+                           "iterations=16 mean_batch=1.00 finish=length\n")
+    assert one == {"ttft": 2754365, "tpot": 456246}
+    assert perf.one_request("ai: model: no such model\n") is None
+
+
+def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
+    pairs = perf.coldwarm_runs(COLDWARM_OUT)
+    real = {"cold tpot": [170000, 172000, 250000], "warm tpot": [180000, 171000, 175000],
+            "pairs": pairs, "smp2 harts1 tpot": [400000, 410000], "smp2 harts2 tpot": [220000, 230000]}
+    exact = {"cold tpot": 433_000_000, "warm tpot": 435_000_000, "one tpot": 440_000_000,
+             "perfbench": {"decode@1": (134_790_912, 432_398_700)}}
+    jit = {"tbs": (3339,), "cross_page": (7, 1), "direct": (1862, 55)}
+    boots = [("-smp 1", 100000, 101000), ("-smp 2 ai.harts=1", 100000, 130000)]
+    when = datetime.datetime(2026, 12, 3, 14, 0, tzinfo=datetime.timezone.utc)
+    text = perf.report(exact, real, boots, jit, 3, when, "load 0.10", "load 0.20")
+    assert "make perf, 2026-12-03 14:00 UTC" in text and "load 0.10" in text
+    # cold TPOT: median 172 ms of [170..250]; 172000 us / 433e6 instructions = 0.397 ns
+    assert "| cold TPOT (llmrun) | 1 | 1 | 172.0 [170.0..250.0] | 433.0 M | 0.397 |" in text
+    assert "| one request TPOT | 2 | 2 | 225.0 [220.0..230.0] | 440.0 M | 0.511 |" in text
+    # paired ratios: 180/170 and 171/172
+    assert "warm/cold TPOT (paired runs, -smp 1) = 1.027 [0.994..1.059]" in text
+    assert "ai.harts=2 / ai.harts=1 at -smp 2 = 0.556" in text
+    assert "3339 translation blocks, 7 cross a page (1%), direct jumps 1862 (55%)" in text
+    assert "calib -smp 1: 100000 -> 101000 us\n" in text
+    assert "NOISY HOST: calibration moved 30%" in text
+    assert "instr/MAC (exact, perfbench): decode@1=3.21" in text
+
+
+def test_info_jit_parsing():
+    got = {k: tuple(int(g) for g in rx.search(INFO_JIT).groups()) for k, rx in perf.JIT.items()}
+    assert got == {"tbs": (3339,), "cross_page": (7, 1), "direct": (1862, 55)}
