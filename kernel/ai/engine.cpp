@@ -113,7 +113,7 @@ ErrorOr<void, Error> read_config(const char* dir, llm::Config* cfg) {
     status = Error::make(l.error(), "LTY.BIN", "read error");
   } else if (auto parsed = llm::parse_config(page, cfg_size.value(), page + 1024, lty_bytes, have_lty, cfg);
              parsed.is_error()) {
-    status = Error::make(Errno::Invalid, "bundle", parsed.error().message);   // names the file and field
+    status = Error::make(Errno::Invalid, parsed.error().message);   // it names the file and field
   }
   kfree(page);
   return status;
@@ -190,7 +190,7 @@ ErrorOr<EngineModel*, Error> engine_load(const char* dir, ModelSummary* summary)
   auto loaded = em->model.load(em->files);
   if (loaded.is_error()) {
     kfree_contiguous(region, total);
-    return Error::make(Errno::Invalid, "bundle", loaded.error().message);
+    return Error::make(Errno::Invalid, loaded.error().message);   // it names the file and field
   }
   fill_summary(cfg, summary);
   read_eos_ids(dir, summary);

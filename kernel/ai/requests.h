@@ -6,12 +6,13 @@
 //
 //        submit()           admit()             complete()
 //  Free ─────────▶ Queued ─────────▶ Running ──────────────▶ Done ──────┐
-//                  ▲ │  │  preempt() │  │ fail()                        │
-//                  │ │  │◀───────────┤  └──────────▶ Failed ────────────┤ collect()
-//                  │ │  │ fail()     │                                  │ (ai_wait)
-//                  │ │  └───────────────────────────▶ Failed            │
-//                  │ │ cancel_queued() │ stop_cancelled()               ▼
-//                  │ └─────────────────┴──────────────▶ Cancelled ──▶ Free
+//                  │  │ ▲            │  │ fail()                        │
+//                  │  │ └────────────┤  └──────────▶ Failed ────────────┤ collect()
+//                  │  │  preempt()   │                                  │ (ai_wait)
+//                  │  │ fail()       │                                  │
+//                  │  └─────────────────────────────▶ Failed            │
+//                  │ cancel_queued() │ stop_cancelled()                 ▼
+//                  └─────────────────┴────────────────▶ Cancelled ──▶ Free
 //
 // preempt() (Running -> Queued): its KV blocks were taken back for an
 // older request; it goes back to its arrival place in the queue and is

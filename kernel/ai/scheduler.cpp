@@ -12,7 +12,7 @@
 //      context (less a cached prefix) are free or evictable; if not, it
 //      stays queued and nobody behind it is admitted (no overtaking by size);
 //   3. plan: one decode token for every request that is generating, then
-//      prefill chunks in admission order until the token budget is spent
+//      prefill chunks in batch-slot order until the token budget is spent
 //      (chunked prefill, as in Sarathi-Serve: a long prompt is spread over
 //      several iterations instead of stalling everyone's next token);
 //   4. grow or preempt: each planned request gets KV blocks for its new
@@ -146,7 +146,9 @@ BatchSlot* slot_of(WorkerBatch& w, const Request* r) {
   return nullptr;
 }
 
-// 3. How many tokens each running request feeds this iteration. Each has
+// 3. How many tokens each running request feeds this iteration. Prompt
+// chunks go in batch-slot order (a request admitted into a freed earlier
+// slot is served before an older one in a later slot). Each has
 // left = context_len - fed tokens to feed: 1 means it is generating (one
 // decode token, want_next), more means a prompt (or, after a preemption,
 // its whole context) still to go in.
@@ -260,6 +262,12 @@ uint32_t running_in(const WorkerBatch& w) {
   uint32_t n = 0;
   for (const auto& s : w.slots) n += s.request != nullptr;
   return n;
+}
+
+bool batch_idle(const WorkerBatch& w) {
+  for (const auto& s : w.slots)
+    if (s.request != nullptr && !s.request->waiting_for_blocks) return false;
+  return true;
 }
 
 Request* pick_next() {

@@ -88,12 +88,18 @@ void worker_batch_init(WorkerBatch& w, uint32_t id, llm::Session* const* session
                        EngineSession* const* engines);
 // Running requests in w.
 uint32_t running_in(const WorkerBatch& w);
+// Nothing in w can run now: no running request, or every one waits for KV
+// blocks held on another worker. The worker sleeps only then; an empty plan
+// with a request that can run (all its planned tokens went to a request
+// preempted in the same schedule) is run and committed as it is (an
+// iteration without tokens), and the next schedule plans again.
+bool batch_idle(const WorkerBatch& w);
 
 // Decides the iteration (lock held): stops cancelled requests, preempts the
 // ones another worker asked for, admits queued requests (policy, aging, KV
 // blocks), grows every planned request's block table or preempts the
-// youngest running request of its model, and writes w.plan. An empty plan
-// means nothing can run now: the worker sleeps on queue_nonempty_chan.
+// youngest running request of its model, and writes w.plan. When the plan
+// is empty and batch_idle(w), the worker sleeps on queue_nonempty_chan.
 const Plan& schedule(WorkerBatch& w);
 
 // Applies the outcome of w.plan (lock held): items[].next holds each new

@@ -129,7 +129,7 @@ WorkerBatch batches[kMaxWorkers];
   for (;;) {
     {
       SpinlockGuard guard(lock);
-      while (schedule(w).empty()) sleep(&queue_nonempty_chan, lock);
+      while (schedule(w).empty() && batch_idle(w)) sleep(&queue_nonempty_chan, lock);
     }
     // Computing for seconds with the timer masked would keep this hart
     // from every other thread (docs/kernel.md, "Preemption"): never allowed.

@@ -60,6 +60,7 @@ inline void panic(const char* fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
+  fprintf(stderr, "panic: %s\n", buf);   // Catch's fast-compile mode does not print exception text
   throw std::logic_error(buf);
 }
 

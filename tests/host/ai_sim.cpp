@@ -163,7 +163,9 @@ ai::Request* Sim::submit(const Submit& s) {
   SpinlockGuard guard(ai::lock);
   if (ai::slots_owned_by(s.pid) >= ai::max_per_process || !ai::slot_available()) return nullptr;
   if (!ai::kv_could_fit(s.model, uint32_t(s.prompt.size()) + s.n_predict)) return nullptr;   // ENOMEM at submit
+  static const uint32_t no_stop[1] = {0};
   ai::NewRequest n{};
+  n.stop = no_stop;   // as ai_submit: never null
   n.owner_pid = s.pid;
   n.model = s.model;
   n.prompt = s.prompt.data();
@@ -243,7 +245,8 @@ bool Sim::schedule(uint32_t w) {
   auto before = snapshot();
   const ai::Plan& p = ai::schedule(g_batches[w]);
   check_schedule(w, before, ai_host::now_ns);
-  in_pass_[w] = !p.empty();
+  // As the worker: it sleeps only when nothing of its batch can run.
+  in_pass_[w] = !p.empty() || !ai::batch_idle(g_batches[w]);
   check_locked();
   return in_pass_[w];
 }
@@ -322,8 +325,13 @@ void Sim::check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64
     const ai::Request* r = s.request;
     if (r == nullptr) continue;
     REQUIRE(is_running(*r));
-    if (!r->waiting_for_blocks) REQUIRE(s.count >= 1);   // every admitted request progresses
+    // Every admitted request progresses: one token per iteration when it is
+    // generating; a prompt chunk as soon as the budget reaches it.
     if (ai::context_len(*r) - r->fed == 1 && !r->waiting_for_blocks) REQUIRE(s.count == 1);
+    uint32_t& streak = starved_[r->id];
+    streak = (s.count == 0 && !r->waiting_for_blocks) ? streak + 1 : 0;
+    INFO("request " << r->id << " got no token in " << streak << " schedules of its worker");
+    REQUIRE(streak <= kMaxStarved);
     REQUIRE(r->fed + s.count <= ai::context_len(*r));
     if (s.count > 0) {
       REQUIRE(r->kv.n * B >= r->fed + s.count);

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -140,6 +141,13 @@ class Sim {
   std::vector<std::vector<uint32_t>> rows_;             // per model: [block * B + offset] = token
   std::vector<Event> events_;
   uint64_t commits_ = 0, collected_ = 0;
+  // Schedules in a row in which a running request that was not waiting for
+  // blocks got no token (the budget went to others first). Prompt chunks
+  // are handed out in batch-slot order, so a prompt in a late slot waits
+  // while requests admitted later into earlier slots prefill: the bound is
+  // a property of the workloads here, not a guarantee of the scheduler.
+  static constexpr uint32_t kMaxStarved = 1000;
+  std::map<int64_t, uint32_t> starved_;
 };
 
 }  // namespace aisim

@@ -225,10 +225,10 @@ TEST_CASE("scheduler: with two workers the victim is the model's youngest, on wh
   o.budget = 8;
   o.prefix_cache = false;
   Sim sim(o);
-  // Worker 0 admits the older request, worker 1 the younger one.
+  // Worker 0 admits the older request (and runs it a few positions ahead),
+  // worker 1 the younger one.
   int64_t older = sim.submit(Submit{1, 0, tokens(8, 1), 20, 0, 0})->id;
-  REQUIRE(sim.schedule(0));
-  sim.run_and_commit(0);
+  for (int i = 0; i < 3; i++) REQUIRE(sim.iterate(0));
   sim.advance(1000);
   int64_t younger = sim.submit(Submit{2, 0, tokens(8, 2), 20, 0, 0})->id;
   REQUIRE(sim.schedule(1));
