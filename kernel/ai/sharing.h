@@ -1,0 +1,38 @@
+// How processes share the AI service, beyond the scheduling policy: which
+// requests may share cached prompt prefixes (the cache domain), and when a
+// more urgent request may take a running one's batch slot (the preemption
+// gap). docs/ai-service.md, "Sharing the model", explains both.
+//
+// Boot options (set once by start(); read-only while workers run):
+//   ai.prefix_share=session|global|off   default session
+//   ai.preempt_gap=N                     default kDefaultPreemptGap
+#pragma once
+#include <stdint.h>
+#include <kai/ai_abi.h>
+
+namespace ai {
+
+// Who shares a cached prefix with whom.
+//   Session: requests of processes in the same Unix session (a shell and
+//            everything it starts); another session never hits, so it
+//            cannot learn from its own latency what someone else asked.
+//   Global:  every request shares with every other (fastest, not private).
+//   Off:     nobody reuses a cached prefix (as ai.prefix_cache=0).
+enum class PrefixShare : uint32_t { Session = 0, Global = 1, Off = 2 };
+extern PrefixShare prefix_share;
+const char* prefix_share_name(PrefixShare s);
+// "session", "global" or "off"; false for anything else.
+bool prefix_share_from_name(const char* name, PrefixShare* out);
+
+// Under the priority policy, a queued request whose priority number is
+// lower (better) than a running request's by at least preempt_gap takes
+// that request's batch slot at the next iteration boundary. A preemption
+// costs the victim a recomputation of everything it had fed, so a small
+// difference in priority is not worth it: the default keeps the 16 levels
+// in about three bands (0-4, 5-10, 11-15). A gap above the priority range
+// (kNoPriorityPreemption) turns priority preemption off.
+constexpr uint32_t kDefaultPreemptGap = 5;
+constexpr uint32_t kNoPriorityPreemption = KAI_AI_MAX_PRIORITY + 1;
+extern uint32_t preempt_gap;
+
+}  // namespace ai
