@@ -44,6 +44,7 @@
 #define KAI_AI_POLICY_FCFS     0    // first come, first served
 #define KAI_AI_POLICY_SJF      1    // shortest remaining work first (prompt + tokens to generate)
 #define KAI_AI_POLICY_PRIORITY 2    // lowest kai_ai_submit.priority first, then arrival
+#define KAI_AI_POLICY_FAIR     3    // the least-served client first (virtual token counters)
 
 // ai_control commands (only init or the console's foreground process may use them)
 #define KAI_AI_CTL_SET_POLICY 1     // arg: KAI_AI_POLICY_*
