@@ -1,4 +1,5 @@
-// The sharing options of the AI service (sharing.h): their values and names.
+// The sharing options of the AI service (sharing.h): their values and
+// names, the fair policy's counters and what ai_info shows of them.
 #include "sharing.h"
 #include "../string.h"
 
@@ -6,6 +7,8 @@ namespace ai {
 
 PrefixShare prefix_share = PrefixShare::Session;
 uint32_t preempt_gap = kDefaultPreemptGap;
+FairCounters fair_counters;
+uint64_t priority_preemptions;
 
 const char* prefix_share_name(PrefixShare s) {
   switch (s) {
@@ -25,6 +28,30 @@ bool prefix_share_from_name(const char* name, PrefixShare* out) {
     }
   }
   return false;
+}
+
+void fill_sharing_info(kai_ai_info& info) {
+  info.prefix_share = static_cast<uint32_t>(prefix_share);
+  info.preempt_gap = preempt_gap;
+  info.priority_preemptions = priority_preemptions;
+  FairClient all[kMaxFairClients];
+  int n = fair_counters.snapshot(all, kMaxFairClients);
+  // Busiest first (insertion sort: at most 64 entries), then the first
+  // KAI_AI_MAX_CLIENTS of them.
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && all[j].served > all[j - 1].served; j--) {
+      FairClient t = all[j];
+      all[j] = all[j - 1];
+      all[j - 1] = t;
+    }
+  info.n_clients = 0;
+  for (int i = 0; i < n && i < KAI_AI_MAX_CLIENTS; i++) {
+    kai_ai_client& c = info.clients[info.n_clients++];
+    c.pid = all[i].client;
+    c.served = all[i].served;
+    c.prompt_tokens = all[i].prompt_tokens;
+    c.output_tokens = all[i].output_tokens;
+  }
 }
 
 }  // namespace ai

@@ -9,6 +9,7 @@
 #pragma once
 #include <stdint.h>
 #include <kai/ai_abi.h>
+#include "fair_share.h"
 
 namespace ai {
 
@@ -18,7 +19,11 @@ namespace ai {
 //            cannot learn from its own latency what someone else asked.
 //   Global:  every request shares with every other (fastest, not private).
 //   Off:     nobody reuses a cached prefix (as ai.prefix_cache=0).
-enum class PrefixShare : uint32_t { Session = 0, Global = 1, Off = 2 };
+enum class PrefixShare : uint32_t {
+  Session = KAI_AI_PREFIX_SHARE_SESSION,
+  Global = KAI_AI_PREFIX_SHARE_GLOBAL,
+  Off = KAI_AI_PREFIX_SHARE_OFF,
+};
 extern PrefixShare prefix_share;
 const char* prefix_share_name(PrefixShare s);
 // "session", "global" or "off"; false for anything else.
@@ -34,5 +39,15 @@ bool prefix_share_from_name(const char* name, PrefixShare* out);
 constexpr uint32_t kDefaultPreemptGap = 5;
 constexpr uint32_t kNoPriorityPreemption = KAI_AI_MAX_PRIORITY + 1;
 extern uint32_t preempt_gap;
+
+// The fair policy's counters, one per process that has submitted (kept
+// under every policy, so aistat can show how the service was shared), and
+// the preemptions made for priority. Protected by ai::lock.
+extern FairCounters fair_counters;
+extern uint64_t priority_preemptions;
+
+// The sharing part of ai_info (lock held): prefix_share, preempt_gap,
+// priority_preemptions and the clients, busiest first.
+void fill_sharing_info(kai_ai_info& info);
 
 }  // namespace ai

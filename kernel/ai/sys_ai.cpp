@@ -3,6 +3,7 @@
 #include "requests.h"
 #include "models.h"
 #include "engine.h"
+#include "sharing.h"
 #include "../proc.h"
 #include "../trap.h"
 #include "../string.h"
@@ -158,6 +159,7 @@ SyscallResult sys_ai_wait() {
   res.finish_reason = r->finish_reason;
   res.cached_tokens = r->cached_tokens;
   res.preemptions = r->preemptions;
+  res.client_served = fair_counters.served(r->owner_pid);
   // A bad buffer keeps the result: the caller may wait again with a good one.
   if (r->n_generated > 0) TRY(copy_to_user(out, r->output, r->n_generated));
   if (!result.is_null()) TRY(copy_to_user(result, &res));
@@ -253,6 +255,7 @@ SyscallResult sys_ai_info() {
     info.prefix_hit_requests = kv.prefix_hit_requests;
     info.prefix_hit_tokens = kv.prefix_hit_tokens;
     info.preemptions = kv.preemptions;
+    fill_sharing_info(info);
     for (int i = 0; i < n_models; i++) {
       const Model& m = models[i];
       kai_ai_model_info& mi = info.models[i];
