@@ -57,7 +57,7 @@ void start() {
   prefix_cache_enabled = prefix != 0;
   char name[64];
   if (bootarg_str(g_boot, "ai.policy", name, sizeof name) && !policy_from_name(name, &policy))
-    kprintf("ai: unknown ai.policy=%s (fcfs, sjf or priority); using %s\n", name, policy_name(policy));
+    kprintf("ai: unknown ai.policy=%s (fcfs, sjf, priority or fair); using %s\n", name, policy_name(policy));
   if (bootarg_str(g_boot, "ai.prefix_share", name, sizeof name) && !prefix_share_from_name(name, &prefix_share))
     kprintf("ai: unknown ai.prefix_share=%s (session, global or off); using %s\n", name,
             prefix_share_name(prefix_share));
