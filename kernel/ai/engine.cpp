@@ -8,7 +8,7 @@
 #include "../kalloc.h"
 #include "../printf.h"
 #include "../string.h"
-#include "service.h"
+#include "limits.h"
 #include "row_team.h"
 
 namespace ai {
@@ -261,6 +261,8 @@ void engine_session_map(EngineSession* s, const llm::KvPool* pool, const uint32_
   if (pool) s->session.set_kv_pages(pool, table, n);
 }
 
+llm::Session* engine_runtime_session(EngineSession* s) { return &s->session; }
+
 ErrorOr<void> engine_session_resume(EngineSession* s, uint32_t pos) {
   if (pos == 0) return {};
   if (s->session.resume_at(pos).is_error()) return Errno::Invalid;
@@ -281,8 +283,8 @@ uint32_t engine_team_parts(uint32_t worker) {
 }
 
 // Per worker: the runtime's Batch (scratch for one pass over up to
-// token_budget tokens), bound to the (model, activation kind) it last ran,
-// the item array handed to it, and the row team behind its Parallel hook.
+// kMaxBudget tokens), bound to the (model, activation kind) it last ran,
+// and the row team behind its Parallel hook.
 struct EngineBatch {
   llm::Batch batch;
   void* mem = nullptr;
@@ -290,7 +292,6 @@ struct EngineBatch {
   EngineModel* bound_model = nullptr;
   bool bound_int8 = false;
   llm::Parallel parallel;
-  llm::BatchItem items[kMaxBudget];
 };
 static EngineBatch batches[kMaxWorkers];
 
@@ -305,7 +306,7 @@ void team_run(void* ctx, uint32_t parts, void (*fn)(void* arg, uint32_t part), v
 }  // namespace
 
 ErrorOr<void> engine_forward(uint32_t worker, EngineModel* em, bool int8_activations,
-                             BatchToken* items, uint32_t n) {
+                             llm::BatchItem* items, uint32_t n) {
   if (worker >= uint32_t(kMaxWorkers) || n > kMaxBudget) return Errno::Invalid;
   EngineBatch& eb = batches[worker];
   if (eb.bound_model != em || eb.bound_int8 != int8_activations) {
@@ -320,17 +321,9 @@ ErrorOr<void> engine_forward(uint32_t worker, EngineModel* em, bool int8_activat
     eb.bound_model = em;
     eb.bound_int8 = int8_activations;
   }
-  for (uint32_t i = 0; i < n; i++) {
-    eb.items[i].session = &items[i].session->session;
-    eb.items[i].token = items[i].token;
-    eb.items[i].phase = items[i].prefill ? llm::Phase::Prefill : llm::Phase::Decode;
-    eb.items[i].want_next = items[i].want_next;
-    eb.items[i].next = 0;
-  }
   // One pass over the weights for all n tokens; each token's result is
   // exactly what it would be alone (lib/llm_batch.h).
-  if (eb.batch.forward(eb.items, n).is_error()) return Errno::Invalid;
-  for (uint32_t i = 0; i < n; i++) items[i].next = eb.items[i].next;
+  if (eb.batch.forward(items, n).is_error()) return Errno::Invalid;
   return {};
 }
 

@@ -9,6 +9,7 @@
 #include "llm_config.h"
 #include "llm_sample.h"
 #include "llm_session.h"
+#include "llm_batch.h"
 
 namespace ai {
 
@@ -50,15 +51,8 @@ ErrorOr<void> engine_session_begin(EngineSession* s, EngineModel* model, bool in
 ErrorOr<void> engine_session_resume(EngineSession* s, uint32_t pos);
 // The session's block table for the next pass (paged sessions only).
 void engine_session_map(EngineSession* s, const llm::KvPool* pool, const uint32_t* table, uint32_t n);
-
-// One token of one request in a batched forward pass.
-struct BatchToken {
-  EngineSession* session;
-  uint32_t token;       // fed at the session's next position
-  bool prefill;         // a prompt token (else a decode token): which work counter it is charged to
-  bool want_next;       // the last prompt token or a decode token: the classifier runs for it
-  uint32_t next;        // out: the greedy next token when want_next
-};
+// The runtime's Session inside s: what a batch item (llm::BatchItem) names.
+llm::Session* engine_runtime_session(EngineSession* s);
 
 // Gives worker `worker` a row team of `harts` parts (row_team.h): its
 // batched passes split every matrix product's rows over that many harts.
@@ -68,10 +62,11 @@ uint32_t engine_team_parts(uint32_t worker);
 
 // Runs items[0..n) through `model` in one pass over its weights (tokens of
 // one session consecutive and in order; all sessions begun with the same
-// model and activation kind). Each item's effect is exactly that of running
-// it alone: the tokens are the same whatever the batch.
+// model and activation kind), writing each wanted next token into
+// items[i].next. Each item's effect is exactly that of running it alone:
+// the tokens are the same whatever the batch.
 ErrorOr<void> engine_forward(uint32_t worker, EngineModel* model, bool int8_activations,
-                             BatchToken* items, uint32_t n);
+                             llm::BatchItem* items, uint32_t n);
 
 // The next token of `session` drawn with the sampler (lib/llm_sample.h)
 // from the logits of its newest position; `recent` are the last tokens of

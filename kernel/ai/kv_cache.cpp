@@ -3,11 +3,7 @@
 // LRU); the lookup table of cached prefix blocks; the operations the worker
 // calls (admit, grow, publish, release). Locking: ai::lock for everything.
 #include "kv_cache.h"
-#include "requests.h"
-#include "models.h"
-#include "../kalloc.h"
-#include "../printf.h"
-#include "../string.h"
+#include "platform.h"
 
 namespace ai {
 
@@ -21,6 +17,9 @@ namespace {
 // One model's pool. Per-block arrays are indexed by block id.
 struct ModelKv {
   bool paged = false;
+  bool reuses_prefixes = false;    // prefix cache on, and a model whose state is all in KV rows
+  uint64_t half_bytes = 0, meta_bytes = 0;   // the allocations (kv_drop_model gives them back)
+  void* meta = nullptr;
   llm::KvPool pool;
   void* kmem = nullptr;
   void* vmem = nullptr;
@@ -119,8 +118,8 @@ void put_block(ModelKv& k, uint32_t b) {
 // The first block of a prefix has no parent; its "parent generation" is
 // the activation kind instead, because int8 and float activations give
 // different K/V rows for the same tokens: their prefixes never mix.
-uint32_t parent_tag(const ModelKv& k, uint32_t parent, const Request& r) {
-  return parent == kNoBlock ? ((r.flags & KAI_AI_INT8) ? 1 : 0) : k.gen[parent];
+uint32_t parent_tag(const ModelKv& k, uint32_t parent, const PrefixKey& key) {
+  return parent == kNoBlock ? (key.int8 ? 1 : 0) : k.gen[parent];
 }
 
 uint32_t lookup(const ModelKv& k, uint32_t parent, uint32_t pgen, const uint32_t* toks) {
@@ -133,29 +132,24 @@ uint32_t lookup(const ModelKv& k, uint32_t parent, uint32_t pgen, const uint32_t
   return kNoBlock;
 }
 
-bool reuses_prefixes(int m) {
-  return prefix_cache_enabled && models[m].summary.config.n_linear_layers() == 0;
-}
-
 }  // namespace
 
 uint32_t kv_blocks_for(uint32_t positions) { return (positions + kv_block_size - 1) / kv_block_size; }
 
-void kv_init_model(int m) {
+void kv_init_model(int m, const llm::Config& c, const char* name, uint32_t max_requests) {
   ModelKv& k = pools[m];
-  const llm::Config& c = models[m].summary.config;
   uint32_t B = kv_block_size;
   size_t block_bytes = llm::KvPool::bytes_per_block(c, B);
   uint32_t per_request = kv_blocks_for(c.runtime_seq_len);
   if (per_request > kMaxKvBlocks || block_bytes == 0) {
     kprintf("ai: model %s: runtime_seq_len %u needs %u KV blocks of %u; not paged (contiguous KV per request)\n",
-            models[m].name, c.runtime_seq_len, per_request, B);
+            name, c.runtime_seq_len, per_request, B);
     return;
   }
   // ai.kv_mb, but never more than every slot at full length could use; or
   // exactly ai.kv_blocks (experiments with a nearly full pool).
   uint64_t n = uint64_t(kv_mb) * 1024 * 1024 / block_bytes;
-  uint64_t most = uint64_t(per_request) * kQueueCapacity;
+  uint64_t most = uint64_t(per_request) * max_requests;
   if (n > most) n = most;
   if (kv_blocks_override) n = kv_blocks_override;
   if (n < per_request) n = per_request;   // at least one full-length request
@@ -172,10 +166,16 @@ void kv_init_model(int m) {
     if (k.vmem) kfree_contiguous(k.vmem, half);
     if (cursor) kfree_contiguous(cursor, meta);
     k.kmem = k.vmem = nullptr;
-    kprintf("ai: model %s: no memory for %lu KV blocks; not paged\n", models[m].name, n);
+    kprintf("ai: model %s: no memory for %lu KV blocks; not paged\n", name, n);
     return;
   }
   memset(cursor, 0, meta);
+  k.meta = cursor;
+  k.half_bytes = half;
+  k.meta_bytes = meta;
+  // Prefix reuse needs every layer's state in KV rows: a DeltaNet layer's
+  // recurrent state cannot be resumed from a block.
+  k.reuses_prefixes = prefix_cache_enabled && c.n_linear_layers() == 0;
   k.n_blocks = uint32_t(n);
   k.refs = take_u32s(cursor, n);
   k.gen = take_u32s(cursor, n);
@@ -197,8 +197,8 @@ void kv_init_model(int m) {
   k.pool.block_size = B;
   k.pool.n_blocks = uint32_t(n);
   k.paged = true;
-  kprintf("ai: model %s: KV cache %lu blocks of %u positions (%lu KiB each, %lu MiB)%s\n", models[m].name, n, B,
-          block_bytes / 1024, (n * block_bytes) >> 20, reuses_prefixes(m) ? ", prefix cache on" : "");
+  kprintf("ai: model %s: KV cache %lu blocks of %u positions (%lu KiB each, %lu MiB)%s\n", name, n, B,
+          block_bytes / 1024, (n * block_bytes) >> 20, k.reuses_prefixes ? ", prefix cache on" : "");
 }
 
 const llm::KvPool* kv_pool(int m) { return pools[m].paged ? &pools[m].pool : nullptr; }
@@ -208,23 +208,20 @@ bool kv_could_fit(int m, uint32_t positions) {
   return !k.paged || kv_blocks_for(positions) <= k.n_blocks;
 }
 
-bool kv_admit(Request* r, uint32_t positions) {
-  ModelKv& k = pools[r->model];
-  r->kv_blocks = 0;
-  r->kv_registered = 0;
-  r->cached_tokens = 0;
-  r->fed = 0;
-  if (!k.paged) return true;
+int32_t kv_admit(const PrefixKey& key, uint32_t context, uint32_t positions, BlockTable& table) {
+  ModelKv& k = pools[key.model];
+  table.n = 0;
+  table.registered = 0;
+  if (!k.paged) return 0;
   uint32_t B = k.pool.block_size;
   // The cached prefix: whole prompt blocks, leaving at least one position to
   // compute (the last prompt token's logits give the first token).
   uint32_t hits[kMaxKvBlocks];
   uint32_t n_hits = 0, hits_in_lru = 0;
-  uint32_t context = r->prompt_len + r->n_generated;
-  if (reuses_prefixes(r->model)) {
+  if (k.reuses_prefixes) {
     uint32_t parent = kNoBlock;
-    for (uint32_t i = 0; (i + 1) * B <= r->prompt_len && (i + 1) * B < context; i++) {
-      uint32_t b = lookup(k, parent, parent_tag(k, parent, *r), r->prompt + i * B);
+    for (uint32_t i = 0; (i + 1) * B <= key.prompt_len && (i + 1) * B < context; i++) {
+      uint32_t b = lookup(k, parent, parent_tag(k, parent, key), key.prompt + i * B);
       if (b == kNoBlock) break;
       hits[n_hits++] = b;
       hits_in_lru += k.refs[b] == 0;
@@ -233,50 +230,49 @@ bool kv_admit(Request* r, uint32_t positions) {
   }
   uint32_t need = kv_blocks_for(positions);
   uint32_t fresh = need > n_hits ? need - n_hits : 0;
-  if (fresh > k.n_free + (k.n_lru - hits_in_lru)) return false;
+  if (fresh > k.n_free + (k.n_lru - hits_in_lru)) return -1;
   for (uint32_t i = 0; i < n_hits; i++) {
     uint32_t b = hits[i];
     if (k.refs[b]++ == 0) lru_remove(k, b);
-    r->kv_table[r->kv_blocks++] = b;
+    table.block[table.n++] = b;
   }
-  for (uint32_t i = 0; i < fresh; i++) r->kv_table[r->kv_blocks++] = take_block(k);
-  r->fed = r->cached_tokens = n_hits * B;
-  r->kv_registered = n_hits;
+  for (uint32_t i = 0; i < fresh; i++) table.block[table.n++] = take_block(k);
+  table.registered = n_hits;
   if (n_hits > 0) {
     stats.prefix_hit_requests++;
     stats.prefix_hit_tokens += n_hits * B;
   }
-  return true;
+  return int32_t(n_hits * B);
 }
 
-bool kv_grow(Request* r, uint32_t positions) {
-  ModelKv& k = pools[r->model];
+bool kv_grow(int m, BlockTable& table, uint32_t positions) {
+  ModelKv& k = pools[m];
   if (!k.paged) return true;
   uint32_t need = kv_blocks_for(positions);
   if (need > kMaxKvBlocks) return false;
-  while (r->kv_blocks < need) {
+  while (table.n < need) {
     uint32_t b = take_block(k);
     if (b == kNoBlock) return false;
-    r->kv_table[r->kv_blocks++] = b;
+    table.block[table.n++] = b;
   }
   return true;
 }
 
-void kv_publish(Request* r) {
-  ModelKv& k = pools[r->model];
-  if (!k.paged || !reuses_prefixes(r->model)) return;
+void kv_publish(const PrefixKey& key, uint32_t fed, BlockTable& table) {
+  ModelKv& k = pools[key.model];
+  if (!k.paged || !k.reuses_prefixes) return;
   uint32_t B = k.pool.block_size;
-  uint32_t full = (r->fed < r->prompt_len ? r->fed : r->prompt_len) / B;   // whole prompt blocks computed
-  for (uint32_t i = r->kv_registered; i < full && i < r->kv_blocks; i++) {
-    uint32_t b = r->kv_table[i];
-    uint32_t parent = i > 0 ? r->kv_table[i - 1] : kNoBlock;
-    const uint32_t* toks = r->prompt + i * B;
+  uint32_t full = (fed < key.prompt_len ? fed : key.prompt_len) / B;   // whole prompt blocks computed
+  for (uint32_t i = table.registered; i < full && i < table.n; i++) {
+    uint32_t b = table.block[i];
+    uint32_t parent = i > 0 ? table.block[i - 1] : kNoBlock;
+    const uint32_t* toks = key.prompt + i * B;
     // Already cached (a shared hit), or the same prefix cached by someone
     // else meanwhile: ours stays private and is freed at the end. A block
     // after a private one is not registered either: no lookup from the
     // start of a prompt could reach it.
     bool parent_cached = parent == kNoBlock || k.cached[parent];
-    uint32_t pgen = parent_tag(k, parent, *r);
+    uint32_t pgen = parent_tag(k, parent, key);
     if (!k.cached[b] && parent_cached && lookup(k, parent, pgen, toks) == kNoBlock) {
       k.cached[b] = 1;
       k.parent[b] = parent;
@@ -286,16 +282,18 @@ void kv_publish(Request* r) {
       k.chain_next[b] = *head;
       *head = b;
     }
-    r->kv_registered = i + 1;
+    table.registered = i + 1;
   }
 }
 
-void kv_release(Request* r) {
-  ModelKv& k = pools[r->model];
+void kv_release(int m, BlockTable& table) {
+  ModelKv& k = pools[m];
+  // Tail first: the deepest block of a prefix enters the LRU list before
+  // its parent, so it is evicted before its parent (see the invariants).
   if (k.paged)
-    for (uint32_t i = 0; i < r->kv_blocks; i++) put_block(k, r->kv_table[i]);
-  r->kv_blocks = 0;
-  r->kv_registered = 0;
+    for (uint32_t i = table.n; i-- > 0;) put_block(k, table.block[i]);
+  table.n = 0;
+  table.registered = 0;
 }
 
 KvStats kv_stats() {
@@ -311,5 +309,36 @@ KvStats kv_stats() {
 }
 
 void kv_count_preemption() { stats.preemptions++; }
+
+KvPoolView kv_view(int m) {
+  const ModelKv& k = pools[m];
+  return KvPoolView{k.n_blocks, k.n_free, k.n_lru, k.refs, k.cached, k.free_stack, k.lru_head, k.lru_next,
+                    k.gen, k.parent, k.parent_gen};
+}
+
+uint32_t kv_cached_prefix_blocks(const PrefixKey& key) {
+  const ModelKv& k = pools[key.model];
+  if (!k.paged || !k.reuses_prefixes) return 0;
+  uint32_t B = k.pool.block_size, n = 0, parent = kNoBlock;
+  for (uint32_t i = 0; (i + 1) * B <= key.prompt_len; i++) {
+    uint32_t b = lookup(k, parent, parent_tag(k, parent, key), key.prompt + i * B);
+    if (b == kNoBlock) break;
+    n++;
+    parent = b;
+  }
+  return n;
+}
+
+void kv_drop_model(int m) {
+  ModelKv& k = pools[m];
+  if (k.paged) {
+    kfree_contiguous(k.kmem, k.half_bytes);
+    kfree_contiguous(k.vmem, k.half_bytes);
+    kfree_contiguous(k.meta, k.meta_bytes);
+  }
+  k = ModelKv{};
+}
+
+void kv_reset_stats() { stats = KvStats{}; }
 
 }  // namespace ai

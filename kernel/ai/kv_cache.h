@@ -9,7 +9,7 @@
 //
 //   OS idea                        here
 //   physical page frame            KV block (one pool per model)
-//   page table                     Request::kv_table
+//   page table                     Request::kv (a BlockTable)
 //   demand paging                  a block is taken only when the request reaches it
 //   shared pages, reference counts a prompt prefix's full blocks shared by requests (refs)
 //   copy-on-write                  a shared block is never written: sharers write only
@@ -28,24 +28,44 @@
 //     instead of a parent (int8 and float K/V differ); a block is looked up
 //     only by an exact comparison of all of it, never by hash alone;
 //   - a block with refs > 0 is never freed, evicted or handed out again.
+//   - a request's blocks go back tail first (kv_release): the LRU list then
+//     holds a cached prefix's leaves before its root, so eviction takes the
+//     leaves first and a root stays matchable as long as anything below it
+//     is (evicting a root bumps its generation and strands its descendants).
+//
+// The manager hands out blocks and says what it did; it writes only the
+// block tables it is given (its own type, BlockTable) and never a request's
+// other fields: the scheduler decides what the results mean for a request.
 #pragma once
 #include <stdint.h>
-#include "../error.h"
+#include "limits.h"
+#include "llm_config.h"
 #include "llm_session.h"
 
 namespace ai {
 
-struct Request;
-
 constexpr uint32_t kNoBlock = 0xffffffffu;
-constexpr uint32_t kMaxKvBlocks = 1024;         // block-table entries per request
-constexpr uint32_t kDefaultKvMb = 96;           // per model: SmolLM2 shape, ~130 blocks
-constexpr uint32_t kDefaultKvBlock = 16;        // positions per block
 
 // Boot options (set by start(); read-only afterwards).
 extern uint32_t kv_mb, kv_block_size;
 extern uint32_t kv_blocks_override;   // ai.kv_blocks=N: exactly N blocks per model (0: from kv_mb)
 extern bool prefix_cache_enabled;
+
+// One request's page table: block[i] holds its positions [i*B, (i+1)*B).
+struct BlockTable {
+  uint32_t n;            // entries in use
+  uint32_t registered;   // leading prompt blocks already offered to the prefix cache
+  uint32_t block[kMaxKvBlocks];
+};
+
+// What identifies a request's cacheable prefix: its model, its activation
+// kind (int8 and float K/V differ) and its prompt.
+struct PrefixKey {
+  int model;
+  bool int8;
+  const uint32_t* prompt;
+  uint32_t prompt_len;
+};
 
 struct KvStats {
   uint64_t blocks_total, blocks_used, blocks_cached;
@@ -53,10 +73,12 @@ struct KvStats {
 };
 
 // Creates the pool of model m (the loader calls it once the weights are in
-// memory). A model whose pool cannot be made (no memory, or runtime_seq_len
-// needs more than kMaxKvBlocks blocks) runs with a contiguous KV cache per
-// request instead, and kv_pool(m) is nullptr.
-void kv_init_model(int m);
+// memory; `config` is the model's, `name` is for the console). A model whose
+// pool cannot be made (no memory, or runtime_seq_len needs more than
+// kMaxKvBlocks blocks) runs with a contiguous KV cache per request instead,
+// and kv_pool(m) is nullptr. `max_requests` bounds the pool to what that
+// many full-length requests could use.
+void kv_init_model(int m, const llm::Config& config, const char* name, uint32_t max_requests);
 const llm::KvPool* kv_pool(int m);   // nullptr: this model is not paged
 
 // Blocks a request of this model needs for n positions.
@@ -65,23 +87,50 @@ uint32_t kv_blocks_for(uint32_t positions);
 // is big enough when nobody else holds a block). Lock held.
 bool kv_could_fit(int m, uint32_t positions);
 
-// Admission: gives r its cached prefix (the longest run of full prompt blocks
-// found in the cache, leaving at least one position to compute) and blocks
-// for its first `positions` positions. Returns false, changing nothing, if
-// the free and evictable blocks are not enough. Lock held.
-bool kv_admit(Request* r, uint32_t positions);
-// Growth: makes r's table cover `positions` positions. False if no block
-// is free or evictable (the caller preempts someone). Lock held.
-bool kv_grow(Request* r, uint32_t positions);
-// After r's session has fed up to position r->fed: registers r's newly full
-// prompt blocks in the prefix cache. Lock held.
-void kv_publish(Request* r);
-// r no longer needs its blocks (finished, cancelled or preempted): each
-// goes back to the free list, or, if it holds a cached prefix, to the LRU
-// list of unreferenced cached blocks. Lock held.
-void kv_release(Request* r);
+// Admission: fills the empty `table` with the cached prefix of `key` (the
+// longest run of full prompt blocks found in the cache, leaving at least one
+// of the `context` positions to compute) and blocks for the first
+// `positions` positions. Returns the prompt tokens the cache supplied, or
+// -1, changing nothing, if the free and evictable blocks are not enough.
+// Lock held.
+int32_t kv_admit(const PrefixKey& key, uint32_t context, uint32_t positions, BlockTable& table);
+// Growth: makes `table` cover `positions` positions. False if no block is
+// free or evictable (the caller preempts someone); the blocks taken so far
+// stay in the table. Lock held.
+bool kv_grow(int m, BlockTable& table, uint32_t positions);
+// After the session has computed positions [0, fed): registers the newly
+// full prompt blocks of `table` in the prefix cache. Lock held.
+void kv_publish(const PrefixKey& key, uint32_t fed, BlockTable& table);
+// The table's owner no longer needs its blocks (finished, cancelled or
+// preempted): each goes back, tail first, to the free list or, if it holds
+// a cached prefix, to the LRU list of unreferenced cached blocks. The table
+// is left empty. Lock held.
+void kv_release(int m, BlockTable& table);
 
 KvStats kv_stats();   // lock held
 void kv_count_preemption();
+
+// ---- for checking (the host tests; lock held) ----------------------------
+// Model m's pool as the invariants above see it: how many blocks, which
+// are free, referenced or cached, each block's reference count.
+struct KvPoolView {
+  uint32_t n_blocks, n_free, n_lru;
+  const uint32_t* refs;          // [n_blocks]
+  const uint8_t* cached;         // [n_blocks]
+  const uint32_t* free_stack;    // [n_free]
+  uint32_t lru_head;             // then lru_next[] to the tail
+  const uint32_t* lru_next;      // [n_blocks]
+  const uint32_t* gen;           // [n_blocks]
+  const uint32_t* parent;        // [n_blocks] (cached blocks)
+  const uint32_t* parent_gen;    // [n_blocks] (cached blocks)
+};
+KvPoolView kv_view(int m);
+// How many leading full prompt blocks of `key` a lookup finds in the cache
+// right now (changes nothing).
+uint32_t kv_cached_prefix_blocks(const PrefixKey& key);
+// Gives model m's pool back and forgets it, and zeroes the counters (the
+// host tests start each case from nothing; the kernel never calls these).
+void kv_drop_model(int m);
+void kv_reset_stats();
 
 }  // namespace ai

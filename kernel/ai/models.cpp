@@ -103,9 +103,8 @@ void loader_main(void*) {
     uint64_t elapsed = clock_ns() - t0;
     if (!loaded.is_error()) {
       // Its KV block pool, before anyone can run on it (the model is not
-      // READY yet, and its config came with the probe; kv_init_model
-      // allocates and logs, so no lock here).
-      kv_init_model(i);
+      // READY yet; kv_init_model allocates and logs, so no lock here).
+      kv_init_model(i, summary.config, m.name, kQueueCapacity);
     }
     {
       SpinlockGuard guard(lock);

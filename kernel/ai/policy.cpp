@@ -1,15 +1,16 @@
 // The three scheduling policies, one function each. All of them see only
 // requests that are ready (their model is loaded) and already past the aging
-// check in pick_next(), so each can be written as if starvation did not exist.
+// check in pick_next() (scheduler.cpp), so each can be written as if starvation did not exist.
 #include "policy.h"
 #include "requests.h"
-#include "../string.h"
+#include "platform.h"
 
 namespace ai {
 
 uint32_t remaining_work(const Request& r) {
-  // Tokens still to feed: the rest of the context, then one per token to come.
-  return (context_len(r) - r.fed) + (r.n_predict - r.n_generated);
+  // Tokens still to feed: its whole context (a queued request has nothing
+  // in a session: a preempted one is recomputed), then one per token to come.
+  return context_len(r) + (r.n_predict - r.n_generated);
 }
 
 int choose_fcfs(Request* const*, int) { return 0; }   // the oldest: ready[] is in arrival order

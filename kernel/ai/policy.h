@@ -1,6 +1,6 @@
 // Scheduling policies of the AI service: which queued request a free worker
 // runs next. Each policy is one small function over the ready requests in
-// arrival order; pick_next() (requests.cpp) applies the aging rule first and
+// arrival order; pick_next() (scheduler.cpp) applies the aging rule first and
 // then asks the policy in force. See docs/ai-service.md, "Scheduling policies".
 #pragma once
 #include <stdint.h>
@@ -28,8 +28,8 @@ const char* policy_name(Policy p);
 bool policy_from_name(const char* name, Policy* out);
 bool policy_from_number(uint64_t value, Policy* out);
 
-// Work a request still needs, in tokens: prompt not yet prefilled plus
-// tokens not yet generated (what "shortest job" means here).
+// Work a queued request still needs, in tokens: its context to feed plus
+// the tokens not yet generated (what "shortest job" means here).
 uint32_t remaining_work(const Request& r);
 
 }  // namespace ai

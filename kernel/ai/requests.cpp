@@ -1,13 +1,9 @@
 // Request slots, the arrival queue and the state transitions of the AI
-// service. Map: globals; queries; pick_next() (the scheduling decision);
-// one function per arrow of the diagram in requests.h. Locking: every
+// service. Map: globals; queries; one function per arrow of the diagram in
+// requests.h. (Which request moves when is decided in scheduler.cpp.) Locking: every
 // function here runs with ai::lock held, and the transitions check it.
 #include "requests.h"
 #include "models.h"
-#include "../proc.h"
-#include "../printf.h"
-#include "../string.h"
-#include "../trap.h"
 
 namespace ai {
 
@@ -15,10 +11,6 @@ Spinlock lock{"ai"};
 Request slots[kQueueCapacity];
 Counters counters;
 uint32_t max_per_process = kDefaultMaxPerProcess;
-Policy policy = Policy::Fcfs;
-uint64_t aging_ns = uint64_t(kDefaultAgingMs) * 1000000;
-uint32_t max_batch = kDefaultMaxBatch;
-uint32_t token_budget = kDefaultBudget;
 const char queue_nonempty_chan = 0;
 const char slot_freed_chan = 0;
 const char models_known_chan = 0;
@@ -62,11 +54,19 @@ void release_slot(Request* r) {
 // Common end of every finishing arrow: stamp, count, wake the owner (or
 // free the slot at once when nobody is left to collect it).
 void finish_as(Request* r, RequestState outcome, int32_t error, uint32_t reason) {
-  kv_release(r);   // its blocks go back (full prompt blocks stay cached)
+  bool had_blocks = r->kv.n > 0;
+  kv_release(r->model, r->kv);   // its blocks go back (full prompt blocks stay cached)
+  // A worker may be waiting for blocks (or have a queued request that did
+  // not fit): it looks again.
+  if (had_blocks) wakeup(&queue_nonempty_chan);
   r->state = outcome;
   r->finish_reason = reason;
   r->error = error;
   r->t_finish = clock_ns();
+  if (r->t_requeued != 0) {   // finished while back in the queue after a preemption
+    r->requeued_ns += r->t_finish - r->t_requeued;
+    r->t_requeued = 0;
+  }
   if (outcome == RequestState::Done) counters.completed++;
   else if (outcome == RequestState::Failed) counters.failed++;
   else counters.cancelled++;
@@ -117,9 +117,16 @@ uint32_t running_count() {
 }
 
 uint32_t slots_in_use() {
+  // Orphans included: their slots are not free until their worker frees
+  // them, so a full table (EAGAIN) always shows as in_flight == capacity.
   uint32_t n = 0;
-  for (auto& r : slots) n += r.state != RequestState::Free && !r.orphaned;
+  for (auto& r : slots) n += r.state != RequestState::Free;
   return n;
+}
+
+uint32_t queued_in_order(Request** out) {
+  for (int i = 0; i < fifo_len; i++) out[i] = &slots[fifo[i]];
+  return static_cast<uint32_t>(fifo_len);
 }
 
 uint32_t stop_reason(const Request& r) {
@@ -143,30 +150,6 @@ uint32_t stop_reason(const Request& r) {
   return KAI_AI_FINISH_NONE;
 }
 
-Request* pick_next() {
-  must_hold_lock("pick_next");
-  Request* ready[kQueueCapacity];
-  int n = 0;
-  for (int i = 0; i < fifo_len;) {
-    Request* r = &slots[fifo[i]];
-    int32_t model_state = models[r->model].state;
-    if (model_state == KAI_AI_MODEL_FAILED) {
-      // Its model will never be ready: fail it now rather than let it wait forever.
-      fail(r, KAI_ENODEV);   // removes it from the fifo: do not advance i
-      continue;
-    }
-    if (model_state == KAI_AI_MODEL_READY) ready[n++] = r;   // else still loading: stays queued
-    i++;
-  }
-  if (n == 0) return nullptr;
-  // Aging first: ready[] is in arrival order, so the first overdue one is
-  // the one that has waited longest.
-  uint64_t now = clock_ns();
-  for (int i = 0; i < n; i++)
-    if (now - ready[i]->t_submit >= aging_ns) return ready[i];
-  return ready[policy_function(policy)(ready, n)];
-}
-
 // ---- transitions --------------------------------------------------------
 
 Request* submit(const NewRequest& n) {
@@ -185,16 +168,20 @@ Request* submit(const NewRequest& n) {
   r->n_generated = 0;
   r->cancel_requested = false;
   r->orphaned = false;
+  r->preempt_requested = false;
+  r->waiting_for_blocks = false;
   r->error = 0;
   r->worker = 0;
-  r->fed = 0;
-  r->kv_blocks = r->kv_registered = r->cached_tokens = r->preemptions = 0;
+  r->kv.n = r->kv.registered = 0;
+  r->cached_tokens = r->preemptions = 0;
   r->iterations = 0;
   r->batch_sum = 0;
   r->finish_reason = KAI_AI_FINISH_NONE;
   r->queue_depth_at_submit = queued_count() + running_count();
   r->t_submit = clock_ns();
   r->t_start = r->t_first = r->t_finish = r->t_last = 0;
+  r->t_requeued = r->requeued_ns = 0;
+  r->admitted_seq = 0;
   r->sampling = n.sampling;
   r->rng_state = n.sampling.seed;
   r->stop_words = n.stop_words;
@@ -210,16 +197,23 @@ Request* submit(const NewRequest& n) {
 void admit(Request* r, uint32_t worker) {
   must_be(r, RequestState::Queued, "admit");
   remove_from_fifo(r);
+  static uint64_t admissions = 0;
   r->state = RequestState::Running;
   r->worker = worker;
-  r->t_start = clock_ns();
+  r->admitted_seq = ++admissions;
+  uint64_t now = clock_ns();
+  if (r->t_start == 0) r->t_start = now;   // the first admission; later ones end a requeue
+  if (r->t_requeued != 0) r->requeued_ns += now - r->t_requeued;
+  r->t_requeued = 0;
 }
 
 void preempt(Request* r) {
   must_be(r, RequestState::Running, "preempt");
-  kv_release(r);
-  r->fed = 0;
+  kv_release(r->model, r->kv);
   r->preemptions++;
+  r->preempt_requested = false;
+  r->waiting_for_blocks = false;
+  r->t_requeued = clock_ns();
   kv_count_preemption();
   // Back in arrival order (by t_submit), so it keeps its place under fcfs
   // and aging, and it is admitted again before anyone who came later.

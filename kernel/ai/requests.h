@@ -6,21 +6,26 @@
 //
 //        submit()           admit()             complete()
 //  Free ─────────▶ Queued ─────────▶ Running ──────────────▶ Done ──────┐
-//                   │  │               │  │ fail()                      │
-//                   │  │ fail()        │  └──────────▶ Failed ──────────┤ collect()
-//                   │  └──────────────────────────────▶ Failed          │ (ai_wait)
-//                   │ cancel_queued()  │ stop_cancelled()               ▼
-//                   └──────────────────┴───────────────▶ Cancelled ──▶ Free
+//                  ▲ │  │  preempt() │  │ fail()                        │
+//                  │ │  │◀───────────┤  └──────────▶ Failed ────────────┤ collect()
+//                  │ │  │ fail()     │                                  │ (ai_wait)
+//                  │ │  └───────────────────────────▶ Failed            │
+//                  │ │ cancel_queued() │ stop_cancelled()               ▼
+//                  │ └─────────────────┴──────────────▶ Cancelled ──▶ Free
+//
+// preempt() (Running -> Queued): its KV blocks were taken back for an
+// older request; it goes back to its arrival place in the queue and is
+// recomputed when admitted again.
 //
 // Exit of the owner (forget_owner()): Queued and finished slots go straight
 // back to Free; a Running one is *orphaned*: invisible at once to every
-// process, it stays Running until its worker's next check, which frees it.
+// process, it stays Running (and its slot in use) until its worker's next
+// check, which frees it.
 #pragma once
 #include <stdint.h>
-#include "../spinlock.h"
 #include <kai/ai_abi.h>
-#include "service.h"
-#include "policy.h"
+#include "limits.h"
+#include "platform.h"
 #include "kv_cache.h"
 
 namespace ai {
@@ -46,31 +51,42 @@ struct Request {
   bool cancel_requested;    // ai_cancel or owner exit: the worker stops at its next check
   // The owner exited while the request was Running. From that moment the
   // request is invisible: find_request() skips it (its id is unknown to all,
-  // -KAI_ESRCH) and slots_in_use() does not count it; only the worker still
-  // touches it, and frees the slot when it notices cancel_requested.
+  // -KAI_ESRCH) and the owner's quota does not count it; its slot still
+  // counts as in use (slots_in_use(), ai_info's in_flight) until the worker
+  // notices cancel_requested at its next check and frees it.
   bool orphaned;
-  // Progress, written by the worker that runs it (under the lock). The
-  // request's context is prompt ++ output; `fed` of its tokens are in the
-  // session (its position). It is generating once fed == prompt_len +
-  // n_generated - 1; less means a prompt (or, after a preemption, the
-  // context) still to feed.
+  // Another worker of the same model needs KV blocks and this request is
+  // the youngest running one: its own worker preempts it at its next check.
+  bool preempt_requested;
+  // It needs a KV block that only preempting a request on another worker
+  // can free: it gets no tokens until then (the scheduler sets and clears it).
+  bool waiting_for_blocks;
+  // Progress: the request's context is prompt ++ output; `fed` of its tokens
+  // are in the session (its position). It is generating once fed ==
+  // prompt_len + n_generated - 1; less means a prompt (or, after a
+  // preemption, the context) still to feed. Written only by the scheduler
+  // (scheduler.cpp): set at admission, advanced at commit.
   uint32_t fed;
   uint32_t iterations;      // engine iterations (batched forward passes) it took part in
   uint64_t batch_sum;       // sum over those iterations of the requests in the batch
   uint32_t queue_depth_at_submit, worker;
   uint32_t finish_reason;   // KAI_AI_FINISH_*: set by the finishing transition
+  // t_start is the first admission (a preempted request keeps it);
+  // requeued_ns is the time it spent back in the queue after preemptions,
+  // so queue wait = (t_start - t_submit) + requeued_ns and
+  // service = (t_finish - t_start) - requeued_ns add up to end-to-end.
   uint64_t t_submit, t_start, t_first, t_finish;
   uint64_t t_last;          // when output[n_generated-1] was known (ai_read reports it)
+  uint64_t t_requeued;      // when preempt() put it back in the queue (0: not there now)
+  uint64_t requeued_ns;
+  uint64_t admitted_seq;    // order of its latest admission: the youngest running has the largest
   kai_ai_sampling sampling; // as submitted; the worker turns it into llm::SamplingParams
   uint64_t rng_state;       // the sampler's generator (starts at sampling.seed)
   uint32_t stop_words;      // stop[0..stop_words): validated stop sequences (ABI format)
   uint32_t stop[KAI_AI_MAX_STOP_WORDS];
-  // The paged KV cache (kv_cache.h): block i holds positions [i*B, (i+1)*B).
-  uint32_t kv_blocks;         // entries of kv_table in use
-  uint32_t kv_registered;     // leading prompt blocks already offered to the prefix cache
   uint32_t cached_tokens;     // prompt tokens taken from the prefix cache at admission
   uint32_t preemptions;       // times its blocks were taken back (it was recomputed)
-  uint32_t kv_table[kMaxKvBlocks];
+  BlockTable kv;              // its page table in the model's KV pool (kv_cache.h)
   uint32_t prompt[KAI_AI_MAX_PROMPT];
   uint32_t output[kMaxOutput];
   uint64_t output_ns[kMaxOutput];  // when each output token was published (ai_read hands them out)
@@ -81,25 +97,10 @@ extern Request slots[kQueueCapacity];
 
 // Slots one process may hold (queued + running + finished but uncollected):
 // `ai.max_per_process=N` on the kernel command line, default
-// kDefaultMaxPerProcess. Without a limit one process could take every slot
-// with results it never collects, and every other submitter would sleep
-// forever; at the limit ai_submit fails at once with -KAI_EDQUOT.
-constexpr uint32_t kDefaultMaxPerProcess = 8;
+// kDefaultMaxPerProcess (limits.h). Without a limit one process could take
+// every slot with results it never collects, and every other submitter would
+// sleep forever; at the limit ai_submit fails at once with -KAI_EDQUOT.
 extern uint32_t max_per_process;
-
-// The scheduling policy in force (`ai.policy=fcfs|sjf|priority` at boot,
-// ai_control at run time) and the aging bound that applies under every
-// policy: a request queued for aging_ns or more is admitted before any
-// request queued for less (the oldest overdue first), so SJF and priority
-// cannot starve anyone (`ai.aging_ms=N`, default kDefaultAgingMs).
-constexpr uint32_t kDefaultAgingMs = 20000;
-extern Policy policy;
-extern uint64_t aging_ns;
-
-// Batching options, set once by start() (ai.max_batch, ai.budget): see
-// kDefaultMaxBatch in service.h. Read-only while workers run.
-extern uint32_t max_batch;
-extern uint32_t token_budget;
 
 struct Counters {
   uint64_t submitted, completed, failed, cancelled, rejected;
@@ -130,8 +131,10 @@ Request* find_request(int64_t id);      // a visible (non-free, not orphaned) sl
 uint32_t slots_owned_by(int pid);       // visible slots of this process (the quota counts these)
 bool slot_available();                  // submit() would find a free slot
 uint32_t queued_count();
-uint32_t running_count();
-uint32_t slots_in_use();                // visible slots: what ai_info calls in_flight
+uint32_t running_count();               // Running slots, orphaned ones included
+uint32_t slots_in_use();                // every slot not Free: what ai_info calls in_flight
+// The queued requests in arrival order (by t_submit): out[0..n).
+uint32_t queued_in_order(Request** out);
 // Tokens of r's context (prompt ++ output) and its length so far.
 inline uint32_t context_token(const Request& r, uint32_t i) {
   return i < r.prompt_len ? r.prompt[i] : r.output[i - r.prompt_len];
@@ -140,12 +143,6 @@ inline uint32_t context_len(const Request& r) { return r.prompt_len + r.n_genera
 // Why r must stop after its newest token, or KAI_AI_FINISH_NONE: the
 // model's end-of-sequence id (when asked for), a stop sequence, the length.
 uint32_t stop_reason(const Request& r);
-// The scheduling decision, in one place: the next queued request a worker
-// should admit, or nullptr (it stays queued). Requests for models that
-// failed to load are failed here; among the ready ones the oldest overdue
-// (aging) comes first, otherwise the policy in force chooses.
-Request* pick_next();
-
 // ---- transitions: one per arrow (lock held) -----------------------------
 Request* submit(const NewRequest& n);   // Free -> Queued; needs slot_available(); returns it with its id
 void admit(Request* r, uint32_t worker);         // Queued -> Running (a worker took it)

@@ -3,6 +3,7 @@
 // process_exited() forgets a dead process's requests.
 #include "service.h"
 #include "requests.h"
+#include "scheduler.h"
 #include "models.h"
 #include "worker.h"
 #include "engine.h"

@@ -9,21 +9,9 @@
 #include <stdint.h>
 #include "../syscall.h"
 #include <kai/ai_abi.h>
+#include "limits.h"
 
 namespace ai {
-
-constexpr int kQueueCapacity = 32;     // request slots (queued + running + uncollected)
-constexpr int kMaxWorkers = 4;
-constexpr uint32_t kMaxOutput = KAI_AI_MAX_OUTPUT;  // generated tokens per request (the ABI's limit)
-
-// Iteration-level batching (docs/ai-service.md, "Iterations"):
-// ai.max_batch=N requests run together in one worker (1 = one at a time, the
-// service before batching); ai.budget=T tokens go through the model per
-// iteration (one decode token per running request, the rest prefill chunks).
-constexpr uint32_t kMaxBatch = 16;
-constexpr uint32_t kDefaultMaxBatch = 8;
-constexpr uint32_t kMaxBudget = 256;
-constexpr uint32_t kDefaultBudget = 32;
 
 // Called once by the first process after the root file system is mounted:
 // reads the service's options from the kernel command line (ai.workers,

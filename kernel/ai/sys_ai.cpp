@@ -1,6 +1,8 @@
 // The AI system calls. Each one validates everything before it changes any
 // state, so a rejected call creates no request and leaks nothing.
 #include "requests.h"
+#include "scheduler.h"
+#include "service.h"
 #include "models.h"
 #include "engine.h"
 #include "sharing.h"

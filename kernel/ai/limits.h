@@ -1,0 +1,34 @@
+// Compile-time limits of the AI service, gathered in one leaf header (as
+// kernel/param.h does for the core) so every file of kernel/ai can use them
+// without including a file above it. Boot options (ai.max_batch, ai.budget,
+// ...) choose values up to these limits; see service.cpp.
+#pragma once
+#include <stdint.h>
+#include <kai/ai_abi.h>
+
+namespace ai {
+
+constexpr int kQueueCapacity = 32;     // request slots (queued + running + uncollected)
+constexpr int kMaxWorkers = 4;         // worker threads (ai.workers)
+constexpr uint32_t kMaxOutput = KAI_AI_MAX_OUTPUT;  // generated tokens per request (the ABI's limit)
+
+// Iteration-level batching (docs/ai-service.md, "Iterations"):
+// ai.max_batch=N requests run together in one worker (1 = one at a time, the
+// service before batching); ai.budget=T tokens go through the model per
+// iteration (one decode token per running request, the rest prefill chunks).
+constexpr uint32_t kMaxBatch = 16;
+constexpr uint32_t kDefaultMaxBatch = 8;
+constexpr uint32_t kMaxBudget = 256;
+constexpr uint32_t kDefaultBudget = 32;
+
+// Slots one process may hold (ai.max_per_process), and the aging bound
+// (ai.aging_ms): see requests.h and scheduler.h.
+constexpr uint32_t kDefaultMaxPerProcess = 8;
+constexpr uint32_t kDefaultAgingMs = 20000;
+
+// The paged KV cache (kv_cache.h).
+constexpr uint32_t kMaxKvBlocks = 1024;         // block-table entries per request
+constexpr uint32_t kDefaultKvMb = 96;           // per model: SmolLM2 shape, ~130 blocks
+constexpr uint32_t kDefaultKvBlock = 16;        // positions per block
+
+}  // namespace ai

@@ -1,0 +1,329 @@
+// The scheduler: every decision of an iteration, in one place.
+//
+// The idea (iteration-level scheduling, as in Orca and vLLM): a worker does
+// not run one request from start to end; it keeps up to max_batch requests
+// RUNNING and advances all of them by one *iteration* at a time, one batched
+// forward pass over the weights. Before each pass, schedule() decides, in
+// this order:
+//   1. stop: running requests that were cancelled (or whose owner exited)
+//      leave the batch; so do those another worker asked to preempt;
+//   2. admit: while the batch has room, the next queued request (pick_next:
+//      aging first, then the policy) comes in if the KV blocks for its whole
+//      context (less a cached prefix) are free or evictable; if not, it
+//      stays queued and nobody behind it is admitted (no overtaking by size);
+//   3. plan: one decode token for every request that is generating, then
+//      prefill chunks in admission order until the token budget is spent
+//      (chunked prefill, as in Sarathi-Serve: a long prompt is spread over
+//      several iterations instead of stalling everyone's next token);
+//   4. grow or preempt: each planned request gets KV blocks for its new
+//      positions; when none are left, the youngest running request of the
+//      model (the latest admitted, on whichever worker) is preempted: its
+//      blocks go back and it is recomputed later (vLLM's recompute
+//      preemption). If that request runs on another worker, which may be in
+//      the middle of a pass over it, it is only marked; its worker preempts it
+//      at its next step 1 and the request that needed the blocks waits one
+//      iteration;
+//   5. write the plan: the tokens as llm::BatchItems, grouped by (model,
+//      activation kind), one group per forward pass.
+// After the pass, commit() advances each planned request's progress (fed),
+// registers its newly full prompt blocks in the prefix cache, publishes its
+// new token and finishes what is complete. This is vLLM's
+// Scheduler.schedule() / update_from_output() split, at kai's size.
+//
+// Invariants (ai::lock held in schedule() and commit(); between them the
+// plan belongs to its worker alone):
+//   - a Running request is in exactly one batch slot of exactly one worker
+//     (Request::worker), and a batch slot holds only Running requests;
+//   - `fed` is written only here: set at admission (the cached prefix),
+//     advanced at commit by the tokens that went through the model;
+//   - a planned request's block table covers fed + count positions before
+//     its pass; the plan never holds more than token_budget items nor more
+//     than max_batch requests, and every running request that is
+//     generating and not waiting for blocks gets exactly one token;
+//   - a request is admitted only when its blocks are taken at once: no
+//     admitted request ever waits for blocks to begin;
+//   - while a request of a model waits for blocks held on another worker,
+//     no request of that model is admitted (the freed blocks go to it).
+#include "scheduler.h"
+#include "models.h"
+#include "kv_cache.h"
+
+namespace ai {
+
+Policy policy = Policy::Fcfs;
+uint64_t aging_ns = uint64_t(kDefaultAgingMs) * 1000000;
+uint32_t max_batch = kDefaultMaxBatch;
+uint32_t token_budget = kDefaultBudget;
+
+namespace {
+
+void must_hold_lock(const char* who) {
+  if (!lock.holding()) panic("ai: %s without ai::lock", who);
+}
+
+PrefixKey prefix_key(const Request& r) {
+  return PrefixKey{r.model, (r.flags & KAI_AI_INT8) != 0, r.prompt, r.prompt_len};
+}
+
+void clear_slot(BatchSlot& s) {
+  s.request = nullptr;
+  s.count = 0;
+}
+
+// 1. Running requests that must leave the batch before anything is planned.
+void stop_and_preempt(WorkerBatch& w) {
+  for (auto& s : w.slots) {
+    Request* r = s.request;
+    if (r == nullptr) continue;
+    if (r->cancel_requested) {
+      stop_cancelled(r);   // frees the slot if its owner is gone
+      clear_slot(s);
+    } else if (r->preempt_requested) {
+      preempt(r);
+      clear_slot(s);
+    }
+  }
+}
+
+// A request of model m is waiting for blocks that another worker holds.
+bool model_has_waiters(int m) {
+  for (const auto& r : slots)
+    if (r.state == RequestState::Running && r.model == m && r.waiting_for_blocks) return true;
+  return false;
+}
+
+// 2. Admission, under the policy (pick_next) and by free KV blocks.
+void admit_new(WorkerBatch& w) {
+  for (auto& s : w.slots) {
+    if (running_in(w) >= max_batch) return;
+    if (s.request != nullptr) continue;
+    Request* r = pick_next();
+    if (r == nullptr) return;
+    if (!kv_could_fit(r->model, r->prompt_len + r->n_predict)) {
+      fail(r, KAI_ENOMEM);   // bigger than the whole KV pool: it could never run
+      continue;
+    }
+    if (model_has_waiters(r->model)) return;
+    int32_t cached = kv_admit(prefix_key(*r), context_len(*r), context_len(*r), r->kv);
+    if (cached < 0) return;
+    r->fed = r->cached_tokens = static_cast<uint32_t>(cached);
+    r->waiting_for_blocks = false;
+    admit(r, w.id);
+    s.request = r;
+    s.model = models[r->model].engine;
+    s.pool = kv_pool(r->model);
+    s.int8 = (r->flags & KAI_AI_INT8) != 0;
+    s.fresh = true;
+    s.error = 0;
+    s.count = 0;
+  }
+}
+
+// The running request of model m admitted last (vLLM's choice of victim:
+// it has waited least and holds the fewest computed tokens, usually),
+// whichever worker runs it: the block pool is shared by all of them.
+Request* youngest_running(int m) {
+  Request* v = nullptr;
+  for (auto& r : slots)
+    if (r.state == RequestState::Running && r.model == m && (!v || r.admitted_seq > v->admitted_seq)) v = &r;
+  return v;
+}
+
+BatchSlot* slot_of(WorkerBatch& w, const Request* r) {
+  for (auto& s : w.slots)
+    if (s.request == r) return &s;
+  return nullptr;
+}
+
+// 3. How many tokens each running request feeds this iteration. Each has
+// left = context_len - fed tokens to feed: 1 means it is generating (one
+// decode token, want_next), more means a prompt (or, after a preemption,
+// its whole context) still to go in.
+void choose_counts(WorkerBatch& w) {
+  uint32_t budget = token_budget;
+  for (auto& s : w.slots) {
+    s.count = 0;
+    if (s.request && context_len(*s.request) - s.request->fed == 1) {
+      s.count = 1;
+      budget--;
+    }
+  }
+  for (auto& s : w.slots) {
+    Request* r = s.request;
+    if (r == nullptr || s.count > 0 || budget == 0) continue;
+    uint32_t left = context_len(*r) - r->fed;
+    s.count = left < budget ? left : budget;
+    budget -= s.count;
+  }
+}
+
+// 4. Blocks for every planned token, preempting the youngest when short.
+void grow_or_preempt(WorkerBatch& w) {
+  for (auto& s : w.slots) {
+    while (s.request && s.count > 0 && !kv_grow(s.request->model, s.request->kv, s.request->fed + s.count)) {
+      Request* victim = youngest_running(s.request->model);
+      BatchSlot* local = slot_of(w, victim);
+      if (local != nullptr) {
+        preempt(victim);
+        clear_slot(*local);
+      } else {
+        // Running on another worker, maybe in its pass right now: it is
+        // preempted there at its next step 1; this request waits.
+        victim->preempt_requested = true;
+        s.request->waiting_for_blocks = true;
+        s.count = 0;
+      }
+    }
+    if (s.request && s.count > 0) s.request->waiting_for_blocks = false;
+  }
+}
+
+// 5. The plan's items, one group per (model, activation kind): batch slots
+// in order, each group's members consecutive, a request's tokens in order.
+void write_plan(WorkerBatch& w) {
+  Plan& p = w.plan;
+  p.n_items = 0;
+  p.n_groups = 0;
+  bool grouped[kMaxBatch] = {};
+  for (uint32_t a = 0; a < kMaxBatch; a++) {
+    const BatchSlot& lead = w.slots[a];
+    if (lead.request == nullptr || lead.count == 0 || grouped[a]) continue;
+    PlanGroup& g = p.groups[p.n_groups++];
+    g = PlanGroup{lead.request->model, lead.model, lead.int8, p.n_items, 0};
+    for (uint32_t b = a; b < kMaxBatch; b++) {
+      BatchSlot& s = w.slots[b];
+      Request* r = s.request;
+      if (r == nullptr || s.count == 0 || grouped[b]) continue;
+      if (r->model != g.model || s.int8 != g.int8) continue;
+      grouped[b] = true;
+      s.first = p.n_items;
+      for (uint32_t i = 0; i < s.count; i++) {
+        uint32_t at = r->fed + i;
+        llm::BatchItem& item = p.items[p.n_items];
+        item.session = s.session;
+        item.token = context_token(*r, at);
+        item.phase = at < r->prompt_len ? llm::Phase::Prefill : llm::Phase::Decode;
+        item.want_next = at + 1 == context_len(*r);   // the classifier runs for the last token only
+        item.next = 0;
+        p.slot[p.n_items++] = &s;
+      }
+    }
+    g.count = p.n_items - g.first;
+  }
+}
+
+}  // namespace
+
+void worker_batch_init(WorkerBatch& w, uint32_t id, llm::Session* const* sessions,
+                       EngineSession* const* engines) {
+  w.id = id;
+  for (uint32_t i = 0; i < kMaxBatch; i++) {
+    w.slots[i] = BatchSlot{};
+    w.slots[i].session = sessions[i];
+    w.slots[i].engine = engines[i];
+  }
+  w.plan.n_items = w.plan.n_groups = 0;
+}
+
+uint32_t running_in(const WorkerBatch& w) {
+  uint32_t n = 0;
+  for (const auto& s : w.slots) n += s.request != nullptr;
+  return n;
+}
+
+Request* pick_next() {
+  must_hold_lock("pick_next");
+  Request* queued[kQueueCapacity];
+  uint32_t n_queued = queued_in_order(queued);
+  Request* ready[kQueueCapacity];
+  int n = 0;
+  for (uint32_t i = 0; i < n_queued; i++) {
+    Request* r = queued[i];
+    int32_t model_state = models[r->model].state;
+    if (model_state == KAI_AI_MODEL_FAILED) {
+      // Its model will never be ready: fail it now rather than let it wait forever.
+      fail(r, KAI_ENODEV);
+      continue;
+    }
+    if (model_state == KAI_AI_MODEL_READY) ready[n++] = r;   // else still loading: stays queued
+  }
+  if (n == 0) return nullptr;
+  // Aging first: ready[] is in arrival order, so the first overdue one is
+  // the one that has waited longest.
+  uint64_t now = clock_ns();
+  for (int i = 0; i < n; i++)
+    if (now - ready[i]->t_submit >= aging_ns) return ready[i];
+  return ready[policy_function(policy)(ready, n)];
+}
+
+const Plan& schedule(WorkerBatch& w) {
+  must_hold_lock("schedule");
+  stop_and_preempt(w);
+  admit_new(w);
+  choose_counts(w);
+  grow_or_preempt(w);
+  write_plan(w);
+  return w.plan;
+}
+
+void plan_drop(Plan& p, const BatchSlot* s) {
+  uint32_t out = 0;
+  for (uint32_t g = 0; g < p.n_groups; g++) {
+    PlanGroup& group = p.groups[g];
+    uint32_t first = out;
+    for (uint32_t i = group.first; i < group.first + group.count; i++) {
+      BatchSlot* owner = p.slot[i];
+      if (owner == s) continue;
+      if (out == 0 || p.slot[out - 1] != owner) owner->first = out;   // its first item moves here
+      p.items[out] = p.items[i];
+      p.slot[out] = owner;
+      out++;
+    }
+    group.first = first;
+    group.count = out - first;
+  }
+  p.n_items = out;
+  // Groups left empty are skipped by the worker (count 0).
+}
+
+void commit(WorkerBatch& w) {
+  must_hold_lock("commit");
+  const Plan& p = w.plan;
+  uint32_t batch_requests = 0;
+  for (const auto& s : w.slots) batch_requests += s.request != nullptr && (s.count > 0 || s.error);
+  uint64_t now = clock_ns();
+  for (auto& s : w.slots) {
+    Request* r = s.request;
+    if (r == nullptr) continue;
+    if (s.error) {
+      if (r->orphaned || r->cancel_requested) stop_cancelled(r);
+      else fail(r, s.error);
+      clear_slot(s);
+      continue;
+    }
+    if (s.count == 0) continue;
+    r->iterations++;
+    r->batch_sum += batch_requests;
+    r->fed += s.count;
+    kv_publish(prefix_key(*r), r->fed, r->kv);   // its newly computed full prompt blocks join the prefix cache
+    const llm::BatchItem& last = p.items[s.first + s.count - 1];
+    if (!last.want_next) continue;   // a prompt chunk that is not the last
+    if (r->n_generated == 0) r->t_first = now;
+    if (r->n_generated < kMaxOutput) {
+      r->output_ns[r->n_generated] = now;
+      r->output[r->n_generated++] = last.next;
+    }
+    r->t_last = now;
+    if (uint32_t why = stop_reason(*r); why != KAI_AI_FINISH_NONE) {
+      complete(r, why);
+      clear_slot(s);
+    } else {
+      wakeup(r);   // a streaming reader (ai_read) sees the token now
+    }
+  }
+  counters.iterations++;
+  counters.batch_requests += batch_requests;
+  counters.batch_tokens += p.n_items;
+}
+
+}  // namespace ai

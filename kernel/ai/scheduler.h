@@ -1,0 +1,112 @@
+// The scheduler of the AI service: every decision of an iteration, in one
+// place (scheduler.cpp explains the idea and its invariants).
+//
+// A worker's loop is
+//     lock; plan = schedule(w); unlock;
+//     run the plan (one batched forward pass per group, sampling);
+//     lock; commit(w); unlock;
+// schedule() decides (who stops, who is admitted, who grows or is
+// preempted, which tokens go through the model); commit() applies the
+// outcome (progress, published tokens, finished requests). Both run with
+// ai::lock held; between them the plan and the sessions belong to the
+// worker alone.
+#pragma once
+#include <stdint.h>
+#include "limits.h"
+#include "requests.h"
+#include "policy.h"
+#include "llm_batch.h"
+#include "llm_sample.h"
+
+namespace ai {
+
+struct EngineModel;     // engine.h: a loaded model (opaque here)
+struct EngineSession;   // engine.h: one batch slot's runtime session (opaque here)
+
+// ---- options (set by start(); policy and aging also by ai_control) -------
+// The policy in force (`ai.policy=fcfs|sjf|priority`) and the aging bound
+// that applies under every policy: a request queued for aging_ns or more
+// is admitted before any request queued for less (the oldest overdue
+// first), so SJF and priority cannot starve anyone (`ai.aging_ms=N`).
+extern Policy policy;
+extern uint64_t aging_ns;
+// Batching (ai.max_batch, ai.budget; limits.h): read-only while workers run.
+extern uint32_t max_batch;
+extern uint32_t token_budget;
+
+// One running request in a worker's batch.
+struct BatchSlot {
+  Request* request;          // nullptr: this batch slot is empty
+  EngineSession* engine;     // this slot's session, kept from request to request
+  llm::Session* session;     // ... the runtime's Session inside it (what items point at)
+  EngineModel* model;        // immutable once the model is READY
+  const llm::KvPool* pool;   // its model's KV block pool (nullptr: contiguous KV)
+  bool int8;
+  bool fresh;                // admitted this iteration: begin its session at request->fed before the pass
+  bool sampled;              // next tokens come from the sampler, not the argmax (set by the worker)
+  llm::SamplingParams params;
+  uint32_t first, count;     // this iteration's tokens: plan.items[first .. first + count)
+  int32_t error;             // positive KAI_E*: the run failed for it; commit fails the request
+};
+
+// One forward pass: items [first, first + count) of the plan, all of one
+// model and activation kind (a pass reads one model's weights).
+struct PlanGroup {
+  int model;                 // index in the model registry
+  EngineModel* engine;
+  bool int8;
+  uint32_t first, count;
+};
+
+// What one iteration runs. The token list is written once, already in the
+// runtime's own type and in pass order: grouped by (model, activation
+// kind), each request's tokens consecutive and in position order. slot[i]
+// is the batch slot (and so the request) item i belongs to.
+struct Plan {
+  uint32_t n_items;
+  llm::BatchItem items[kMaxBudget];
+  BatchSlot* slot[kMaxBudget];
+  uint32_t n_groups;
+  PlanGroup groups[kMaxBatch];
+  bool empty() const { return n_items == 0; }
+};
+
+// One worker's side of the scheduler: the requests it runs together and
+// this iteration's plan. Static storage (the token arrays are too big for a
+// kernel stack); lives as long as the worker.
+struct WorkerBatch {
+  uint32_t id;
+  BatchSlot slots[kMaxBatch];
+  Plan plan;
+};
+
+// Makes w an empty batch of worker `id`; sessions[i] / engines[i] are batch
+// slot i's runtime and engine sessions.
+void worker_batch_init(WorkerBatch& w, uint32_t id, llm::Session* const* sessions,
+                       EngineSession* const* engines);
+// Running requests in w.
+uint32_t running_in(const WorkerBatch& w);
+
+// Decides the iteration (lock held): stops cancelled requests, preempts the
+// ones another worker asked for, admits queued requests (policy, aging, KV
+// blocks), grows every planned request's block table or preempts the
+// youngest running request of its model, and writes w.plan. An empty plan
+// means nothing can run now: the worker sleeps on queue_nonempty_chan.
+const Plan& schedule(WorkerBatch& w);
+
+// Applies the outcome of w.plan (lock held): items[].next holds each new
+// token (argmax, or the sampler's draw), slots[].error any failure. Advances
+// every planned request's progress, registers its newly full prompt blocks,
+// publishes its token, finishes what is complete, and counts the iteration.
+void commit(WorkerBatch& w);
+
+// A run that failed for one slot before its pass (its session could not be
+// begun): removes its items from the plan. Worker-private, no lock.
+void plan_drop(Plan& plan, const BatchSlot* s);
+
+// The next queued request to admit, or nullptr (lock held). Requests for
+// models that failed to load are failed here; among the ready ones the
+// oldest overdue (aging) comes first, otherwise the policy in force chooses.
+Request* pick_next();
+
+}  // namespace ai
