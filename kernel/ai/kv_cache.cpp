@@ -116,10 +116,12 @@ void put_block(ModelKv& k, uint32_t b) {
 }
 
 // The first block of a prefix has no parent; its "parent generation" is
-// the activation kind instead, because int8 and float activations give
-// different K/V rows for the same tokens: their prefixes never mix.
+// the cache domain and the activation kind instead: int8 and float
+// activations give different K/V rows for the same tokens, and requests of
+// different domains (sessions, by default) must not learn of each other's
+// prompts. Either way their prefixes never mix.
 uint32_t parent_tag(const ModelKv& k, uint32_t parent, const PrefixKey& key) {
-  return parent == kNoBlock ? (key.int8 ? 1 : 0) : k.gen[parent];
+  return parent == kNoBlock ? (key.domain << 1 | (key.int8 ? 1 : 0)) : k.gen[parent];
 }
 
 uint32_t lookup(const ModelKv& k, uint32_t parent, uint32_t pgen, const uint32_t* toks) {

@@ -62,6 +62,7 @@ void start() {
   if (bootarg_str(g_boot, "ai.prefix_share", name, sizeof name) && !prefix_share_from_name(name, &prefix_share))
     kprintf("ai: unknown ai.prefix_share=%s (session, global or off); using %s\n", name,
             prefix_share_name(prefix_share));
+  if (prefix_share == PrefixShare::Off) prefix_cache_enabled = false;   // nobody shares: nothing to cache
   option_u32("ai.preempt_gap", 1, kNoPriorityPreemption, &preempt_gap);
   uint32_t aging_ms = kDefaultAgingMs;
   option_u32("ai.aging_ms", 1, 3600000, &aging_ms);
@@ -86,6 +87,7 @@ void start() {
 void process_exited(int pid) {
   SpinlockGuard guard(lock);
   forget_owner(pid);
+  fair_counters.forget(pid);
 }
 
 }  // namespace ai

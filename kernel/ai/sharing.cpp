@@ -1,7 +1,8 @@
 // The sharing options of the AI service (sharing.h): their values and
 // names, the fair policy's counters and what ai_info shows of them.
 #include "sharing.h"
-#include "../string.h"
+#include "requests.h"
+#include "platform.h"
 
 namespace ai {
 
@@ -28,6 +29,25 @@ bool prefix_share_from_name(const char* name, PrefixShare* out) {
     }
   }
   return false;
+}
+
+uint32_t prefix_domain(int sid) {
+  return prefix_share == PrefixShare::Session ? static_cast<uint32_t>(sid) : 0;
+}
+
+void note_backlogged(int owner) {
+  Request* queued[kQueueCapacity];
+  uint32_t n = queued_in_order(queued);
+  int others[kQueueCapacity];
+  int n_others = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    int o = queued[i]->owner_pid;
+    if (o == owner) return;   // already backlogged: no lift
+    bool seen = false;
+    for (int j = 0; j < n_others && !seen; j++) seen = others[j] == o;
+    if (!seen) others[n_others++] = o;
+  }
+  fair_counters.on_backlogged(owner, others, n_others);
 }
 
 void fill_sharing_info(kai_ai_info& info) {

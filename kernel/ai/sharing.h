@@ -46,6 +46,17 @@ extern uint32_t preempt_gap;
 extern FairCounters fair_counters;
 extern uint64_t priority_preemptions;
 
+// The prefix-cache domain of a request from a process of Unix session
+// `sid`: the session under PrefixShare::Session, one domain for all under
+// Global. It is taken from the process record, never from the request: a
+// process cannot name another session's domain (docs/ai-service.md).
+uint32_t prefix_domain(int sid);
+
+// Called by ai_submit just before submit() (lock held): if `owner` has no
+// request queued yet, it is becoming backlogged, and its counter is lifted
+// to the smallest among the owners that have requests queued.
+void note_backlogged(int owner);
+
 // The sharing part of ai_info (lock held): prefix_share, preempt_gap,
 // priority_preemptions and the clients, busiest first.
 void fill_sharing_info(kai_ai_info& info);

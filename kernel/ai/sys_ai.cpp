@@ -125,8 +125,9 @@ SyscallResult sys_ai_submit() {
     if (current_killed()) return Errno::Interrupted;
     sleep(&slot_freed_chan, lock);
   }
-  Request* r = submit(NewRequest{me()->pid, model.value(), prompt, req.prompt_len, req.n_predict,
-                                 req.flags, req.priority, req.sampling, stop, req.stop_words});
+  note_backlogged(me()->pid);   // the fair policy's counters (fair_share.h)
+  Request* r = submit(NewRequest{me()->pid, model.value(), prompt, req.prompt_len, req.n_predict, req.flags,
+                                 req.priority, prefix_domain(me()->sid), req.sampling, stop, req.stop_words});
   return static_cast<uint64_t>(r->id);
 }
 
@@ -161,6 +162,7 @@ SyscallResult sys_ai_wait() {
   res.finish_reason = r->finish_reason;
   res.cached_tokens = r->cached_tokens;
   res.preemptions = r->preemptions;
+  res.priority_preemptions = r->priority_preemptions;
   res.client_served = fair_counters.served(r->owner_pid);
   // A bad buffer keeps the result: the caller may wait again with a good one.
   if (r->n_generated > 0) TRY(copy_to_user(out, r->output, r->n_generated));
