@@ -38,8 +38,10 @@ struct Running {
 };
 
 // A client: a stream of requests of its own shape (prompt and output lengths
-// drawn from [lo, hi] with a seed), submitted `depth` at a time: it keeps
-// that many waiting, so it stays backlogged for the whole run.
+// drawn from [lo, hi] with a seed), submitted `depth` at a time: whenever
+// one of its requests is admitted another takes its place at once, so it
+// always has `depth` waiting: it stays *backlogged* (the theorem's word)
+// from its start to the end of the run.
 struct ClientShape {
   int id;
   uint32_t prompt_lo, prompt_hi, output_lo, output_hi;
@@ -112,6 +114,10 @@ struct Sim {
     while (int(running.size()) < max_batch) {
       int k = pick();
       if (k < 0) break;
+      // A backlogged client's next request is already there when this one
+      // leaves the queue (so it never looks idle and is never lifted).
+      for (const auto& c : shapes)
+        if (c.id == k && now >= c.start) submit(c);
       SimRequest r = waiting[k].front();
       waiting[k].pop_front();
       counters.charge_prompt(k + 1, r.prompt);
