@@ -11,6 +11,10 @@
 //      aging first, then the policy) comes in if the KV blocks for its whole
 //      context (less a cached prefix) are free or evictable; if not, it
 //      stays queued and nobody behind it is admitted (no overtaking by size);
+//   2b. preempt for priority: under ai.policy=priority, while the batch is
+//      full and a queued request is ai.preempt_gap levels more urgent than
+//      the least urgent running one, that one is preempted (recomputed
+//      later) and the urgent one takes its slot;
 //   3. plan: one decode token for every request that is generating, then
 //      prefill chunks in admission order until the token budget is spent
 //      (chunked prefill, as in Sarathi-Serve: a long prompt is spread over
