@@ -3,6 +3,7 @@
 // LRU); the lookup table of cached prefix blocks; the operations the worker
 // calls (admit, grow, publish, release). Locking: ai::lock for everything.
 #include "kv_cache.h"
+#include "sharing.h"
 #include "platform.h"
 
 namespace ai {
@@ -121,7 +122,7 @@ void put_block(ModelKv& k, uint32_t b) {
 // different domains (sessions, by default) must not learn of each other's
 // prompts. Either way their prefixes never mix.
 uint32_t parent_tag(const ModelKv& k, uint32_t parent, const PrefixKey& key) {
-  return parent == kNoBlock ? (key.domain << 1 | (key.int8 ? 1 : 0)) : k.gen[parent];
+  return parent == kNoBlock ? first_block_tag(key.domain, key.int8) : k.gen[parent];
 }
 
 uint32_t lookup(const ModelKv& k, uint32_t parent, uint32_t pgen, const uint32_t* toks) {

@@ -170,11 +170,13 @@ BatchSlot* least_urgent(WorkerBatch& w) {
 // The urgent one is admitted directly, not through pick_next(): the victim,
 // submitted long ago, may be overdue for aging and would come straight back.
 void preempt_for_priority(WorkerBatch& w) {
-  if (policy != Policy::Priority || preempt_gap > KAI_AI_MAX_PRIORITY) return;
+  if (policy != Policy::Priority || preempt_gap >= kNoPriorityPreemption) return;
   for (uint32_t round = 0; round < kMaxBatch && running_in(w) >= max_batch; round++) {
     Request* urgent = most_urgent_queued();
     BatchSlot* victim = least_urgent(w);
-    if (urgent == nullptr || victim == nullptr || victim->request->priority < urgent->priority + preempt_gap) return;
+    if (urgent == nullptr || victim == nullptr ||
+        !preempts_for_priority(urgent->priority, victim->request->priority, preempt_gap))
+      return;
     if (!kv_could_fit(urgent->model, urgent->prompt_len + urgent->n_predict)) return;   // admit_new fails it
     Request* v = victim->request;
     v->priority_preemptions++;

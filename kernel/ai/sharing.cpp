@@ -31,9 +31,7 @@ bool prefix_share_from_name(const char* name, PrefixShare* out) {
   return false;
 }
 
-uint32_t prefix_domain(int sid) {
-  return prefix_share == PrefixShare::Session ? static_cast<uint32_t>(sid) : 0;
-}
+uint32_t prefix_domain(int sid) { return domain_for(prefix_share, sid); }
 
 void note_backlogged(int owner) {
   Request* queued[kQueueCapacity];

@@ -40,6 +40,22 @@ constexpr uint32_t kDefaultPreemptGap = 5;
 constexpr uint32_t kNoPriorityPreemption = KAI_AI_MAX_PRIORITY + 1;
 extern uint32_t preempt_gap;
 
+// The rule itself: does a queued request of priority `urgent` take the
+// batch slot of a running one of priority `victim`? (Lower is more urgent.)
+constexpr bool preempts_for_priority(uint32_t urgent, uint32_t victim, uint32_t gap) {
+  return gap <= KAI_AI_MAX_PRIORITY && victim >= urgent + gap;
+}
+
+// The domain rule, as pure functions (the host tests check them):
+// the domain of a request from a process of Unix session `sid`...
+constexpr uint32_t domain_for(PrefixShare share, int sid) {
+  return share == PrefixShare::Session ? static_cast<uint32_t>(sid) : 0;
+}
+// ...and what the first block of its prompt is keyed by, in place of a
+// parent block: the domain and the activation kind (int8 and float K/V
+// rows differ). Different domains or kinds never give the same tag.
+constexpr uint32_t first_block_tag(uint32_t domain, bool int8) { return domain << 1 | (int8 ? 1u : 0u); }
+
 // The fair policy's counters, one per process that has submitted (kept
 // under every policy, so aistat can show how the service was shared), and
 // the preemptions made for priority. Protected by ai::lock.
