@@ -215,9 +215,13 @@ def experiment_sharing(a, log):
         # First the prefix is computed (nothing cached yet); then the same
         # prompt from another session (setsid), then from the same session
         # as the first (the shell's).
-        # (Three different aistat lines, all printing its kv: line, because
-        # outputs are kept by command.)
-        cmds = [prefix, "aistat | grep kv:", f"setsid {prefix}", "aistat | grep prefix_hits", prefix,
+        # (Three different aistat lines, all printing its kv: line, for the
+        # same reason.)
+        # The third run is the first one's command with its options in
+        # another order, because outputs are kept by command line.
+        again = prefix.replace("aiprefix --model", "aiprefix --requests 1 --model").replace(" --requests 1 --prefix",
+                                                                                          " --prefix")
+        cmds = [prefix, "aistat | grep kv:", f"setsid {prefix}", "aistat | grep prefix_hits", again,
                 "aistat | grep prefix_cache"]
         outs = boot_and_run(a.image, a.model, "", cmds, a.exact, a.timeout)
         return {"uncached": _aiprefix_line(outs[cmds[0]]), "other_session": _aiprefix_line(outs[cmds[2]]),
@@ -235,23 +239,33 @@ def experiment_sharing(a, log):
         return {"preempt_gap": gap, "urgent": parse_aibench(outs[urgent]), "low": parse_aibench(outs["cat /low.txt"]),
                 "preemptions_memory": int(m.group(1)) if m else -1, "preemptions_priority": int(m.group(2)) if m else -1}
 
-    jobs = {"fcfs": lambda: flood_run("fcfs"), "fair": lambda: flood_run("fair"), "prefix": prefix_run,
-            "preempt": lambda: priority_run(5), "no_preempt": lambda: priority_run(16)}
+    jobs = {}
+    if "flood" in a.sharing_parts:
+        jobs.update(fcfs=lambda: flood_run("fcfs"), fair=lambda: flood_run("fair"))
+    if "prefix" in a.sharing_parts:
+        jobs["prefix"] = prefix_run
+    if "priority" in a.sharing_parts:
+        jobs.update(preempt=lambda: priority_run(5), no_preempt=lambda: priority_run(16))
     with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
         futures = {name: pool.submit(fn) for name, fn in jobs.items()}
         done = {name: f.result() for name, f in futures.items()}
-    out = {"flood": [done["fcfs"], done["fair"]], "prefix": done["prefix"],
-           "priority": [done["preempt"], done["no_preempt"]]}
-    fcfs_l, fair_l = _ttft_p50(done["fcfs"]["light"]), _ttft_p50(done["fair"]["light"])
-    log(f"sharing: light processes' p50 TTFT {fcfs_l:.0f} ms under fcfs, {fair_l:.0f} ms under fair "
-        f"({fair_l / fcfs_l if fcfs_l else 0:.2f}x); the flood finished {done['fair']['flood'].get('done', 0)} requests")
-    px = done["prefix"]
-    log(f"sharing: {a.prefix_len}-token prefix: uncached {px['uncached']['ttft_ms']:.0f} ms, other session "
-        f"{px['other_session']['ttft_ms']:.0f} ms (cached {px['other_session']['cached']}), same session "
-        f"{px['same_session']['ttft_ms']:.0f} ms (cached {px['same_session']['cached']})")
-    up, un = _ttft_p50(done["preempt"]["urgent"]), _ttft_p50(done["no_preempt"]["urgent"])
-    log(f"sharing: urgent request's TTFT {up:.0f} ms with preemption, {un:.0f} ms without "
-        f"({up / un if un else 0:.2f}x)")
+    out = {}
+    if "fcfs" in done:
+        out["flood"] = [done["fcfs"], done["fair"]]
+        fcfs_l, fair_l = _ttft_p50(done["fcfs"]["light"]), _ttft_p50(done["fair"]["light"])
+        log(f"sharing: light processes' p50 TTFT {fcfs_l:.0f} ms under fcfs, {fair_l:.0f} ms under fair "
+            f"({fair_l / fcfs_l if fcfs_l else 0:.2f}x); the flood finished {done['fair']['flood'].get('done', 0)} "
+            "requests")
+    if "prefix" in done:
+        out["prefix"] = px = done["prefix"]
+        log(f"sharing: {a.prefix_len}-token prefix: uncached {px['uncached']['ttft_ms']:.0f} ms, other session "
+            f"{px['other_session']['ttft_ms']:.0f} ms (cached {px['other_session']['cached']}), same session "
+            f"{px['same_session']['ttft_ms']:.0f} ms (cached {px['same_session']['cached']})")
+    if "preempt" in done:
+        out["priority"] = [done["preempt"], done["no_preempt"]]
+        up, un = _ttft_p50(done["preempt"]["urgent"]), _ttft_p50(done["no_preempt"]["urgent"])
+        log(f"sharing: urgent request's TTFT {up:.0f} ms with preemption, {un:.0f} ms without "
+            f"({up / un if un else 0:.2f}x)")
     return out
 
 
@@ -315,7 +329,18 @@ def report(a, res):
 
 
 def sharing_report(a, sh):
-    lines = ["## Sharing the model among processes", "",
+    lines = ["## Sharing the model among processes", ""]
+    if "flood" in sh:
+        lines += flood_report(a, sh)
+    if "prefix" in sh:
+        lines += prefix_report(a, sh)
+    if "priority" in sh:
+        lines += priority_report(a, sh)
+    return lines
+
+
+def flood_report(a, sh):
+    lines = [
              f"Flood: one process keeping 8 requests in flight ({a.flood_requests} in all, prompt {a.flood_prompt}, "
              f"{a.flood_predict} tokens); light: three processes arriving 1 s later, one request each (prompt 8, "
              "4 tokens). ai.max_batch=4.", "",
@@ -328,6 +353,12 @@ def sharing_report(a, sh):
     fc, fa = _ttft_p50(sh["flood"][0]["light"]), _ttft_p50(sh["flood"][1]["light"])
     if fc:
         lines += ["", f"Under fair the light processes' p50 TTFT is {fa / fc:.2f}x that under fcfs."]
+    lines.append("")
+    return lines
+
+
+def prefix_report(a, sh):
+    lines = []
     px = sh["prefix"]
     u = px["uncached"]["ttft_ms"]
     lines += ["", f"The same {a.prefix_len + 8}-token prompt ({a.prefix_len}-token prefix) three times, the default "
@@ -339,7 +370,12 @@ def sharing_report(a, sh):
                              ("again, from the first one's session", "same_session", px["hits_after"][2])):
         r = px[key]
         lines.append(f"| {label} | {r['ttft_ms']:.0f} | {r['ttft_ms'] / u if u else 0:.3f} | {r['cached']} | {hits} |")
-    lines += ["", f"Eight priority-10 requests (prompt {a.low_prompt}, {a.low_predict} tokens) fill the batch "
+    lines.append("")
+    return lines
+
+
+def priority_report(a, sh):
+    lines = [f"Eight priority-10 requests (prompt {a.low_prompt}, {a.low_predict} tokens) fill the batch "
               f"(ai.max_batch=8, ai.policy=priority); a priority-0 request (prompt 8, 4 tokens) arrives "
               f"{a.urgent_after} s later.", "",
               "| ai.preempt_gap | urgent TTFT ms | preemptions for priority | for memory | priority-10 p50 end-to-end ms |",
@@ -363,9 +399,16 @@ def main(argv=None):
     p.add_argument("--real-time", action="store_true", help="host clock instead of exact mode")
     p.add_argument("--only", choices=["batching", "policies", "hol", "paging", "sharing"], action="append")
     p.add_argument("--jobs", type=int, default=2, help="boots of the sharing experiment run side by side")
+    p.add_argument("--sharing-parts", default="flood,prefix,priority",
+                   help="which parts of the sharing experiment (comma-separated: flood, prefix, priority)")
+    p.add_argument("--merge", nargs="+", metavar="RESULTS_JSON",
+                   help="write the report of these results.json files together (no boot)")
     p.add_argument("--timeout", type=float, default=3600)
     a = p.parse_args(argv)
     a.exact = not a.real_time
+    a.sharing_parts = [x for x in a.sharing_parts.split(",") if x]
+    if set(a.sharing_parts) - {"flood", "prefix", "priority"}:
+        p.error(f"--sharing-parts: {a.sharing_parts}: each must be flood, prefix or priority")
     if not os.path.exists(a.image) or not os.path.exists(KERNEL):
         p.error(f"{a.image} or {KERNEL} missing: run `make all build/fs-smol.img`")
     if a.quick:
@@ -394,6 +437,21 @@ def main(argv=None):
     def log(msg):
         print(msg, flush=True)
 
+    if a.merge:
+        res = {}
+        for path in a.merge:
+            with open(path) as f:
+                for key, value in json.load(f).items():
+                    if isinstance(value, dict) and isinstance(res.get(key), dict):
+                        res[key].update(value)
+                    else:
+                        res[key] = value
+        with open(os.path.join(a.out, "results.json"), "w") as f:
+            json.dump(res, f, indent=1)
+        with open(os.path.join(a.out, "report.md"), "w") as f:
+            f.write(report(a, res))
+        log(f"engine study: report in {os.path.join(a.out, 'report.md')}")
+        return
     res = {}
     for name, fn in (("batching", experiment_batching), ("policies", experiment_policies), ("hol", experiment_hol),
                      ("paging", experiment_paging), ("sharing", experiment_sharing)):
