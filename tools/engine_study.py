@@ -244,8 +244,10 @@ def experiment_sharing(a, log):
         jobs.update(fcfs=lambda: flood_run("fcfs"), fair=lambda: flood_run("fair"))
     if "prefix" in a.sharing_parts:
         jobs["prefix"] = prefix_run
-    if "priority" in a.sharing_parts:
-        jobs.update(preempt=lambda: priority_run(5), no_preempt=lambda: priority_run(16))
+    if "priority" in a.sharing_parts or "preempt" in a.sharing_parts:
+        jobs["preempt"] = lambda: priority_run(5)
+    if "priority" in a.sharing_parts or "no-preempt" in a.sharing_parts:
+        jobs["no_preempt"] = lambda: priority_run(16)
     with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
         futures = {name: pool.submit(fn) for name, fn in jobs.items()}
         done = {name: f.result() for name, f in futures.items()}
@@ -261,11 +263,12 @@ def experiment_sharing(a, log):
         log(f"sharing: {a.prefix_len}-token prefix: uncached {px['uncached']['ttft_ms']:.0f} ms, other session "
             f"{px['other_session']['ttft_ms']:.0f} ms (cached {px['other_session']['cached']}), same session "
             f"{px['same_session']['ttft_ms']:.0f} ms (cached {px['same_session']['cached']})")
-    if "preempt" in done:
-        out["priority"] = [done["preempt"], done["no_preempt"]]
-        up, un = _ttft_p50(done["preempt"]["urgent"]), _ttft_p50(done["no_preempt"]["urgent"])
-        log(f"sharing: urgent request's TTFT {up:.0f} ms with preemption, {un:.0f} ms without "
-            f"({up / un if un else 0:.2f}x)")
+    runs = [done[k] for k in ("preempt", "no_preempt") if k in done]
+    if runs:
+        out["priority"] = runs
+        for r in runs:
+            log(f"sharing: ai.preempt_gap={r['preempt_gap']}: urgent request's TTFT {_ttft_p50(r['urgent']):.0f} ms, "
+                f"{r['preemptions_priority']} preemptions for priority")
     return out
 
 
@@ -383,7 +386,8 @@ def priority_report(a, sh):
     for r in sh["priority"]:
         lines.append(f"| {r['preempt_gap']} | {_ttft_p50(r['urgent']):.0f} | {r['preemptions_priority']} | "
                      f"{r['preemptions_memory']} | {r['low'].get('end_to_end', {}).get('p50_ms', 0):.0f} |")
-    up, un = _ttft_p50(sh["priority"][0]["urgent"]), _ttft_p50(sh["priority"][1]["urgent"])
+    by_gap = {r["preempt_gap"]: _ttft_p50(r["urgent"]) for r in sh["priority"]}
+    up, un = by_gap.get(5, 0), by_gap.get(16, 0)
     if un:
         lines += ["", f"With preemption the urgent request's TTFT is {up / un:.2f}x that without."]
     lines.append("")
@@ -407,8 +411,8 @@ def main(argv=None):
     a = p.parse_args(argv)
     a.exact = not a.real_time
     a.sharing_parts = [x for x in a.sharing_parts.split(",") if x]
-    if set(a.sharing_parts) - {"flood", "prefix", "priority"}:
-        p.error(f"--sharing-parts: {a.sharing_parts}: each must be flood, prefix or priority")
+    if set(a.sharing_parts) - {"flood", "prefix", "priority", "preempt", "no-preempt"}:
+        p.error(f"--sharing-parts: {a.sharing_parts}: each must be flood, prefix, priority, preempt or no-preempt")
     if not os.path.exists(a.image) or not os.path.exists(KERNEL):
         p.error(f"{a.image} or {KERNEL} missing: run `make all build/fs-smol.img`")
     if a.quick:
@@ -443,9 +447,15 @@ def main(argv=None):
             with open(path) as f:
                 for key, value in json.load(f).items():
                     if isinstance(value, dict) and isinstance(res.get(key), dict):
-                        res[key].update(value)
+                        for k, v in value.items():
+                            if k == "priority":   # rows per gap may come from several files
+                                v = res[key].get(k, []) + v
+                            res[key][k] = v
                     else:
                         res[key] = value
+        if "priority" in res.get("sharing", {}):   # one row per gap (the last file's wins)
+            res["sharing"]["priority"] = sorted({r["preempt_gap"]: r for r in res["sharing"]["priority"]}.values(),
+                                                key=lambda r: r["preempt_gap"])
         with open(os.path.join(a.out, "results.json"), "w") as f:
             json.dump(res, f, indent=1)
         with open(os.path.join(a.out, "report.md"), "w") as f:
