@@ -206,7 +206,8 @@ def experiment_sharing(a, log):
         # The flood has the service to itself for a second, then the three
         # light processes (one request each) arrive; aistat then shows every
         # process's service counter.
-        cmds = [f"{flood} > /flood.txt &", "sleep 1", light, "aistat", "wait", "cat /flood.txt"]
+        cmds = [f"{flood} > /flood.txt &"] + ([f"sleep {a.light_after}"] if a.light_after else []) + \
+            [light, "aistat", "wait", "cat /flood.txt"]
         outs = boot_and_run(a.image, a.model, f"ai.max_batch=4 ai.policy={policy}", cmds, a.exact, a.timeout)
         return {"policy": policy, "light": parse_aibench(outs[light]), "flood": parse_aibench(outs["cat /flood.txt"]),
                 "clients": _clients(outs["aistat"])}
@@ -231,8 +232,8 @@ def experiment_sharing(a, log):
     def priority_run(gap):
         # Eight priority-10 requests fill the batch (ai.max_batch=8); a few
         # seconds later a priority-0 request arrives.
-        cmds = [f"{low} > /low.txt &", f"sleep {a.urgent_after}", urgent, "wait", "cat /low.txt",
-                "aistat | grep sharing:"]
+        cmds = [f"{low} > /low.txt &"] + ([f"sleep {a.urgent_after}"] if a.urgent_after else []) + \
+            [urgent, "wait", "cat /low.txt", "aistat | grep sharing:"]
         append = f"ai.max_batch=8 ai.policy=priority ai.preempt_gap={gap}"
         outs = boot_and_run(a.image, a.model, append, cmds, a.exact, a.timeout)
         m = re.search(r"preemptions_memory=(\d+) preemptions_priority=(\d+)", outs[cmds[-1]])
@@ -345,7 +346,8 @@ def sharing_report(a, sh):
 def flood_report(a, sh):
     lines = [
              f"Flood: one process keeping 8 requests in flight ({a.flood_requests} in all, prompt {a.flood_prompt}, "
-             f"{a.flood_predict} tokens); light: three processes arriving 1 s later, one request each (prompt 8, "
+             f"{a.flood_predict} tokens); light: three processes arriving {a.light_after or 0} s later, one request "
+             "each (prompt 8, "
              "4 tokens). ai.max_batch=4.", "",
              "| policy | light p50 TTFT ms | light max TTFT ms | flood requests done | flood tokens/s | flood p50 TTFT ms |",
              "|---|---|---|---|---|---|"]
@@ -380,7 +382,7 @@ def prefix_report(a, sh):
 def priority_report(a, sh):
     lines = [f"Eight priority-10 requests (prompt {a.low_prompt}, {a.low_predict} tokens) fill the batch "
               f"(ai.max_batch=8, ai.policy=priority); a priority-0 request (prompt 8, 4 tokens) arrives "
-              f"{a.urgent_after} s later.", "",
+              f"{a.urgent_after or 0} s later.", "",
               "| ai.preempt_gap | urgent TTFT ms | preemptions for priority | for memory | priority-10 p50 end-to-end ms |",
               "|---|---|---|---|---|"]
     for r in sh["priority"]:
@@ -403,6 +405,8 @@ def main(argv=None):
     p.add_argument("--real-time", action="store_true", help="host clock instead of exact mode")
     p.add_argument("--only", choices=["batching", "policies", "hol", "paging", "sharing"], action="append")
     p.add_argument("--jobs", type=int, default=2, help="boots of the sharing experiment run side by side")
+    p.add_argument("--light-after", help="sharing: seconds (guest `sleep`) before the light processes arrive")
+    p.add_argument("--urgent-after", help="sharing: seconds before the priority-0 request arrives")
     p.add_argument("--sharing-parts", default="flood,prefix,priority",
                    help="which parts of the sharing experiment (comma-separated: flood, prefix, priority)")
     p.add_argument("--merge", nargs="+", metavar="RESULTS_JSON",
@@ -422,7 +426,7 @@ def main(argv=None):
         a.budgets, a.hol_clients, a.hol_predict, a.long_len = [8, 256], 2, 60, 32
         a.page_clients, a.kv_mb, a.full_block, a.prefix_len = 8, 1, 96, 32
         a.flood_requests, a.flood_prompt, a.flood_predict = 8, 16, 8
-        a.low_prompt, a.low_predict, a.urgent_after = 16, 16, 1
+        a.low_prompt, a.low_predict, default_after = 16, 16, ("1", "1")
     else:
         a.clients, a.requests, a.prompt, a.predict = [1, 8], 1, 8, 8
         # Three long requests, one admitted at a time: while one runs, the
@@ -435,7 +439,13 @@ def main(argv=None):
         a.budgets, a.hol_clients, a.hol_predict, a.long_len = [4, 8, 256], 2, 80, 255
         a.page_clients, a.kv_mb, a.full_block, a.prefix_len = 16, 48, 256, 128
         a.flood_requests, a.flood_prompt, a.flood_predict = 16, 32, 16
-        a.low_prompt, a.low_predict, a.urgent_after = 64, 64, 5
+        a.low_prompt, a.low_predict, default_after = 64, 64, ("1", "5")
+    a.light_after = a.light_after if a.light_after is not None else default_after[0]
+    a.urgent_after = a.urgent_after if a.urgent_after is not None else default_after[1]
+    if a.light_after == "0":
+        a.light_after = ""
+    if a.urgent_after == "0":
+        a.urgent_after = ""
     os.makedirs(a.out, exist_ok=True)
 
     def log(msg):
