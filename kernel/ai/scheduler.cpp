@@ -16,7 +16,8 @@
 //      the least urgent running one, that one is preempted (recomputed
 //      later) and the urgent one takes its slot;
 //   3. plan: one decode token for every request that is generating, then
-//      prefill chunks in admission order until the token budget is spent
+//      prefill chunks in batch-slot order (under the priority policy, the
+//      most urgent first) until the token budget is spent
 //      (chunked prefill, as in Sarathi-Serve: a long prompt is spread over
 //      several iterations instead of stalling everyone's next token);
 //   4. grow or preempt: each planned request gets KV blocks for its new
@@ -216,10 +217,24 @@ void choose_counts(WorkerBatch& w) {
       budget--;
     }
   }
+  // Prompt chunks in batch-slot order; under the priority policy the most
+  // urgent first (a request that preempted its way in must not then wait
+  // behind the prompts of the requests it overtook).
+  BatchSlot* order[kMaxBatch];
+  uint32_t n = 0;
   for (auto& s : w.slots) {
-    Request* r = s.request;
-    if (r == nullptr || s.count > 0 || budget == 0) continue;
-    uint32_t left = context_len(*r) - r->fed;
+    if (s.request == nullptr || s.count > 0) continue;
+    uint32_t at = n++;
+    if (policy == Policy::Priority)
+      while (at > 0 && order[at - 1]->request->priority > s.request->priority) {
+        order[at] = order[at - 1];
+        at--;
+      }
+    order[at] = &s;
+  }
+  for (uint32_t i = 0; i < n && budget > 0; i++) {
+    BatchSlot& s = *order[i];
+    uint32_t left = context_len(*s.request) - s.request->fed;
     s.count = left < budget ? left : budget;
     budget -= s.count;
   }
