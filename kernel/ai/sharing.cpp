@@ -3,8 +3,13 @@
 #include "sharing.h"
 #include "requests.h"
 #include "platform.h"
+#include "../param.h"
 
 namespace ai {
+
+// One counter per process at most, and a process's entry goes when it
+// exits: so the table can never be full.
+static_assert(kMaxFairClients >= NPROC, "the fair policy needs an entry for every process");
 
 PrefixShare prefix_share = PrefixShare::Session;
 uint32_t preempt_gap = kDefaultPreemptGap;
