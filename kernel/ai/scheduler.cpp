@@ -332,10 +332,15 @@ Request* pick_next() {
   }
   if (n == 0) return nullptr;
   // Aging first: ready[] is in arrival order, so the first overdue one is
-  // the one that has waited longest.
+  // the one that has waited longest. Not under the fair policy: it cannot
+  // starve anyone (a waiting process's counter stands still while the
+  // others' grow, so it soon is the least served), and when every request
+  // waits longer than the bound (a slow model, a long queue) aging would
+  // turn it into first come, first served.
   uint64_t now = clock_ns();
-  for (int i = 0; i < n; i++)
-    if (now - ready[i]->t_submit >= aging_ns) return ready[i];
+  if (policy != Policy::Fair)
+    for (int i = 0; i < n; i++)
+      if (now - ready[i]->t_submit >= aging_ns) return ready[i];
   return ready[policy_function(policy)(ready, n)];
 }
 
