@@ -53,6 +53,7 @@ ErrorOr<Process*> alloc_process(void (*entry)(), bool kthread) {
   }
   if (!p) return Errno::Again;
   p->pid = allocate_pid();
+  p->sid = 0;
   p->state = ProcState::Used;
   p->is_kthread = kthread;
   p->logged_unknown_syscall = false;
@@ -85,6 +86,7 @@ void free_process(Process* p) {
   p->kstack = 0;
   p->sz = p->heap_start = 0;
   p->pid = 0;
+  p->sid = 0;
   p->parent = nullptr;
   p->name[0] = 0;
   p->chan = nullptr;
@@ -209,6 +211,7 @@ void user_init() {
   Process* p = result.value();
   safestrcpy(p->name, "init", sizeof p->name);
   init_process = p;
+  p->sid = p->pid;   // init leads session 1; everything it starts inherits it
   p->state = ProcState::Runnable;
   p->lock.release();
 }
@@ -255,6 +258,9 @@ ErrorOr<int> fork() {
     if (parent->ofile[i]) child->ofile[i] = fs::filedup(parent->ofile[i]);
   if (parent->cwd) child->cwd = fs::idup(parent->cwd);
   safestrcpy(child->name, parent->name, sizeof child->name);
+  // Only a process changes its own session (setsid), so the parent's needs
+  // no lock here; the child's is written before anyone can see the child.
+  child->sid = parent->sid;
   int pid = child->pid;
   child->lock.release();
 
@@ -348,6 +354,29 @@ ErrorOr<void> kill(int pid) {
       if (p.state == ProcState::Sleeping) p.state = ProcState::Runnable;
       return {};
     }
+  }
+  return Errno::NoProcess;
+}
+
+// POSIX: a process that already leads a session (or, in Unix, a process
+// group; kai has no groups) may not start another, so that a session leader
+// never leaves members behind in a session without a leader. A child of
+// fork() never leads anything, which is why /bin/setsid can always succeed.
+ErrorOr<int> new_session() {
+  Process* p = current_process();
+  if (p->is_kthread) return Errno::Invalid;
+  SpinlockGuard guard(p->lock);
+  if (p->sid == p->pid) return Errno::Perm;
+  p->sid = p->pid;
+  return p->sid;
+}
+
+ErrorOr<int> session_of(int pid) {
+  if (pid < 0) return Errno::Invalid;
+  if (pid == 0) pid = current_process()->pid;
+  for (auto& p : procs) {
+    SpinlockGuard guard(p.lock);
+    if (p.pid == pid && p.state != ProcState::Unused) return p.sid;
   }
   return Errno::NoProcess;
 }

@@ -23,6 +23,13 @@ struct Process {
   bool killed = false;
   int exit_status = 0;
   int pid = 0;
+  // The Unix session it belongs to: the pid of the session's leader (the
+  // process that called setsid(); init leads session 1), 0 for a kernel
+  // thread. fork() copies it, setsid() changes it. Pids are never reused,
+  // so a session id names one session for the whole life of the kernel:
+  // the AI service uses it as the default prefix-cache domain
+  // (docs/ai-service.md, "Sharing the model").
+  int sid = 0;
 
   // -- private to the process --
   PageTable pagetable = nullptr;      // nullptr for a kernel thread

@@ -38,6 +38,12 @@ ErrorOr<void> kill(int pid);
 void kill_tree(int pid);             // pid and all its descendants (console ^C)
 ErrorOr<uint64_t> grow_process(int64_t n);   // sbrk: returns the old break
 void set_killed(Process* p);
+// setsid(): the caller leads a new session, whose id is its pid. EPERM if it
+// already leads one (init, or a process that called setsid before).
+ErrorOr<int> new_session();
+// getsid(): the session id of pid (0: the caller); ESRCH if there is no such
+// process, EINVAL for a negative pid.
+ErrorOr<int> session_of(int pid);
 // Is pid the process ancestor_pid or one of its descendants? (Takes wait_lock.)
 bool is_self_or_descendant(int ancestor_pid, int pid);
 // The parent's pid, or 0 (no such process, or no parent).

@@ -24,6 +24,14 @@ SyscallResult sys_kill() {
 
 SyscallResult sys_getpid() { return static_cast<uint64_t>(current_process()->pid); }
 
+// Sessions (process.h, new_session): a process and its descendants share one
+// until one of them calls setsid(). Nothing in kai checks sessions for
+// permission yet; the AI service keeps each session's cached prompt prefixes
+// to itself.
+SyscallResult sys_setsid() { return static_cast<uint64_t>(TRY(new_session())); }
+
+SyscallResult sys_getsid() { return static_cast<uint64_t>(TRY(session_of(static_cast<int>(arg_int(0))))); }
+
 SyscallResult sys_sbrk() { return TRY(grow_process(arg_int(0))); }
 
 SyscallResult sys_sleep() {

@@ -15,7 +15,12 @@ Three experiments, each in its own boots of kai:
      whole (ai.budget=256);
   4. paging: how many short requests run at once in the same KV memory as
      full-length reservations or as 16-position blocks, and the TTFT of
-     requests sharing a long prompt prefix (aiprefix).
+     requests sharing a long prompt prefix (aiprefix);
+  5. sharing: one process flooding the service (aibench --inflight) and
+     three light ones, under fcfs and fair; a prompt prefix sent again from
+     the same Unix session and from another one (setsid); a priority-0
+     request arriving into a full batch of priority-10 requests, with and
+     without priority preemption (ai.preempt_gap).
 
 With --trace DIR (`make trace`) every boot also records the AI service's
 trace ring (ai.trace=N) and leaves in DIR, per boot, the aitrace transcript
@@ -31,6 +36,7 @@ Writes report.md and results.json there; prints one line per point.
 """
 import argparse
 import importlib.util
+import concurrent.futures
 import json
 import os
 import re
@@ -197,6 +203,110 @@ def experiment_paging(a, log):
     return out
 
 
+def _ttft_p50(r):
+    return r.get("ttft", {}).get("p50_ms", 0)
+
+
+def _clients(text):
+    """aistat's per-process counters: {pid: (served, prompt, output)}."""
+    return {int(pid): (int(sv), int(pt), int(ot)) for pid, sv, pt, ot in
+            re.findall(r"client: pid=(\d+) served=(\d+) prompt_tokens=(\d+) output_tokens=(\d+)", text)}
+
+
+def _aiprefix_line(text):
+    m = re.search(r"request 0: ttft_us=(\d+) cached=(\d+)", text)
+    if not m:
+        raise RuntimeError(f"aiprefix printed no request line:\n{text}")
+    return {"ttft_ms": int(m.group(1)) / 1000, "cached": int(m.group(2))}
+
+
+def _prefix_hits(text):
+    m = re.search(r"prefix_hits=(\d+)", text)
+    return int(m.group(1)) if m else -1
+
+
+def experiment_sharing(a, log):
+    """Three ways processes share one model; every boot is independent, so
+    they run side by side (--jobs)."""
+    flood = (f"aibench --model {a.model} --clients 1 --inflight 8 --requests {a.flood_requests} "
+             f"--prompt {a.flood_prompt} --predict {a.flood_predict} --int8 --seed 21")
+    light = f"aibench --model {a.model} --clients 3 --requests 1 --prompt 8 --predict 4 --int8 --seed 22"
+    prefix = (f"aiprefix --model {a.model} --requests 1 --prefix {a.prefix_len} --tail 8 --predict 1 --int8")
+    low = (f"aibench --model {a.model} --clients 1 --inflight 8 --requests 8 --prompt {a.low_prompt} "
+           f"--predict {a.low_predict} --int8 --priority 10 --seed 31")
+    urgent = f"aibench --model {a.model} --clients 1 --requests 1 --prompt 8 --predict 4 --int8 --priority 0 --seed 32"
+
+    def flood_run(policy):
+        # The flood has the service to itself for a second, then the three
+        # light processes (one request each) arrive; aistat then shows every
+        # process's service counter.
+        cmds = [f"{flood} > /flood.txt &"] + ([f"sleep {a.light_after}"] if a.light_after else []) + \
+            [light, "aistat", "wait", "cat /flood.txt"]
+        outs = boot_and_run(a.image, a.model, f"ai.max_batch=4 ai.policy={policy}", cmds, a.exact, a.timeout)
+        return {"policy": policy, "light": parse_aibench(outs[light]), "flood": parse_aibench(outs["cat /flood.txt"]),
+                "clients": _clients(outs["aistat"])}
+
+    def prefix_run():
+        # First the prefix is computed (nothing cached yet); then the same
+        # prompt from another session (setsid), then from the same session
+        # as the first (the shell's).
+        # (Three different aistat lines, all printing its kv: line, for the
+        # same reason.)
+        # The third run is the first one's command with its options in
+        # another order, because outputs are kept by command line.
+        again = prefix.replace("aiprefix --model", "aiprefix --requests 1 --model").replace(" --requests 1 --prefix",
+                                                                                          " --prefix")
+        cmds = [prefix, "aistat | grep kv:", f"setsid {prefix}", "aistat | grep prefix_hits", again,
+                "aistat | grep prefix_cache"]
+        outs = boot_and_run(a.image, a.model, "", cmds, a.exact, a.timeout)
+        return {"uncached": _aiprefix_line(outs[cmds[0]]), "other_session": _aiprefix_line(outs[cmds[2]]),
+                "same_session": _aiprefix_line(outs[cmds[4]]),
+                "hits_after": [_prefix_hits(outs[cmds[1]]), _prefix_hits(outs[cmds[3]]), _prefix_hits(outs[cmds[5]])]}
+
+    def priority_run(gap):
+        # Eight priority-10 requests fill the batch (ai.max_batch=8); a few
+        # seconds later a priority-0 request arrives.
+        cmds = [f"{low} > /low.txt &"] + ([f"sleep {a.urgent_after}"] if a.urgent_after else []) + \
+            [urgent, "wait", "cat /low.txt", "aistat | grep sharing:"]
+        append = f"ai.max_batch=8 ai.policy=priority ai.preempt_gap={gap}"
+        outs = boot_and_run(a.image, a.model, append, cmds, a.exact, a.timeout)
+        m = re.search(r"preemptions_memory=(\d+) preemptions_priority=(\d+)", outs[cmds[-1]])
+        return {"preempt_gap": gap, "urgent": parse_aibench(outs[urgent]), "low": parse_aibench(outs["cat /low.txt"]),
+                "preemptions_memory": int(m.group(1)) if m else -1, "preemptions_priority": int(m.group(2)) if m else -1}
+
+    jobs = {}
+    if "flood" in a.sharing_parts:
+        jobs.update(fcfs=lambda: flood_run("fcfs"), fair=lambda: flood_run("fair"))
+    if "prefix" in a.sharing_parts:
+        jobs["prefix"] = prefix_run
+    if "priority" in a.sharing_parts or "preempt" in a.sharing_parts:
+        jobs["preempt"] = lambda: priority_run(5)
+    if "priority" in a.sharing_parts or "no-preempt" in a.sharing_parts:
+        jobs["no_preempt"] = lambda: priority_run(16)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        futures = {name: pool.submit(fn) for name, fn in jobs.items()}
+        done = {name: f.result() for name, f in futures.items()}
+    out = {}
+    if "fcfs" in done:
+        out["flood"] = [done["fcfs"], done["fair"]]
+        fcfs_l, fair_l = _ttft_p50(done["fcfs"]["light"]), _ttft_p50(done["fair"]["light"])
+        log(f"sharing: light processes' p50 TTFT {fcfs_l:.0f} ms under fcfs, {fair_l:.0f} ms under fair "
+            f"({fair_l / fcfs_l if fcfs_l else 0:.2f}x); the flood finished {done['fair']['flood'].get('done', 0)} "
+            "requests")
+    if "prefix" in done:
+        out["prefix"] = px = done["prefix"]
+        log(f"sharing: {a.prefix_len}-token prefix: uncached {px['uncached']['ttft_ms']:.0f} ms, other session "
+            f"{px['other_session']['ttft_ms']:.0f} ms (cached {px['other_session']['cached']}), same session "
+            f"{px['same_session']['ttft_ms']:.0f} ms (cached {px['same_session']['cached']})")
+    runs = [done[k] for k in ("preempt", "no_preempt") if k in done]
+    if runs:
+        out["priority"] = runs
+        for r in runs:
+            log(f"sharing: ai.preempt_gap={r['preempt_gap']}: urgent request's TTFT {_ttft_p50(r['urgent']):.0f} ms, "
+                f"{r['preemptions_priority']} preemptions for priority")
+    return out
+
+
 def report(a, res):
     clock = "virtual time (QEMU -icount, one hart): 1 instruction = 1 ns" if a.exact else "real time (host clock)"
     lines = ["# The engine study", "", f"Command: `{' '.join(sys.argv)}`", "", f"Clock: {clock}.", ""]
@@ -251,7 +361,73 @@ def report(a, res):
         lines += ["", f"8 requests sharing a {a.prefix_len}-token prefix, different 8-token tails: first TTFT "
                   f"{p['first_ms']:.0f} ms, later ones {p['later_p50_ms']:.0f} ms ({p['ratio']:.2f}x; "
                   f"{p['cached_tokens']} prompt tokens taken from the cache).", ""]
+    if "sharing" in res:
+        lines += sharing_report(a, res["sharing"])
     return "\n".join(lines)
+
+
+def sharing_report(a, sh):
+    lines = ["## Sharing the model among processes", ""]
+    if "flood" in sh:
+        lines += flood_report(a, sh)
+    if "prefix" in sh:
+        lines += prefix_report(a, sh)
+    if "priority" in sh:
+        lines += priority_report(a, sh)
+    return lines
+
+
+def flood_report(a, sh):
+    lines = [
+             f"Flood: one process keeping 8 requests in flight ({a.flood_requests} in all, prompt {a.flood_prompt}, "
+             f"{a.flood_predict} tokens); light: three processes arriving {a.light_after or 0} s later, one request "
+             "each (prompt 8, "
+             "4 tokens). ai.max_batch=4.", "",
+             "| policy | light p50 TTFT ms | light max TTFT ms | flood requests done | flood tokens/s | flood p50 TTFT ms |",
+             "|---|---|---|---|---|---|"]
+    for r in sh["flood"]:
+        li, fl = r["light"], r["flood"]
+        lines.append(f"| {r['policy']} | {_ttft_p50(li):.0f} | {li.get('ttft', {}).get('max_ms', 0):.0f} | "
+                     f"{fl.get('done', 0)} | {fl.get('tokens_per_s', 0):.2f} | {_ttft_p50(fl):.0f} |")
+    fc, fa = _ttft_p50(sh["flood"][0]["light"]), _ttft_p50(sh["flood"][1]["light"])
+    if fc:
+        lines += ["", f"Under fair the light processes' p50 TTFT is {fa / fc:.2f}x that under fcfs."]
+    lines.append("")
+    return lines
+
+
+def prefix_report(a, sh):
+    lines = []
+    px = sh["prefix"]
+    u = px["uncached"]["ttft_ms"]
+    lines += ["", f"The same {a.prefix_len + 8}-token prompt ({a.prefix_len}-token prefix) three times, the default "
+              "ai.prefix_share=session:", "",
+              "| sent | TTFT ms | / uncached | prompt tokens from the cache | prefix hits (ai_info) after it |",
+              "|---|---|---|---|---|"]
+    for label, key, hits in (("first (nothing cached)", "uncached", px["hits_after"][0]),
+                             ("again, from another session (setsid)", "other_session", px["hits_after"][1]),
+                             ("again, from the first one's session", "same_session", px["hits_after"][2])):
+        r = px[key]
+        lines.append(f"| {label} | {r['ttft_ms']:.0f} | {r['ttft_ms'] / u if u else 0:.3f} | {r['cached']} | {hits} |")
+    lines.append("")
+    return lines
+
+
+def priority_report(a, sh):
+    lines = [f"Eight priority-10 requests (prompt {a.low_prompt}, {a.low_predict} tokens) fill the batch "
+              f"(ai.max_batch=8, ai.policy=priority); a priority-0 request (prompt 8, 4 tokens) arrives "
+              f"{a.urgent_after or 0} s later.", "",
+              "| ai.preempt_gap | urgent TTFT ms | preemptions for priority | for memory | priority-10 p50 end-to-end ms |",
+              "|---|---|---|---|---|"]
+    for r in sh["priority"]:
+        lines.append(f"| {r['preempt_gap']} | {_ttft_p50(r['urgent']):.0f} | {r['preemptions_priority']} | "
+                     f"{r['preemptions_memory']} | {r['low'].get('end_to_end', {}).get('p50_ms', 0):.0f} |")
+    by_gap = {r["preempt_gap"]: _ttft_p50(r["urgent"]) for r in sh["priority"]}
+    up, un = by_gap.get(5, 0), by_gap.get(16, 0)
+    if un:
+        lines += ["", f"With preemption the urgent request's TTFT is {up / un:.2f}x that without."]
+    lines.append("")
+    return lines
 
 
 def main(argv=None):
@@ -261,7 +437,14 @@ def main(argv=None):
     p.add_argument("--model", default="SMOL")
     p.add_argument("--quick", action="store_true", help="fewer points and shorter requests")
     p.add_argument("--real-time", action="store_true", help="host clock instead of exact mode")
-    p.add_argument("--only", choices=["batching", "policies", "hol", "paging"], action="append")
+    p.add_argument("--only", choices=["batching", "policies", "hol", "paging", "sharing"], action="append")
+    p.add_argument("--jobs", type=int, default=2, help="boots of the sharing experiment run side by side")
+    p.add_argument("--light-after", help="sharing: seconds (guest `sleep`) before the light processes arrive")
+    p.add_argument("--urgent-after", help="sharing: seconds before the priority-0 request arrives")
+    p.add_argument("--sharing-parts", default="flood,prefix,priority",
+                   help="which parts of the sharing experiment (comma-separated: flood, prefix, priority)")
+    p.add_argument("--merge", nargs="+", metavar="RESULTS_JSON",
+                   help="write the report of these results.json files together (no boot)")
     p.add_argument("--timeout", type=float, default=3600)
     p.add_argument("--budgets", dest="hol_budgets", help="head-of-line: the ai.budget values, comma-separated (default 4,8,256)")
     p.add_argument("--trace", metavar="DIR", help="record each boot's AI trace; JSON and PNG timelines in DIR")
@@ -274,6 +457,9 @@ def main(argv=None):
         os.makedirs(a.trace, exist_ok=True)
         TRACE["dir"], TRACE["events"] = a.trace, a.trace_events
     a.exact = not a.real_time
+    a.sharing_parts = [x for x in a.sharing_parts.split(",") if x]
+    if set(a.sharing_parts) - {"flood", "prefix", "priority", "preempt", "no-preempt"}:
+        p.error(f"--sharing-parts: {a.sharing_parts}: each must be flood, prefix, priority, preempt or no-preempt")
     if not os.path.exists(a.image) or not os.path.exists(KERNEL):
         p.error(f"{a.image} or {KERNEL} missing: run `make all build/fs-smol.img`")
     if a.quick:
@@ -282,6 +468,8 @@ def main(argv=None):
         a.policy_batch, a.aging_ms = 1, 60000
         a.budgets, a.hol_clients, a.hol_predict, a.long_len = [8, 256], 2, 60, 32
         a.page_clients, a.kv_mb, a.full_block, a.prefix_len = 8, 1, 96, 32
+        a.flood_requests, a.flood_prompt, a.flood_predict = 8, 16, 8
+        a.low_prompt, a.low_predict, default_after = 16, 16, ("1", "1")
     else:
         a.clients, a.requests, a.prompt, a.predict = [1, 8], 1, 8, 8
         # Three long requests, one admitted at a time: while one runs, the
@@ -293,6 +481,14 @@ def main(argv=None):
         # tokens: 64 iterations at budget 4 with two decode tokens each).
         a.budgets, a.hol_clients, a.hol_predict, a.long_len = [4, 8, 256], 2, 80, 255
         a.page_clients, a.kv_mb, a.full_block, a.prefix_len = 16, 48, 256, 128
+        a.flood_requests, a.flood_prompt, a.flood_predict = 16, 32, 16
+        a.low_prompt, a.low_predict, default_after = 64, 64, ("1", "5")
+    a.light_after = a.light_after if a.light_after is not None else default_after[0]
+    a.urgent_after = a.urgent_after if a.urgent_after is not None else default_after[1]
+    if a.light_after == "0":
+        a.light_after = ""
+    if a.urgent_after == "0":
+        a.urgent_after = ""
     if a.hol_budgets:
         try:
             a.budgets = [int(b) for b in a.hol_budgets.split(",")]
@@ -305,9 +501,30 @@ def main(argv=None):
     def log(msg):
         print(msg, flush=True)
 
+    if a.merge:
+        res = {}
+        for path in a.merge:
+            with open(path) as f:
+                for key, value in json.load(f).items():
+                    if isinstance(value, dict) and isinstance(res.get(key), dict):
+                        for k, v in value.items():
+                            if k == "priority":   # rows per gap may come from several files
+                                v = res[key].get(k, []) + v
+                            res[key][k] = v
+                    else:
+                        res[key] = value
+        if "priority" in res.get("sharing", {}):   # one row per gap (the last file's wins)
+            res["sharing"]["priority"] = sorted({r["preempt_gap"]: r for r in res["sharing"]["priority"]}.values(),
+                                                key=lambda r: r["preempt_gap"])
+        with open(os.path.join(a.out, "results.json"), "w") as f:
+            json.dump(res, f, indent=1)
+        with open(os.path.join(a.out, "report.md"), "w") as f:
+            f.write(report(a, res))
+        log(f"engine study: report in {os.path.join(a.out, 'report.md')}")
+        return
     res = {}
     for name, fn in (("batching", experiment_batching), ("policies", experiment_policies), ("hol", experiment_hol),
-                     ("paging", experiment_paging)):
+                     ("paging", experiment_paging), ("sharing", experiment_sharing)):
         if a.only and name not in a.only:
             continue
         res[name] = fn(a, log)

@@ -49,6 +49,7 @@
 #define KAI_AI_POLICY_FCFS     0    // first come, first served
 #define KAI_AI_POLICY_SJF      1    // shortest remaining work first (prompt + tokens to generate)
 #define KAI_AI_POLICY_PRIORITY 2    // lowest kai_ai_submit.priority first, then arrival
+#define KAI_AI_POLICY_FAIR     3    // the least-served client first (virtual token counters)
 
 // ai_control commands (only init or the console's foreground process may use them)
 #define KAI_AI_CTL_SET_POLICY 1     // arg: KAI_AI_POLICY_*
@@ -153,6 +154,9 @@ struct kai_ai_result {
   uint32_t cached_tokens;     // prompt tokens taken from the prefix cache (not computed)
   uint32_t preemptions;       // times its KV blocks were taken back and it was recomputed
   uint32_t requeued_us;       // microseconds spent back in the queue after preemptions (0 if none)
+  uint32_t priority_preemptions;  // of `preemptions`, times a more urgent request took its place (ai.preempt_gap)
+  uint64_t client_served;     // its owner's virtual token counter when it finished (fair policy:
+                              // 1 per prompt token computed + 2 per generated token, over all its requests)
 };
 
 // Filled by ai_query (non-blocking).
@@ -177,6 +181,22 @@ struct kai_ai_model_info {
 #define KAI_AI_MODEL_LOADING 1
 #define KAI_AI_MODEL_READY   2
 #define KAI_AI_MODEL_FAILED  3
+
+// Who shares cached prompt prefixes (kai_ai_info.prefix_share; ai.prefix_share).
+#define KAI_AI_PREFIX_SHARE_SESSION 0   // requests of processes in the same Unix session (getsid)
+#define KAI_AI_PREFIX_SHARE_GLOBAL  1   // every request with every other
+#define KAI_AI_PREFIX_SHARE_OFF     2   // nobody
+
+// One client of the fair policy: a process and the service it has received
+// (its virtual token counter), kept while the process lives.
+#define KAI_AI_MAX_CLIENTS 16           // kai_ai_info lists at most this many
+struct kai_ai_client {
+  int32_t pid;
+  uint32_t reserved;          // 0
+  uint64_t served;            // weighted: 1 per prompt token computed + 2 per generated token
+  uint64_t prompt_tokens;     // prompt tokens computed for it (cached ones are free)
+  uint64_t output_tokens;     // tokens generated for it
+};
 
 struct kai_ai_info {
   uint32_t n_models;
@@ -203,7 +223,13 @@ struct kai_ai_info {
   uint64_t kv_blocks_total, kv_blocks_used, kv_blocks_cached;   // cached: unreferenced, evictable
   uint64_t prefix_hit_requests;   // requests that reused a cached prefix
   uint64_t prefix_hit_tokens;     // prompt tokens they did not compute
-  uint64_t preemptions;           // running requests whose blocks were taken back
+  uint64_t preemptions;           // running requests whose blocks were taken back (all causes)
+  uint64_t priority_preemptions;  // of those, for a more urgent request (the rest: no free KV blocks)
+  uint32_t prefix_share;          // KAI_AI_PREFIX_SHARE_* (ai.prefix_share)
+  uint32_t preempt_gap;           // priority preemption needs this difference (ai.preempt_gap; 16: never)
+  uint32_t n_clients;             // entries of clients[] filled
+  uint32_t reserved_clients;      // 0
+  struct kai_ai_client clients[KAI_AI_MAX_CLIENTS];   // the fair policy's counters, busiest first
   struct kai_ai_model_info models[KAI_AI_MAX_MODELS];
 };
 

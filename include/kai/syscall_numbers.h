@@ -45,7 +45,9 @@
   X(31, ai_cancel)                                                            \
   X(32, ai_info)                                                              \
   X(33, ai_control) /* ai_control(cmd, arg): e.g. the scheduling policy */  \
-  X(34, ai_read)    /* streaming: the tokens of a request as they come */
+  X(34, ai_read)    /* streaming: the tokens of a request as they come */   \
+  X(35, setsid)     /* a new session led by the caller: returns its id */     \
+  X(36, getsid)     /* getsid(pid): the session of pid (0: the caller) */
 
 #ifndef __ASSEMBLER__
 // KAI_SYS_fork = 1, ... and KAI_SYS_COUNT, one more than the highest number

@@ -4,6 +4,7 @@
 // calls (admit, grow, publish, release). Locking: ai::lock for everything.
 #include "kv_cache.h"
 #include "trace.h"
+#include "sharing.h"
 #include "platform.h"
 
 namespace ai {
@@ -119,10 +120,12 @@ void put_block(ModelKv& k, uint32_t b) {
 }
 
 // The first block of a prefix has no parent; its "parent generation" is
-// the activation kind instead, because int8 and float activations give
-// different K/V rows for the same tokens: their prefixes never mix.
+// the cache domain and the activation kind instead: int8 and float
+// activations give different K/V rows for the same tokens, and requests of
+// different domains (sessions, by default) must not learn of each other's
+// prompts. Either way their prefixes never mix.
 uint32_t parent_tag(const ModelKv& k, uint32_t parent, const PrefixKey& key) {
-  return parent == kNoBlock ? (key.int8 ? 1 : 0) : k.gen[parent];
+  return parent == kNoBlock ? first_block_tag(key.domain, key.int8) : k.gen[parent];
 }
 
 uint32_t lookup(const ModelKv& k, uint32_t parent, uint32_t pgen, const uint32_t* toks) {

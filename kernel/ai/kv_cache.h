@@ -63,6 +63,10 @@ struct BlockTable {
 struct PrefixKey {
   int model;
   bool int8;
+  // The cache domain (sharing.h): only requests of the same domain share
+  // blocks. It goes into the first block's key, so every block after it
+  // belongs to that domain too, through its parent.
+  uint32_t domain;
   const uint32_t* prompt;
   uint32_t prompt_len;
 };

@@ -1,9 +1,10 @@
-// The three scheduling policies, one function each. All of them see only
+// The four scheduling policies, one function each. All of them see only
 // requests that are ready (their model is loaded) and already past the aging
 // check in pick_next() (scheduler.cpp), so each can be written as if starvation did not exist.
 #include "policy.h"
 #include "requests.h"
 #include "platform.h"
+#include "sharing.h"
 
 namespace ai {
 
@@ -30,10 +31,20 @@ int choose_priority(Request* const* ready, int n) {
   return best;
 }
 
+// The virtual token counters decide (fair_share.h): ready[] is in arrival
+// order and least_served() keeps the first of equals, so each process's
+// requests go in the order it sent them.
+int choose_fair(Request* const* ready, int n) {
+  int owners[kQueueCapacity];
+  for (int i = 0; i < n; i++) owners[i] = ready[i]->owner_pid;
+  return fair_counters.least_served(owners, n);
+}
+
 PolicyFn policy_function(Policy p) {
   switch (p) {
     case Policy::Sjf: return choose_sjf;
     case Policy::Priority: return choose_priority;
+    case Policy::Fair: return choose_fair;
     case Policy::Fcfs: break;
   }
   return choose_fcfs;
@@ -43,13 +54,14 @@ const char* policy_name(Policy p) {
   switch (p) {
     case Policy::Sjf: return "sjf";
     case Policy::Priority: return "priority";
+    case Policy::Fair: return "fair";
     case Policy::Fcfs: break;
   }
   return "fcfs";
 }
 
 bool policy_from_name(const char* name, Policy* out) {
-  static constexpr Policy kAll[] = {Policy::Fcfs, Policy::Sjf, Policy::Priority};
+  static constexpr Policy kAll[] = {Policy::Fcfs, Policy::Sjf, Policy::Priority, Policy::Fair};
   for (Policy p : kAll) {
     if (strcmp(name, policy_name(p)) == 0) {
       *out = p;
@@ -60,7 +72,7 @@ bool policy_from_name(const char* name, Policy* out) {
 }
 
 bool policy_from_number(uint64_t value, Policy* out) {
-  if (value > KAI_AI_POLICY_PRIORITY) return false;
+  if (value > KAI_AI_POLICY_FAIR) return false;
   *out = static_cast<Policy>(value);
   return true;
 }

@@ -171,6 +171,7 @@ Request* submit(const NewRequest& n) {
   r->n_predict = n.n_predict;
   r->flags = n.flags;
   r->priority = n.priority;
+  r->domain = n.domain;
   r->n_generated = 0;
   r->cancel_requested = false;
   r->orphaned = false;
@@ -179,7 +180,7 @@ Request* submit(const NewRequest& n) {
   r->error = 0;
   r->worker = 0;
   r->kv.n = r->kv.registered = 0;
-  r->cached_tokens = r->preemptions = 0;
+  r->cached_tokens = r->preemptions = r->priority_preemptions = 0;
   r->iterations = 0;
   r->batch_sum = 0;
   r->finish_reason = KAI_AI_FINISH_NONE;

@@ -49,6 +49,7 @@ struct Request {
   uint32_t prompt_len, n_predict, n_generated;
   uint32_t flags;           // KAI_AI_* from the submit
   uint32_t priority;        // kai_ai_submit.priority: lower first under Policy::Priority
+  uint32_t domain;          // its prefix-cache domain (sharing.h: the owner's session by default)
   bool cancel_requested;    // ai_cancel or owner exit: the worker stops at its next check
   // The owner exited while the request was Running. From that moment the
   // request is invisible: find_request() skips it (its id is unknown to all,
@@ -87,6 +88,7 @@ struct Request {
   uint32_t stop[KAI_AI_MAX_STOP_WORDS];
   uint32_t cached_tokens;     // prompt tokens taken from the prefix cache at admission
   uint32_t preemptions;       // times its blocks were taken back (it was recomputed)
+  uint32_t priority_preemptions;  // of those, for a more urgent request (ai.preempt_gap)
   BlockTable kv;              // its page table in the model's KV pool (kv_cache.h)
   uint32_t prompt[KAI_AI_MAX_PROMPT];
   uint32_t output[kMaxOutput];
@@ -122,6 +124,7 @@ struct NewRequest {
   int model;
   const uint32_t* prompt;
   uint32_t prompt_len, n_predict, flags, priority;
+  uint32_t domain;          // prefix-cache domain, from the kernel's view of the owner (never the request)
   kai_ai_sampling sampling;
   const uint32_t* stop;     // validated, stop_words values
   uint32_t stop_words;

@@ -11,8 +11,13 @@
 //      aging first, then the policy) comes in if the KV blocks for its whole
 //      context (less a cached prefix) are free or evictable; if not, it
 //      stays queued and nobody behind it is admitted (no overtaking by size);
+//   2b. preempt for priority: under ai.policy=priority, while the batch is
+//      full and a queued request is ai.preempt_gap levels more urgent than
+//      the least urgent running one, that one is preempted (recomputed
+//      later) and the urgent one takes its slot;
 //   3. plan: one decode token for every request that is generating, then
-//      prefill chunks in batch-slot order until the token budget is spent
+//      prefill chunks in batch-slot order (under the priority policy, the
+//      most urgent first) until the token budget is spent
 //      (chunked prefill, as in Sarathi-Serve: a long prompt is spread over
 //      several iterations instead of stalling everyone's next token);
 //   4. grow or preempt: each planned request gets KV blocks for its new
@@ -48,6 +53,7 @@
 #include "models.h"
 #include "kv_cache.h"
 #include "trace.h"
+#include "sharing.h"
 
 namespace ai {
 
@@ -63,7 +69,7 @@ void must_hold_lock(const char* who) {
 }
 
 PrefixKey prefix_key(const Request& r) {
-  return PrefixKey{r.model, (r.flags & KAI_AI_INT8) != 0, r.prompt, r.prompt_len};
+  return PrefixKey{r.model, (r.flags & KAI_AI_INT8) != 0, r.domain, r.prompt, r.prompt_len};
 }
 
 void clear_slot(BatchSlot& s) {
@@ -102,6 +108,30 @@ void trace_admission_blocks(const Request& r, uint32_t cached) {
   trace::emit(KAI_TRACE_KV_TAKE, uint64_t(r.id), uint32_t(r.model), r.kv.n, kv_blocks_in_use(r.model));
 }
 
+// Admits queued request r into the empty batch slot s if the KV blocks for
+// its whole context (less a cached prefix) can be had now; false if not.
+bool admit_into(WorkerBatch& w, BatchSlot& s, Request* r) {
+  if (model_has_waiters(r->model)) return false;
+  int32_t cached = kv_admit(prefix_key(*r), context_len(*r), context_len(*r), r->kv);
+  if (cached < 0) return false;
+  trace_admission_blocks(*r, static_cast<uint32_t>(cached));
+  r->fed = r->cached_tokens = static_cast<uint32_t>(cached);
+  r->waiting_for_blocks = false;
+  // The fair policy's counter: the prompt tokens the model will compute,
+  // once (a recomputation after a preemption is the service's choice).
+  if (r->preemptions == 0 && r->prompt_len > r->cached_tokens)
+    fair_counters.charge_prompt(r->owner_pid, r->prompt_len - r->cached_tokens);
+  admit(r, w.id);
+  s.request = r;
+  s.model = models[r->model].engine;
+  s.pool = kv_pool(r->model);
+  s.int8 = (r->flags & KAI_AI_INT8) != 0;
+  s.fresh = true;
+  s.failed = false;
+  s.count = 0;
+  return true;
+}
+
 // 2. Admission, under the policy (pick_next) and by free KV blocks.
 void admit_new(WorkerBatch& w) {
   for (auto& s : w.slots) {
@@ -113,20 +143,59 @@ void admit_new(WorkerBatch& w) {
       fail(r, KAI_ENOMEM);   // bigger than the whole KV pool: it could never run
       continue;
     }
-    if (model_has_waiters(r->model)) return;
-    int32_t cached = kv_admit(prefix_key(*r), context_len(*r), context_len(*r), r->kv);
-    if (cached < 0) return;
-    trace_admission_blocks(*r, static_cast<uint32_t>(cached));
-    r->fed = r->cached_tokens = static_cast<uint32_t>(cached);
-    r->waiting_for_blocks = false;
-    admit(r, w.id);
-    s.request = r;
-    s.model = models[r->model].engine;
-    s.pool = kv_pool(r->model);
-    s.int8 = (r->flags & KAI_AI_INT8) != 0;
-    s.fresh = true;
-    s.failed = false;
-    s.count = 0;
+    if (!admit_into(w, s, r)) return;
+  }
+}
+
+// The most urgent queued request whose model is ready (lowest priority
+// number, the oldest among equals), or nullptr.
+Request* most_urgent_queued() {
+  Request* queued[kQueueCapacity];
+  uint32_t n = queued_in_order(queued);
+  Request* best = nullptr;
+  for (uint32_t i = 0; i < n; i++)
+    if (models[queued[i]->model].state == KAI_AI_MODEL_READY && (!best || queued[i]->priority < best->priority))
+      best = queued[i];
+  return best;
+}
+
+// The least urgent running request of this batch (highest priority number,
+// the latest admitted among equals: it has the least to recompute, usually).
+BatchSlot* least_urgent(WorkerBatch& w) {
+  BatchSlot* v = nullptr;
+  for (auto& s : w.slots) {
+    Request* r = s.request;
+    if (r == nullptr) continue;
+    if (!v || r->priority > v->request->priority ||
+        (r->priority == v->request->priority && r->admitted_seq > v->request->admitted_seq))
+      v = &s;
+  }
+  return v;
+}
+
+// 2b. Priority preemption (ai.policy=priority, docs/ai-service.md "Priorities
+// that preempt"): while this batch is full and a queued request is more
+// urgent than the least urgent running one by at least ai.preempt_gap, that
+// one is preempted exactly as under memory pressure (blocks freed, back to
+// its arrival place in the queue, recomputed later with its sampler state,
+// so its tokens do not change) and the urgent one takes its slot at once.
+// The urgent one is admitted directly, not through pick_next(): the victim,
+// submitted long ago, may be overdue for aging and would come straight back.
+void preempt_for_priority(WorkerBatch& w) {
+  if (policy != Policy::Priority || preempt_gap >= kNoPriorityPreemption) return;
+  for (uint32_t round = 0; round < kMaxBatch && running_in(w) >= max_batch; round++) {
+    Request* urgent = most_urgent_queued();
+    BatchSlot* victim = least_urgent(w);
+    if (urgent == nullptr || victim == nullptr ||
+        !preempts_for_priority(urgent->priority, victim->request->priority, preempt_gap))
+      return;
+    if (!kv_could_fit(urgent->model, urgent->prompt_len + urgent->n_predict)) return;   // admit_new fails it
+    Request* v = victim->request;
+    v->priority_preemptions++;
+    priority_preemptions++;
+    preempt(v);
+    clear_slot(*victim);
+    if (!admit_into(w, *victim, urgent)) return;   // no blocks yet: it comes in at a later admission
   }
 }
 
@@ -161,10 +230,24 @@ void choose_counts(WorkerBatch& w) {
       budget--;
     }
   }
+  // Prompt chunks in batch-slot order; under the priority policy the most
+  // urgent first (a request that preempted its way in must not then wait
+  // behind the prompts of the requests it overtook).
+  BatchSlot* order[kMaxBatch];
+  uint32_t n = 0;
   for (auto& s : w.slots) {
-    Request* r = s.request;
-    if (r == nullptr || s.count > 0 || budget == 0) continue;
-    uint32_t left = context_len(*r) - r->fed;
+    if (s.request == nullptr || s.count > 0) continue;
+    uint32_t at = n++;
+    if (policy == Policy::Priority)
+      while (at > 0 && order[at - 1]->request->priority > s.request->priority) {
+        order[at] = order[at - 1];
+        at--;
+      }
+    order[at] = &s;
+  }
+  for (uint32_t i = 0; i < n && budget > 0; i++) {
+    BatchSlot& s = *order[i];
+    uint32_t left = context_len(*s.request) - s.request->fed;
     s.count = left < budget ? left : budget;
     budget -= s.count;
   }
@@ -288,10 +371,15 @@ Request* pick_next() {
   }
   if (n == 0) return nullptr;
   // Aging first: ready[] is in arrival order, so the first overdue one is
-  // the one that has waited longest.
+  // the one that has waited longest. Not under the fair policy: it cannot
+  // starve anyone (a waiting process's counter stands still while the
+  // others' grow, so it soon is the least served), and when every request
+  // waits longer than the bound (a slow model, a long queue) aging would
+  // turn it into first come, first served.
   uint64_t now = clock_ns();
-  for (int i = 0; i < n; i++)
-    if (now - ready[i]->t_submit >= aging_ns) return ready[i];
+  if (policy != Policy::Fair)
+    for (int i = 0; i < n; i++)
+      if (now - ready[i]->t_submit >= aging_ns) return ready[i];
   return ready[policy_function(policy)(ready, n)];
 }
 
@@ -299,6 +387,7 @@ const Plan& schedule(WorkerBatch& w) {
   must_hold_lock("schedule");
   stop_and_preempt(w);
   admit_new(w);
+  preempt_for_priority(w);
   choose_counts(w);
   grow_or_preempt(w);
   write_plan(w);
@@ -358,6 +447,8 @@ void commit(WorkerBatch& w) {
     if (r->n_generated < kMaxOutput) {
       r->output_ns[r->n_generated] = now;
       r->output[r->n_generated++] = last.next;
+      // A dead owner's counter is gone (process_exited): do not bring it back.
+      if (!r->orphaned) fair_counters.charge_output(r->owner_pid, 1);
     }
     r->t_last = now;
     trace::emit_at(now, KAI_TRACE_TOKEN, uint64_t(r->id), w.id, r->n_generated - 1, last.next);

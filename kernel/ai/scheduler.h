@@ -114,7 +114,8 @@ void plan_drop(Plan& plan, const BatchSlot* s);
 
 // The next queued request to admit, or nullptr (lock held). Requests for
 // models that failed to load are failed here; among the ready ones the
-// oldest overdue (aging) comes first, otherwise the policy in force chooses.
+// oldest overdue (aging; not under the fair policy) comes first, otherwise
+// the policy in force chooses.
 Request* pick_next();
 
 }  // namespace ai

@@ -11,6 +11,7 @@
 #include "row_team.h"
 #include "kv_cache.h"
 #include "trace.h"
+#include "sharing.h"
 #include "../cpu.h"
 #include "../fdt.h"
 #include "../boot.h"
@@ -26,11 +27,14 @@ static int worker_count;
 namespace {
 
 // `key=N` from the command line when it lies in [lo, hi]; otherwise the
-// current value stays and the console says why.
+// current value stays and the console says why (a value that is not a
+// number at all, such as `ai.budget=lots`, too).
 void option_u32(const char* key, uint32_t lo, uint32_t hi, uint32_t* value) {
-  int64_t v = bootarg_int(g_boot, key, *value);
+  char text[64];
+  if (!bootarg_str(g_boot, key, text, sizeof text)) return;   // absent (or absurdly long)
+  int64_t v = bootarg_int(g_boot, key, -1);
   if (v >= lo && v <= hi) *value = static_cast<uint32_t>(v);
-  else kprintf("ai: %s=%ld out of range %u..%u; using %u\n", key, v, lo, hi, *value);
+  else kprintf("ai: %s=%s out of range %u..%u; using %u\n", key, text, lo, hi, *value);
 }
 
 }  // namespace
@@ -54,9 +58,14 @@ void start() {
   uint32_t prefix = 1;
   option_u32("ai.prefix_cache", 0, 1, &prefix);
   prefix_cache_enabled = prefix != 0;
-  char name[16];
+  char name[64];
   if (bootarg_str(g_boot, "ai.policy", name, sizeof name) && !policy_from_name(name, &policy))
-    kprintf("ai: unknown ai.policy=%s (fcfs, sjf or priority); using %s\n", name, policy_name(policy));
+    kprintf("ai: unknown ai.policy=%s (fcfs, sjf, priority or fair); using %s\n", name, policy_name(policy));
+  if (bootarg_str(g_boot, "ai.prefix_share", name, sizeof name) && !prefix_share_from_name(name, &prefix_share))
+    kprintf("ai: unknown ai.prefix_share=%s (session, global or off); using %s\n", name,
+            prefix_share_name(prefix_share));
+  if (prefix_share == PrefixShare::Off) prefix_cache_enabled = false;   // nobody shares: nothing to cache
+  option_u32("ai.preempt_gap", 1, kNoPriorityPreemption, &preempt_gap);
   uint32_t aging_ms = kDefaultAgingMs;
   option_u32("ai.aging_ms", 1, 3600000, &aging_ms);
   aging_ns = uint64_t(aging_ms) * 1000000;
@@ -81,6 +90,7 @@ void start() {
 void process_exited(int pid) {
   SpinlockGuard guard(lock);
   forget_owner(pid);
+  fair_counters.forget(pid);
 }
 
 }  // namespace ai

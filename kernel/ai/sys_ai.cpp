@@ -6,6 +6,7 @@
 #include "models.h"
 #include "engine.h"
 #include "trace.h"
+#include "sharing.h"
 #include "../proc.h"
 #include "../trap.h"
 #include "../string.h"
@@ -134,8 +135,9 @@ SyscallResult sys_ai_submit() {
     if (current_killed()) return Errno::Interrupted;
     sleep(&slot_freed_chan, lock);
   }
-  Request* r = submit(NewRequest{me()->pid, model.value(), prompt, req.prompt_len, req.n_predict,
-                                 req.flags, req.priority, req.sampling, stop, req.stop_words});
+  note_backlogged(me()->pid);   // the fair policy's counters (fair_share.h)
+  Request* r = submit(NewRequest{me()->pid, model.value(), prompt, req.prompt_len, req.n_predict, req.flags,
+                                 req.priority, prefix_domain(me()->sid), req.sampling, stop, req.stop_words});
   trace::emit_at(r->t_submit, KAI_TRACE_SUBMIT, r->id, r->model, r->prompt_len, r->n_predict, r->priority,
                  r->queue_depth_at_submit);
   return static_cast<uint64_t>(r->id);
@@ -175,6 +177,8 @@ SyscallResult sys_ai_wait() {
   // Microseconds, rounded down, so service = (finish - start) - requeued
   // can never go below zero.
   res.requeued_us = static_cast<uint32_t>(r->requeued_ns / 1000);
+  res.priority_preemptions = r->priority_preemptions;
+  res.client_served = fair_counters.served(r->owner_pid);
   // A bad buffer keeps the result: the caller may wait again with a good one.
   if (r->n_generated > 0) TRY(copy_to_user(out, r->output, r->n_generated));
   if (!result.is_null()) TRY(copy_to_user(result, &res));
@@ -272,6 +276,7 @@ SyscallResult sys_ai_info() {
     info.prefix_hit_requests = kv.prefix_hit_requests;
     info.prefix_hit_tokens = kv.prefix_hit_tokens;
     info.preemptions = kv.preemptions;
+    fill_sharing_info(info);
     for (int i = 0; i < n_models; i++) {
       const Model& m = models[i];
       kai_ai_model_info& mi = info.models[i];

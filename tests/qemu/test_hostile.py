@@ -17,7 +17,9 @@ freezes the machine:
   long prefill (counted in iterations, not in time);
 - with two workers and a KV pool too small for what runs, the victim of a
   preemption is the youngest running request (never the oldest), and the
-  timestamps of a preempted request stay ordered (aipreempt).
+  timestamps of a preempted request stay ordered (aipreempt);
+- the fuzzer and the storm do the same with the fair policy and with
+  priority preemption on.
 Figures (calls, clients, lateness) are printed with -s."""
 import os
 import re
@@ -78,10 +80,16 @@ def assert_no_panic(s):
     assert not any(m in s.transcript for m in qemu_run.PANIC_MARKERS), s.transcript[-3000:]
 
 
-@pytest.mark.parametrize("smp", [1, 4])
-def test_sysfuzz_leaves_kernel_answering(tiny_image, smp):
+# The sharing policies (docs/ai-service.md, "Sharing the model among
+# processes") must survive the same abuse: the fair policy, and priority
+# with preemption at the smallest gap.
+SHARING = ["ai.policy=fair", "ai.policy=priority ai.preempt_gap=1"]
+
+
+@pytest.mark.parametrize("smp,sharing", [(1, ""), (4, "")] + [(4, x) for x in SHARING])
+def test_sysfuzz_leaves_kernel_answering(tiny_image, smp, sharing):
     with qemu_run.Session(tiny_image, KERNEL, smp=smp, memory="1G", snapshot=True,
-                          boot_timeout=180) as s:
+                          boot_timeout=180, append=sharing) as s:
         assert s.booted, s.transcript
         assert s.wait_log(r"ai: model LLAMA (ready|failed)", timeout=120)
         want = host_tokens(need_model("tiny-llama"), 8, [1, 2, 3])
@@ -107,10 +115,11 @@ def test_sysfuzz_leaves_kernel_answering(tiny_image, smp):
         assert_no_panic(s)
 
 
-@pytest.mark.parametrize("smp,workers", [(1, 1), (4, 1), (1, 2), (4, 2)])
-def test_kill_storm(tiny_image, smp, workers):
+@pytest.mark.parametrize("smp,workers,sharing",
+                         [(1, 1, ""), (4, 1, ""), (1, 2, ""), (4, 2, "")] + [(4, 2, x) for x in SHARING])
+def test_kill_storm(tiny_image, smp, workers, sharing):
     with qemu_run.Session(tiny_image, KERNEL, smp=smp, memory="1G", snapshot=True,
-                          boot_timeout=180, append=f"ai.workers={workers}") as s:
+                          boot_timeout=180, append=f"ai.workers={workers} {sharing}") as s:
         assert s.booted, s.transcript
         assert s.wait_log(r"ai: model LLAMA (ready|failed)", timeout=120)
         out = run_in_session(s, "aistorm --model LLAMA --clients 100", 600)

@@ -3,12 +3,16 @@
 //   aibench [--model NAME] [--clients C] [--requests R] [--prompt P | --prompt-file F | --stdin]
 //           [--predict N] [--long-predict N2 --long-share PCT] [--think MS | --rate RPS]
 //           [--seed S] [--priority P] [--int8] [--csv] [--align-tick]
-//           [--progress] [--die-after N [--die-clients K]]
+//           [--progress] [--die-after N [--die-clients K]] [--inflight K]
 //
 // Forks C client processes. Closed loop (default): each client sends R
 // requests one after another, sleeping --think ms between them. Open loop
 // (--rate): requests arrive at RPS per second in total (exponential gaps,
-// seeded), whether or not earlier ones have finished. Each request has P
+// seeded), whether or not earlier ones have finished. With --inflight K
+// (closed loop), each client keeps K requests in the service at once: it
+// submits K, and submits the next whenever one is collected, so one client
+// with K up to ai.max_per_process floods the service the way a process with
+// many threads or an agent with many tool calls would. Each request has P
 // distinct seeded token ids (or, with --prompt-file / --stdin, the same ids
 // read once: kai_prompt.h) and asks for N tokens; with --long-predict, a
 // seeded PCT percent of the requests ask for N2 instead (a two-size mix).
@@ -46,6 +50,7 @@ struct Options {
   bool align_tick = false;
   const char* prompt_file = nullptr;      // --prompt-file F
   bool use_stdin = false;                 // --stdin
+  int inflight = 1;   // requests each closed-loop client keeps submitted at once
 };
 
 // One finished (or failed) request, as a client reports it.
@@ -96,7 +101,7 @@ void usage() {
   fprintf(2, "usage: aibench [--model NAME] [--clients C] [--requests R] [--prompt P | --prompt-file F | --stdin]\n"
              "               [--predict N] [--long-predict N2 --long-share PCT] [--think MS | --rate RPS]\n"
              "               [--seed S] [--priority P] [--int8] [--csv] [--align-tick] [--progress]\n"
-             "               [--die-after N [--die-clients K]]\n");
+             "               [--die-after N [--die-clients K]] [--inflight K]\n");
   exit(2);
 }
 
@@ -178,6 +183,34 @@ void closed_loop_client(int fd, int client) {
     if (dies_at(client, i)) exit(3);
     report(fd, client, i, id);
     if (opt.think_ms > 0) sleep((opt.think_ms + 9) / 10);
+  }
+}
+
+// --inflight K: up to K of this client's requests are in the service at
+// once. The oldest is collected (ai_wait blocks on it), then every other one
+// that has finished meanwhile, then the window is filled up again. Requests
+// that finish out of order wait for their turn to be collected, still
+// holding their slot, so the window is K at most and K less those at least.
+void inflight_client(int fd, int client) {
+  static int64_t ids[1024];
+  static bool collected[1024];
+  int n = opt.requests;   // <= 1024, checked in parse_args
+  int submitted = 0, oldest = 0;
+  while (oldest < n) {
+    while (submitted < n && submitted - oldest < opt.inflight) {
+      ids[submitted] = submit(client, submitted);
+      if (dies_at(client, submitted)) exit(3);
+      submitted++;
+    }
+    report(fd, client, oldest, ids[oldest]);
+    collected[oldest] = true;
+    for (int i = oldest + 1; i < submitted; i++) {
+      kai_ai_status s{};
+      if (collected[i] || ids[i] < 0 || ai_query(ids[i], &s) != 0 || s.state <= KAI_AI_RUNNING) continue;
+      report(fd, client, i, ids[i]);
+      collected[i] = true;
+    }
+    while (oldest < n && collected[oldest]) oldest++;
   }
 }
 
@@ -281,6 +314,7 @@ void parse_args(int argc, char** argv) {
     else if (strcmp(a, "--seed") == 0) opt.seed = number_arg(a, argv[++i], 0, 0xffffffffu);
     else if (strcmp(a, "--die-after") == 0) opt.die_after = number_arg(a, argv[++i], 0, 1024);
     else if (strcmp(a, "--die-clients") == 0) opt.die_clients = number_arg(a, argv[++i], 1, 64);
+    else if (strcmp(a, "--inflight") == 0) opt.inflight = number_arg(a, argv[++i], 1, 32);
     else {
       fprintf(2, "aibench: unknown option %s\n", a);
       usage();
@@ -306,6 +340,11 @@ void parse_args(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   parse_args(argc, argv);
+  if (opt.inflight > 1 && (opt.rate > 0 || opt.think_ms > 0)) {
+    fprintf(2, "aibench: --inflight %d is a closed loop without think time: not with --rate or --think\n",
+            opt.inflight);
+    return 2;
+  }
   kai_ai_model_info mi{};
   if (ai_open_model("aibench", opt.model, 600, opt.model, &mi) < 0) return 1;
   vocab = mi.vocab_size;
@@ -342,6 +381,7 @@ int main(int argc, char** argv) {
       }
       if (pid == 0) {
         if (opt.rate > 0) open_loop_client(fds[1], c, t0);
+        else if (opt.inflight > 1) inflight_client(fds[1], c);
         else closed_loop_client(fds[1], c);
         exit(0);
       }
@@ -433,6 +473,7 @@ int main(int argc, char** argv) {
          opt.requests, opt.prompt, opt.predict, opt.rate > 0 ? "open loop" : "closed loop");
   if (opt.rate > 0) printf(" at %.2f req/s", opt.rate);
   else if (opt.think_ms) printf(", think %d ms", opt.think_ms);
+  else if (opt.inflight > 1) printf(", %d in flight per client", opt.inflight);
   printf("%s\n", opt.flags & KAI_AI_INT8 ? ", int8 activations" : "");
   printf("requests: %d done, %d failed or cancelled, %d never reported, %d clients died; wall %.3f s\n", done,
          not_done, total - n, dead, double(t_end - t0) / 1e9);

@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   int status = -1;
   wait(&status);
   check(status == 0, "a process that does not hold the console may not (EPERM)");
-  check(ai_control(KAI_AI_CTL_SET_POLICY, 3) == -KAI_EINVAL && ai_control(99, 0) == -KAI_EINVAL,
+  check(ai_control(KAI_AI_CTL_SET_POLICY, KAI_AI_POLICY_FAIR + 1) == -KAI_EINVAL && ai_control(99, 0) == -KAI_EINVAL,
         "unknown policy or command: EINVAL");
 
   check(!second_first(longest, 0, 2, 0, blocker), "fcfs: a long request queued first runs first");

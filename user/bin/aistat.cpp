@@ -1,4 +1,6 @@
-// aistat: the AI service's models, queue and counters (ai_info).
+// aistat: the AI service's models, queue and counters (ai_info): how the
+// model is shared (prefix-cache domains, preemptions by cause) and, once
+// any process has submitted, the fair policy's per-process counters.
 #include "kai.h"
 
 static const char* model_state(int32_t s) {
@@ -29,9 +31,11 @@ int main(int argc, char** argv) {
   }
   printf("queue: capacity=%u workers=%u queued=%u running=%u\n", info.queue_capacity, info.n_workers,
          info.queued, info.running);
-  static const char* const policies[] = {"fcfs", "sjf", "priority"};
-  printf("scheduling: policy=%s aging_ms=%u max_per_process=%u\n",
-         info.policy < 3 ? policies[info.policy] : "?", info.aging_ms, info.max_per_process);
+  static const char* const policies[] = {"fcfs", "sjf", "priority", "fair"};
+  static_assert(sizeof policies / sizeof policies[0] == KAI_AI_POLICY_FAIR + 1, "one name per policy");
+  printf("scheduling: policy=%s aging_ms=%u max_per_process=%u preempt_gap=%u\n",
+         info.policy <= KAI_AI_POLICY_FAIR ? policies[info.policy] : "?", info.aging_ms, info.max_per_process,
+         info.preempt_gap);
   printf("requests: submitted=%lu completed=%lu failed=%lu cancelled=%lu rejected=%lu in_flight=%lu\n",
          (unsigned long)info.submitted, (unsigned long)info.completed, (unsigned long)info.failed,
          (unsigned long)info.cancelled, (unsigned long)info.rejected, (unsigned long)info.in_flight);
@@ -47,5 +51,16 @@ int main(int argc, char** argv) {
          (unsigned long)info.kv_blocks_cached, info.prefix_cache ? "on" : "off",
          (unsigned long)info.prefix_hit_requests, (unsigned long)info.prefix_hit_tokens,
          (unsigned long)info.preemptions);
+  static const char* const shares[] = {"session", "global", "off"};
+  printf("sharing: prefix_share=%s preemptions_memory=%lu preemptions_priority=%lu\n",
+         info.prefix_share <= KAI_AI_PREFIX_SHARE_OFF ? shares[info.prefix_share] : "?",
+         (unsigned long)(info.preemptions - info.priority_preemptions), (unsigned long)info.priority_preemptions);
+  // The fair policy's virtual token counters (kept under every policy, so
+  // they can be compared): one line per process that has used the service.
+  for (uint32_t i = 0; i < info.n_clients && i < KAI_AI_MAX_CLIENTS; i++) {
+    const kai_ai_client& c = info.clients[i];
+    printf("client: pid=%d served=%lu prompt_tokens=%lu output_tokens=%lu\n", c.pid, (unsigned long)c.served,
+           (unsigned long)c.prompt_tokens, (unsigned long)c.output_tokens);
+  }
   return 0;
 }

@@ -46,6 +46,11 @@ long uptime();                                // ticks since boot
 uint64_t clock_ns();                          // monotonic nanoseconds
 int halt();                                   // powers the machine off
 int setfg(int pid);                           // ^C on the console kills pid (0: nobody)
+// Sessions: setsid() makes the caller the leader of a new session and
+// returns its id (the caller's pid); -KAI_EPERM if the caller already leads
+// one. getsid(pid) is pid's session (0: the caller's); fork() inherits it.
+int setsid();
+int getsid(int pid);
 
 // -- files
 int open(const char* path, int flags);        // KAI_O_* flags

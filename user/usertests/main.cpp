@@ -10,7 +10,7 @@
 // tests whose names start with one of them run. -v prints each test's time.
 //
 // The tests live in one file per topic (processes.cpp, memory.cpp, pipes.cpp,
-// bad_pointers.cpp, files.cpp, libc.cpp, time.cpp); harness.h has what they
+// bad_pointers.cpp, files.cpp, libc.cpp, time.cpp, sessions.cpp); harness.h has what they
 // share. This file only runs them.
 #include "harness.h"
 
@@ -19,7 +19,8 @@ using namespace ut;
 namespace {
 
 const TestGroup* const groups[] = {&processes_tests, &memory_tests, &pipes_tests,
-                                   &bad_pointer_tests, &files_tests, &libc_tests, &time_tests};
+                                   &bad_pointer_tests, &files_tests, &libc_tests, &time_tests,
+                                   &sessions_tests};
 
 bool selected(const char* name, int argc, char** argv, int first) {
   if (first >= argc) return true;
