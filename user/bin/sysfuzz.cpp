@@ -38,7 +38,7 @@ uint64_t below(uint64_t n) { return next() % n; }
 // fuzzer itself reads, so a successful read() cannot corrupt its state.
 alignas(4096) char scratch[3 * 4096];
 
-enum class Kind : uint8_t { Ptr, Len, Fd, Num, BadPtr, Pid, Ticks };
+enum class Kind : uint8_t { Ptr, Len, Fd, Num, BadPtr, BadStr, Pid, Ticks };
 
 struct Spec {
   uint32_t number;
@@ -62,7 +62,7 @@ constexpr Spec kSpecs[] = {
     {KAI_SYS_uptime, {}, 0},
     {KAI_SYS_open, {Kind::Ptr, Kind::Num}, 2},
     {KAI_SYS_write, {Kind::Fd, Kind::Ptr, Kind::Len}, 3},
-    {KAI_SYS_mknod, {Kind::BadPtr, Kind::Num, Kind::Num}, 3},
+    {KAI_SYS_mknod, {Kind::BadStr, Kind::Num, Kind::Num}, 3},
     {KAI_SYS_unlink, {Kind::Ptr}, 1},
     {KAI_SYS_link, {Kind::Ptr, Kind::Ptr}, 2},
     {KAI_SYS_mkdir, {Kind::Ptr}, 1},
@@ -90,13 +90,15 @@ uint64_t raw_syscall(uint64_t num, uint64_t a0, uint64_t a1, uint64_t a2, uint64
 }
 
 // A pointer no call can use whole: null, kernel, unmapped, or straddling
-// the end of the heap (its first bytes valid, the rest unmapped).
-uint64_t bad_pointer() {
+// the end of the heap (its first bytes valid, the rest unmapped). A string
+// that straddles may still end (a zero byte) before the unmapped part, and
+// then it is a valid string: strings get only the wholly bad pointers.
+uint64_t bad_pointer(bool string = false) {
   static const uint64_t fixed[] = {
       0, 1, 0x8000, 0x80000000ull, 0x80200000ull, 0x7fffffff000ull, 0x3ffffff000ull,
       0xffffffffffff0000ull, 0x4000000000ull, ~0ull,
   };
-  if (below(3) == 0) {
+  if (!string && below(3) == 0) {
     // The break itself need not be page-aligned; the mapping ends at the
     // next page boundary, so straddle that.
     uint64_t end = (static_cast<uint64_t>(sbrk(0)) + 4095) & ~4095ull;
@@ -126,6 +128,7 @@ uint64_t value(Kind k) {
   switch (k) {
     case Kind::Ptr: return pointer();
     case Kind::BadPtr: return bad_pointer();
+    case Kind::BadStr: return bad_pointer(true);
     case Kind::Len: {
       static const uint64_t lens[] = {0, 1, 7, 64, 4096, 8192, 1ull << 20, 1ull << 40, ~0ull, 0x80000000ull};
       return lens[below(sizeof(lens) / sizeof(lens[0]))];
@@ -177,7 +180,7 @@ bool is_error(uint64_t r) { return int64_t(r) < 0 && int64_t(r) > -4096; }
       num = s.number;
       for (int i = 0; i < s.nargs; i++) {
         a[i] = value(s.args[i]);
-        bad_pointer_arg |= s.args[i] == Kind::BadPtr;
+        bad_pointer_arg |= s.args[i] == Kind::BadPtr || s.args[i] == Kind::BadStr;
       }
     }
     uint64_t r = raw_syscall(num, a[0], a[1], a[2], a[3]);
