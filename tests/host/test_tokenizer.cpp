@@ -341,5 +341,7 @@ TEST_CASE("encode fuzz: random bytes, valid UTF-8 round-trips", "[tokenizer][fuz
       }
     }
   }
-  CHECK(round_trips > 250);
+  // About a third of the strings are valid UTF-8: enough of them in each
+  // tokenizer (the real one is there only when its model data is).
+  CHECK(round_trips > 100 * int(files.size()));
 }
