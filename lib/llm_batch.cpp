@@ -302,7 +302,6 @@ ErrorOr<void, Error> Batch::forward(BatchItem* items, uint32_t n) {
     if (i + 1 == n || items[i + 1].session != s) {
       copy_floats(s->hidden_, h, c.dim);
       s->pos_ = pos_[i] + 1;
-      s->fed_ = true;
       s->last_phase_ = items[i].phase;
     }
   }

@@ -94,7 +94,6 @@ class Batch {
   // when want_next), bit for bit. n == 0 does nothing.
   ErrorOr<void, Error> forward(BatchItem* items, uint32_t n);
 
-  uint32_t max_items() const { return max_; }
   const MatvecOps& ops() const { return *ops_; }
 
  private:

@@ -80,7 +80,6 @@ ErrorOr<void, Error> Session::init(const Model& model, void* mem, size_t size, c
 void Session::reset() {
   const Config& c = *cfg_;
   pos_ = 0;
-  fed_ = false;
   last_phase_ = Phase::Prefill;
   work_[0] = WorkCounts{};
   work_[1] = WorkCounts{};

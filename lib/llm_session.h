@@ -92,10 +92,8 @@ class Session {
   ErrorOr<uint32_t, Error> step(uint32_t token);
 
   uint32_t position() const { return pos_; }
-  const float* hidden() const { return hidden_; }  // final RMS-normed vector
   const Model& model() const { return *model_; }
   const MatvecOps& ops() const { return *ops_; }
-  const SessionOptions& options() const { return opt_; }
   const WorkCounts& work(Phase p) const { return work_[uint32_t(p)]; }
   void set_observer(LayerObserver fn, void* ctx) { obs_ = fn; obs_ctx_ = ctx; }
   // The session's own Batch (feed/prefill/step) runs its products in parallel.
@@ -152,7 +150,6 @@ class Session {
   const MatvecOps* ops_ = nullptr;
   SessionOptions opt_;
   uint32_t pos_ = 0;         // tokens fed so far = position of the next one
-  bool fed_ = false;
   Phase last_phase_ = Phase::Prefill;
   WorkCounts work_[2];       // per Phase
   // State, in the caller's memory:
