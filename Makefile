@@ -225,8 +225,8 @@ CATCH2_LIBS  := $(if $(CATCH2_V3),-lCatch2)
 $(B)/host-asan/%.cpp.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(HOSTCXX) $(HOST_CXXFLAGS) $(CATCH2_FLAGS) $(ASAN) -DKAI_AI_HOST -Itests/host -c $< -o $@
-# fair_share.cpp includes no kernel header: it is tested as it is.
-AI_HOST_SRCS += kernel/ai/fair_share.cpp
+# The sharing options and the fair policy's counters (sharing.cpp, fair_share.cpp).
+AI_HOST_SRCS += kernel/ai/fair_share.cpp kernel/ai/sharing.cpp
 $(B)/host/unit_tests: $(patsubst %,$(B)/host-asan/%.o,$(LIB_SRCS) $(AI_HOST_SRCS) $(HOST_TEST_SRCS))
 	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -o $@ $^ $(CATCH2_LIBS)
 

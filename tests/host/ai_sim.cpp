@@ -234,7 +234,7 @@ void Sim::check_result(const ai::Request& r) {
 
 std::vector<Sim::Snapshot> Sim::snapshot() const {
   std::vector<Snapshot> v;
-  for (const auto& r : ai::slots) v.push_back({r.state, r.id, r.admitted_seq, r.preemptions, r.preempt_requested});
+  for (const auto& r : ai::slots) v.push_back({r.state, r.id, r.admitted_seq, r.preemptions, r.preempt_requested, r.priority_preemptions});
   return v;
 }
 
@@ -255,6 +255,7 @@ void Sim::check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64
   using S = ai::RequestState;
   ai::WorkerBatch& wb = g_batches[w];
   std::vector<const ai::Request*> admitted, still_queued;
+  bool priority_preempted_now = false;   // some request made room for a more urgent one
   for (int i = 0; i < ai::kQueueCapacity; i++) {
     const ai::Request& r = ai::slots[i];
     const Snapshot& b = before[i];
@@ -280,8 +281,13 @@ void Sim::check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64
     }
     if (was_preempted) {
       events_.push_back({Event::Preempt, r.id, r.owner_pid, w, now, 0});
-      if (!b.preempt_requested) {
-        // Chosen here: it was the youngest running request of its model.
+      if (r.priority_preemptions != b.priority_preemptions) {
+        priority_preempted_now = true;
+        // Preempted for priority (ai.preempt_gap): the least urgent running
+        // request made room for a more urgent one, which may already run.
+        REQUIRE(ai::policy == ai::Policy::Priority);
+      } else if (!b.preempt_requested) {
+        // Chosen here (memory pressure): it was the youngest running request of its model.
         std::vector<const ai::Request*> running;
         for (const auto& o : ai::slots)
           if (is_running(o) && o.model == r.model) running.push_back(&o);
@@ -306,8 +312,11 @@ void Sim::check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64
     }
   }
   // Aging: an overdue request is never passed over by one admitted now
-  // that is not overdue or arrived later.
+  // that is not overdue or arrived later; except by a request that took a
+  // less urgent one's place through priority preemption (it comes in
+  // directly, docs/ai-service.md "Priorities that preempt").
   for (const ai::Request* y : still_queued) {
+    if (priority_preempted_now) break;
     if (now - y->t_submit < ai::aging_ns) continue;
     for (const ai::Request* x : admitted) {
       if (x->preemptions > 0 && x->state == S::Queued) continue;
@@ -531,7 +540,7 @@ void Sim::check_kv(int m) {
     if (!is_running(r) || r.model != m) continue;
     uint32_t k = 0;
     while (k < r.kv.n && v.cached[r.kv.block[k]] && (k + 1) * opt_.block_size <= r.prompt_len) k++;
-    ai::PrefixKey key{r.model, (r.flags & KAI_AI_INT8) != 0, r.prompt, r.prompt_len};
+    ai::PrefixKey key{r.model, (r.flags & KAI_AI_INT8) != 0, r.domain, r.prompt, r.prompt_len};
     REQUIRE(ai::kv_cached_prefix_blocks(key) >= k);
   }
 }

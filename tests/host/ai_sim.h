@@ -127,6 +127,7 @@ class Sim {
     uint64_t admitted_seq;
     uint32_t preemptions;
     bool preempt_requested;
+    uint32_t priority_preemptions;   // of preemptions, those made for a more urgent request
   };
   std::vector<Snapshot> snapshot() const;
   void check_locked();

@@ -382,7 +382,7 @@ TEST_CASE("scheduler: a finished request's prefix is evicted leaf first and stay
   sim.submit(Submit{1, 0, prompt, 1, 0, 0});
   REQUIRE(sim.drain());
   REQUIRE(sim.collect_finished() == 1);
-  ai::PrefixKey key{0, false, prompt.data(), uint32_t(prompt.size())};
+  ai::PrefixKey key{0, false, 0, prompt.data(), uint32_t(prompt.size())};
   {
     SpinlockGuard guard(ai::lock);
     REQUIRE(ai::kv_cached_prefix_blocks(key) == 3);
