@@ -33,6 +33,16 @@
 #include <algorithm>
 #include <set>
 
+// The simulation checks tens of millions of invariants. Catch2's JUnit
+// reporter (the one `make test` uses) keeps every assertion it is told of in
+// memory until the end, which would take gigabytes; so a check that holds is
+// not reported, and one that fails is reported by REQUIRE as usual (its
+// expression is evaluated once more there).
+#define SIM_REQUIRE(...)                     \
+  do {                                       \
+    if (!(__VA_ARGS__)) REQUIRE(__VA_ARGS__); \
+  } while (false)
+
 // The model registry (kernel/ai/models.cpp, which loads bundles, is not
 // built for the host): the simulation fills it.
 namespace ai {
@@ -63,11 +73,11 @@ bool is_running(const ai::Request& r) { return r.state == ai::RequestState::Runn
 }  // namespace
 
 Sim::Sim(const SimOptions& o) : opt_(o) {
-  REQUIRE(o.workers >= 1);
-  REQUIRE(o.workers <= uint32_t(ai::kMaxWorkers));
-  REQUIRE(o.n_models >= 1);
-  REQUIRE(o.budget >= o.max_batch);
-  for (const auto& r : ai::slots) REQUIRE(r.state == ai::RequestState::Free);
+  SIM_REQUIRE(o.workers >= 1);
+  SIM_REQUIRE(o.workers <= uint32_t(ai::kMaxWorkers));
+  SIM_REQUIRE(o.n_models >= 1);
+  SIM_REQUIRE(o.budget >= o.max_batch);
+  for (const auto& r : ai::slots) SIM_REQUIRE(r.state == ai::RequestState::Free);
   ai_host::now_ns = 1000;
   ai::counters = ai::Counters{};
   ai::max_per_process = o.max_per_process;
@@ -97,7 +107,7 @@ Sim::Sim(const SimOptions& o) : opt_(o) {
     model.summary.vocab_size = o.vocab;
     model.summary.runtime_seq_len = o.seq_len;
     ai::kv_init_model(int(m), c, model.name, ai::kQueueCapacity);
-    REQUIRE(ai::kv_pool(int(m)) != nullptr);
+    SIM_REQUIRE(ai::kv_pool(int(m)) != nullptr);
     rows_[m].assign(size_t(ai::kv_view(int(m)).n_blocks) * o.block_size, kEmptyRow);
   }
   for (uint32_t w = 0; w < o.workers; w++) {
@@ -150,16 +160,16 @@ uint32_t Sim::fake_next(const ai::Request& r, uint32_t pos) const {
   uint32_t B = opt_.block_size;
   uint64_t h = 1469598103934665603ull;
   for (uint32_t p = 0; p <= pos; p++) {
-    REQUIRE(p / B < r.kv.n);
+    SIM_REQUIRE(p / B < r.kv.n);
     h = fnv_mix(fnv_mix(h, rows_[r.model][size_t(r.kv.block[p / B]) * B + p % B]), p);
   }
   return uint32_t(h % opt_.vocab);
 }
 
 ai::Request* Sim::submit(const Submit& s) {
-  REQUIRE(!s.prompt.empty());
-  REQUIRE(s.prompt.size() <= KAI_AI_MAX_PROMPT);
-  REQUIRE(s.prompt.size() + s.n_predict <= opt_.seq_len);
+  SIM_REQUIRE(!s.prompt.empty());
+  SIM_REQUIRE(s.prompt.size() <= KAI_AI_MAX_PROMPT);
+  SIM_REQUIRE(s.prompt.size() + s.n_predict <= opt_.seq_len);
   SpinlockGuard guard(ai::lock);
   if (ai::slots_owned_by(s.pid) >= ai::max_per_process || !ai::slot_available()) return nullptr;
   if (!ai::kv_could_fit(s.model, uint32_t(s.prompt.size()) + s.n_predict)) return nullptr;   // ENOMEM at submit
@@ -212,23 +222,23 @@ void Sim::check_result(const ai::Request& r) {
   std::vector<uint32_t> prompt(r.prompt, r.prompt + r.prompt_len);
   std::vector<uint32_t> want = solo_output(prompt, r.n_generated);
   std::vector<uint32_t> got(r.output, r.output + r.n_generated);
-  REQUIRE(got == want);
+  SIM_REQUIRE(got == want);
   if (r.state == ai::RequestState::Done) {
-    REQUIRE(r.n_generated == r.n_predict);
-    REQUIRE(r.finish_reason == KAI_AI_FINISH_LENGTH);
+    SIM_REQUIRE(r.n_generated == r.n_predict);
+    SIM_REQUIRE(r.finish_reason == KAI_AI_FINISH_LENGTH);
   }
   if (r.t_start != 0) {
-    REQUIRE(r.t_submit <= r.t_start);
-    REQUIRE(r.t_start <= r.t_finish);
-    REQUIRE(r.requeued_ns <= r.t_finish - r.t_start);
+    SIM_REQUIRE(r.t_submit <= r.t_start);
+    SIM_REQUIRE(r.t_start <= r.t_finish);
+    SIM_REQUIRE(r.requeued_ns <= r.t_finish - r.t_start);
     // queue wait + service == end-to-end, as ai_abi.h defines them
     uint64_t queue_wait = (r.t_start - r.t_submit) + r.requeued_ns;
     uint64_t service = (r.t_finish - r.t_start) - r.requeued_ns;
-    REQUIRE(queue_wait + service == r.t_finish - r.t_submit);
+    SIM_REQUIRE(queue_wait + service == r.t_finish - r.t_submit);
   }
   if (r.n_generated > 0) {
-    REQUIRE(r.t_start <= r.t_first);
-    REQUIRE(r.t_first <= r.t_finish);
+    SIM_REQUIRE(r.t_start <= r.t_first);
+    SIM_REQUIRE(r.t_first <= r.t_finish);
   }
 }
 
@@ -239,8 +249,8 @@ std::vector<Sim::Snapshot> Sim::snapshot() const {
 }
 
 bool Sim::schedule(uint32_t w) {
-  REQUIRE(w < opt_.workers);
-  REQUIRE(!in_pass_[w]);
+  SIM_REQUIRE(w < opt_.workers);
+  SIM_REQUIRE(!in_pass_[w]);
   SpinlockGuard guard(ai::lock);
   auto before = snapshot();
   const ai::Plan& p = ai::schedule(g_batches[w]);
@@ -263,18 +273,18 @@ void Sim::check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64
     bool was_preempted = r.preemptions > b.preemptions;
     switch (b.state) {
       case S::Queued:
-        REQUIRE((r.state == S::Queued || r.state == S::Running || r.state == S::Failed));
+        SIM_REQUIRE((r.state == S::Queued || r.state == S::Running || r.state == S::Failed));
         if (r.state == S::Queued && !was_preempted) still_queued.push_back(&r);
         break;
       case S::Running:
-        REQUIRE((r.state == S::Running || r.state == S::Queued || r.state == S::Cancelled || r.state == S::Free));
-        if (r.state == S::Queued) REQUIRE(was_preempted);
+        SIM_REQUIRE((r.state == S::Running || r.state == S::Queued || r.state == S::Cancelled || r.state == S::Free));
+        if (r.state == S::Queued) SIM_REQUIRE(was_preempted);
         break;
       default:
-        REQUIRE(r.state == b.state);   // a schedule never submits, collects or revives
+        SIM_REQUIRE(r.state == b.state);   // a schedule never submits, collects or revives
         break;
     }
-    if (r.state != S::Free) REQUIRE(r.id == b.id);
+    if (r.state != S::Free) SIM_REQUIRE(r.id == b.id);
     if (r.admitted_seq != b.admitted_seq) {
       admitted.push_back(&r);
       events_.push_back({Event::Admit, r.id, r.owner_pid, w, now, r.fed});
@@ -285,29 +295,29 @@ void Sim::check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64
         priority_preempted_now = true;
         // Preempted for priority (ai.preempt_gap): the least urgent running
         // request made room for a more urgent one, which may already run.
-        REQUIRE(ai::policy == ai::Policy::Priority);
+        SIM_REQUIRE(ai::policy == ai::Policy::Priority);
       } else if (!b.preempt_requested) {
         // Chosen here (memory pressure): it was the youngest running request of its model.
         std::vector<const ai::Request*> running;
         for (const auto& o : ai::slots)
           if (is_running(o) && o.model == r.model) running.push_back(&o);
         if (opt_.victim_rule) {
-          REQUIRE(opt_.victim_rule(r, running));
+          SIM_REQUIRE(opt_.victim_rule(r, running));
         } else {
-          for (const ai::Request* o : running) REQUIRE(o->admitted_seq < r.admitted_seq);
+          for (const ai::Request* o : running) SIM_REQUIRE(o->admitted_seq < r.admitted_seq);
         }
       }
     }
     if (r.preempt_requested && !b.preempt_requested && is_running(r)) {
       events_.push_back({Event::MarkPreempt, r.id, r.owner_pid, r.worker, now, r.fed});
-      REQUIRE(r.worker != w);   // a request of this worker is preempted at once
+      SIM_REQUIRE(r.worker != w);   // a request of this worker is preempted at once
       std::vector<const ai::Request*> running;
       for (const auto& o : ai::slots)
         if (is_running(o) && o.model == r.model) running.push_back(&o);
       if (opt_.victim_rule) {
-        REQUIRE(opt_.victim_rule(r, running));
+        SIM_REQUIRE(opt_.victim_rule(r, running));
       } else {
-        for (const ai::Request* o : running) REQUIRE(o->admitted_seq <= r.admitted_seq);
+        for (const ai::Request* o : running) SIM_REQUIRE(o->admitted_seq <= r.admitted_seq);
       }
     }
   }
@@ -321,51 +331,51 @@ void Sim::check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64
     for (const ai::Request* x : admitted) {
       if (x->preemptions > 0 && x->state == S::Queued) continue;
       INFO("overdue " << y->id << " passed over by " << x->id);
-      REQUIRE(now - x->t_submit >= ai::aging_ns);
-      REQUIRE(x->t_submit <= y->t_submit);
+      SIM_REQUIRE(now - x->t_submit >= ai::aging_ns);
+      SIM_REQUIRE(x->t_submit <= y->t_submit);
     }
   }
   // The plan.
   const ai::Plan& p = wb.plan;
-  REQUIRE(p.n_items <= ai::token_budget);
-  REQUIRE(ai::running_in(wb) <= ai::max_batch);
+  SIM_REQUIRE(p.n_items <= ai::token_budget);
+  SIM_REQUIRE(ai::running_in(wb) <= ai::max_batch);
   uint32_t B = opt_.block_size;
   for (const auto& s : wb.slots) {
     const ai::Request* r = s.request;
     if (r == nullptr) continue;
-    REQUIRE(is_running(*r));
+    SIM_REQUIRE(is_running(*r));
     // Every admitted request progresses: one token per iteration when it is
     // generating; a prompt chunk as soon as the budget reaches it.
-    if (ai::context_len(*r) - r->fed == 1 && !r->waiting_for_blocks) REQUIRE(s.count == 1);
+    if (ai::context_len(*r) - r->fed == 1 && !r->waiting_for_blocks) SIM_REQUIRE(s.count == 1);
     uint32_t& streak = starved_[r->id];
     streak = (s.count == 0 && !r->waiting_for_blocks) ? streak + 1 : 0;
     INFO("request " << r->id << " got no token in " << streak << " schedules of its worker");
-    REQUIRE(streak <= kMaxStarved);
-    REQUIRE(r->fed + s.count <= ai::context_len(*r));
+    SIM_REQUIRE(streak <= kMaxStarved);
+    SIM_REQUIRE(r->fed + s.count <= ai::context_len(*r));
     if (s.count > 0) {
-      REQUIRE(r->kv.n * B >= r->fed + s.count);
+      SIM_REQUIRE(r->kv.n * B >= r->fed + s.count);
       for (uint32_t i = 0; i < s.count; i++) {
-        REQUIRE(p.slot[s.first + i] == &s);
-        REQUIRE(p.items[s.first + i].token == ai::context_token(*r, r->fed + i));
-        REQUIRE(p.items[s.first + i].session == s.session);
+        SIM_REQUIRE(p.slot[s.first + i] == &s);
+        SIM_REQUIRE(p.items[s.first + i].token == ai::context_token(*r, r->fed + i));
+        SIM_REQUIRE(p.items[s.first + i].session == s.session);
       }
     }
   }
   uint32_t covered = 0;
   for (uint32_t g = 0; g < p.n_groups; g++) {
     const ai::PlanGroup& group = p.groups[g];
-    REQUIRE(group.first == covered);
+    SIM_REQUIRE(group.first == covered);
     covered += group.count;
     for (uint32_t i = group.first; i < group.first + group.count; i++) {
-      REQUIRE(p.slot[i]->request->model == group.model);
-      REQUIRE(p.slot[i]->int8 == group.int8);
+      SIM_REQUIRE(p.slot[i]->request->model == group.model);
+      SIM_REQUIRE(p.slot[i]->int8 == group.int8);
     }
   }
-  REQUIRE(covered == p.n_items);
+  SIM_REQUIRE(covered == p.n_items);
 }
 
 void Sim::run_and_commit(uint32_t w, bool fail_begin) {
-  REQUIRE(in_pass_[w]);
+  SIM_REQUIRE(in_pass_[w]);
   ai::WorkerBatch& wb = g_batches[w];
   ai::Plan& p = wb.plan;
   uint32_t B = opt_.block_size;
@@ -384,7 +394,7 @@ void Sim::run_and_commit(uint32_t w, bool fail_begin) {
     pos_[w][i] = r.fed;
     // A cached prefix must hold exactly this request's tokens.
     for (uint32_t q = 0; q < r.fed; q++)
-      REQUIRE(rows_[r.model][size_t(r.kv.block[q / B]) * B + q % B] == ai::context_token(r, q));
+      SIM_REQUIRE(rows_[r.model][size_t(r.kv.block[q / B]) * B + q % B] == ai::context_token(r, q));
   }
   for (uint32_t g = 0; g < p.n_groups; g++) {
     const ai::PlanGroup& group = p.groups[g];
@@ -393,12 +403,12 @@ void Sim::run_and_commit(uint32_t w, bool fail_begin) {
       const ai::Request& r = *s->request;
       uint32_t idx = uint32_t(s - wb.slots);
       uint32_t pos = pos_[w][idx]++;
-      REQUIRE(p.items[i].session == s->session);
-      REQUIRE(pos < ai::context_len(r));
-      REQUIRE(p.items[i].token == ai::context_token(r, pos));
-      REQUIRE(pos / B < r.kv.n);
+      SIM_REQUIRE(p.items[i].session == s->session);
+      SIM_REQUIRE(pos < ai::context_len(r));
+      SIM_REQUIRE(p.items[i].token == ai::context_token(r, pos));
+      SIM_REQUIRE(pos / B < r.kv.n);
       uint32_t block = r.kv.block[pos / B];
-      REQUIRE(ai::kv_view(r.model).refs[block] == 1);   // a shared block is never written
+      SIM_REQUIRE(ai::kv_view(r.model).refs[block] == 1);   // a shared block is never written
       rows_[r.model][size_t(block) * B + pos % B] = p.items[i].token;
       if (p.items[i].want_next) p.items[i].next = fake_next(r, pos);
     }
@@ -410,11 +420,11 @@ void Sim::run_and_commit(uint32_t w, bool fail_begin) {
   for (int i = 0; i < ai::kQueueCapacity; i++) {
     const ai::Request& r = ai::slots[i];
     if (before[i].state == ai::RequestState::Running && r.state != ai::RequestState::Running) {
-      REQUIRE((r.state == ai::RequestState::Done || r.state == ai::RequestState::Failed ||
+      SIM_REQUIRE((r.state == ai::RequestState::Done || r.state == ai::RequestState::Failed ||
                r.state == ai::RequestState::Cancelled || r.state == ai::RequestState::Free));
       events_.push_back({Event::Finish, before[i].id, r.owner_pid, w, ai_host::now_ns, r.fed});
     } else if (before[i].state != ai::RequestState::Running) {
-      REQUIRE(r.state == before[i].state);
+      SIM_REQUIRE(r.state == before[i].state);
     }
   }
   in_pass_[w] = false;
@@ -451,17 +461,17 @@ void Sim::check() {
 
 void Sim::check_locked() {
   using S = ai::RequestState;
-  REQUIRE(ai::lock.holding());
+  SIM_REQUIRE(ai::lock.holding());
   ai::Request* queued[ai::kQueueCapacity];
   uint32_t n_queued = ai::queued_in_order(queued);
   std::set<const ai::Request*> in_queue(queued, queued + n_queued);
-  REQUIRE(in_queue.size() == n_queued);
-  for (uint32_t i = 1; i < n_queued; i++) REQUIRE(queued[i - 1]->t_submit <= queued[i]->t_submit);
+  SIM_REQUIRE(in_queue.size() == n_queued);
+  for (uint32_t i = 1; i < n_queued; i++) SIM_REQUIRE(queued[i - 1]->t_submit <= queued[i]->t_submit);
   uint32_t running = 0, in_use = 0;
   for (const auto& r : ai::slots) {
     INFO("request " << r.id << " state " << int(r.state));
-    REQUIRE((r.state == S::Queued) == (in_queue.count(&r) == 1));
-    if (r.state != S::Running) REQUIRE(r.kv.n == 0);
+    SIM_REQUIRE((r.state == S::Queued) == (in_queue.count(&r) == 1));
+    if (r.state != S::Running) SIM_REQUIRE(r.kv.n == 0);
     in_use += r.state != S::Free;
     if (r.state != S::Running) continue;
     running++;
@@ -470,23 +480,23 @@ void Sim::check_locked() {
       for (const auto& s : g_batches[w].slots)
         if (s.request == &r) {
           homes++;
-          REQUIRE(r.worker == w);
+          SIM_REQUIRE(r.worker == w);
         }
-    REQUIRE(homes == 1);
+    SIM_REQUIRE(homes == 1);
   }
   for (uint32_t w = 0; w < opt_.workers; w++) {
     for (const auto& s : g_batches[w].slots) {
       if (s.request == nullptr) continue;
-      REQUIRE(is_running(*s.request));
-      if (in_pass_[w] && s.count > 0) REQUIRE(s.request->kv.n * opt_.block_size >= s.request->fed + s.count);
+      SIM_REQUIRE(is_running(*s.request));
+      if (in_pass_[w] && s.count > 0) SIM_REQUIRE(s.request->kv.n * opt_.block_size >= s.request->fed + s.count);
     }
   }
   // What ai_info reports is consistent with itself and with EAGAIN.
-  REQUIRE(ai::running_count() == running);
-  REQUIRE(ai::queued_count() == n_queued);
-  REQUIRE(ai::slots_in_use() == in_use);
-  REQUIRE(n_queued + running <= in_use);
-  REQUIRE((in_use == uint32_t(ai::kQueueCapacity)) == !ai::slot_available());
+  SIM_REQUIRE(ai::running_count() == running);
+  SIM_REQUIRE(ai::queued_count() == n_queued);
+  SIM_REQUIRE(ai::slots_in_use() == in_use);
+  SIM_REQUIRE(n_queued + running <= in_use);
+  SIM_REQUIRE((in_use == uint32_t(ai::kQueueCapacity)) == !ai::slot_available());
   for (uint32_t m = 0; m < opt_.n_models; m++) check_kv(int(m));
 }
 
@@ -497,42 +507,42 @@ void Sim::check_kv(int m) {
     if (!is_running(r) || r.model != m) continue;
     std::set<uint32_t> mine;
     for (uint32_t i = 0; i < r.kv.n; i++) {
-      REQUIRE(r.kv.block[i] < v.n_blocks);
-      REQUIRE(mine.insert(r.kv.block[i]).second);   // not twice in one table
+      SIM_REQUIRE(r.kv.block[i] < v.n_blocks);
+      SIM_REQUIRE(mine.insert(r.kv.block[i]).second);   // not twice in one table
       owners[r.kv.block[i]]++;
     }
   }
   std::vector<int> where(v.n_blocks, 0);   // 1 free, 2 LRU, 3 in use
   for (uint32_t i = 0; i < v.n_free; i++) {
     uint32_t b = v.free_stack[i];
-    REQUIRE(where[b] == 0);
+    SIM_REQUIRE(where[b] == 0);
     where[b] = 1;
-    REQUIRE(v.refs[b] == 0);
-    REQUIRE(!v.cached[b]);
+    SIM_REQUIRE(v.refs[b] == 0);
+    SIM_REQUIRE(!v.cached[b]);
   }
   std::vector<uint32_t> lru_pos(v.n_blocks, UINT32_MAX);
   uint32_t n_lru = 0;
   for (uint32_t b = v.lru_head; b != ai::kNoBlock; b = v.lru_next[b]) {
-    REQUIRE(where[b] == 0);
+    SIM_REQUIRE(where[b] == 0);
     where[b] = 2;
     lru_pos[b] = n_lru++;
-    REQUIRE(v.refs[b] == 0);
-    REQUIRE(v.cached[b]);
+    SIM_REQUIRE(v.refs[b] == 0);
+    SIM_REQUIRE(v.cached[b]);
   }
-  REQUIRE(n_lru == v.n_lru);
+  SIM_REQUIRE(n_lru == v.n_lru);
   for (uint32_t b = 0; b < v.n_blocks; b++) {
     INFO("block " << b);
-    REQUIRE(v.refs[b] == owners[b]);   // reference counts equal owners
+    SIM_REQUIRE(v.refs[b] == owners[b]);   // reference counts equal owners
     if (v.refs[b] > 0) {
-      REQUIRE(where[b] == 0);
+      SIM_REQUIRE(where[b] == 0);
       where[b] = 3;
     }
-    REQUIRE(where[b] != 0);            // leaked: in no list and owned by nobody
+    SIM_REQUIRE(where[b] != 0);            // leaked: in no list and owned by nobody
     if (v.cached[b] && v.parent[b] != ai::kNoBlock) {
       uint32_t p = v.parent[b];
-      REQUIRE(v.cached[p]);            // nothing cached below an evicted parent
-      REQUIRE(v.gen[p] == v.parent_gen[b]);
-      if (where[b] == 2 && where[p] == 2) REQUIRE(lru_pos[b] < lru_pos[p]);   // leaves go first
+      SIM_REQUIRE(v.cached[p]);            // nothing cached below an evicted parent
+      SIM_REQUIRE(v.gen[p] == v.parent_gen[b]);
+      if (where[b] == 2 && where[p] == 2) SIM_REQUIRE(lru_pos[b] < lru_pos[p]);   // leaves go first
     }
   }
   // A running request's leading cached blocks are what a lookup finds.
@@ -541,7 +551,7 @@ void Sim::check_kv(int m) {
     uint32_t k = 0;
     while (k < r.kv.n && v.cached[r.kv.block[k]] && (k + 1) * opt_.block_size <= r.prompt_len) k++;
     ai::PrefixKey key{r.model, (r.flags & KAI_AI_INT8) != 0, r.domain, r.prompt, r.prompt_len};
-    REQUIRE(ai::kv_cached_prefix_blocks(key) >= k);
+    SIM_REQUIRE(ai::kv_cached_prefix_blocks(key) >= k);
   }
 }
 
