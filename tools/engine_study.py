@@ -213,6 +213,39 @@ def _clients(text):
             re.findall(r"client: pid=(\d+) served=(\d+) prompt_tokens=(\d+) output_tokens=(\d+)", text)}
 
 
+CSV = re.compile(r"^csv,(\d+),(\d+),(\w+),-?\d+,(\d+),(\d+),\d+,\d+,(\d+),(\d+),(\d+),(\d+)", re.M)
+
+
+def parse_aibench_csv(text):
+    """aibench --csv's per-request lines: the kernel's timestamps (ns since
+    boot, one clock for every process) of submission, admission, first
+    token and end."""
+    return [{"client": int(c), "index": int(i), "state": st, "prompt": int(p), "generated": int(g),
+             "t_submit": int(ts), "t_start": int(t0), "t_first": int(tf), "t_finish": int(te)}
+            for c, i, st, p, g, ts, t0, tf, te in CSV.findall(text)]
+
+
+def _median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return 0 if n == 0 else xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def flood_rounds(flood_reqs):
+    """The flood's rounds: its requests grouped by admission time (requests
+    of one shape admitted in one iteration finish together, so a round is
+    the set admitted at one instant); [(start_ms, end_ms, n)], in ms from the
+    flood's first submission."""
+    if not flood_reqs:
+        return []
+    t0 = min(r["t_submit"] for r in flood_reqs)
+    by_start = {}
+    for r in flood_reqs:
+        by_start.setdefault(r["t_start"], []).append(r)
+    return [((s - t0) / 1e6, (max(r["t_finish"] for r in rs) - t0) / 1e6, len(rs))
+            for s, rs in sorted(by_start.items())]
+
+
 def _aiprefix_line(text):
     m = re.search(r"request 0: ttft_us=(\d+) cached=(\d+)", text)
     if not m:
@@ -229,8 +262,8 @@ def experiment_sharing(a, log):
     """Three ways processes share one model; every boot is independent, so
     they run side by side (--jobs)."""
     flood = (f"aibench --model {a.model} --clients 1 --inflight 8 --requests {a.flood_requests} "
-             f"--prompt {a.flood_prompt} --predict {a.flood_predict} --int8 --seed 21")
-    light = f"aibench --model {a.model} --clients 3 --requests 1 --prompt 8 --predict 4 --int8 --seed 22"
+             f"--prompt {a.flood_prompt} --predict {a.flood_predict} --int8 --seed 21 --csv")
+    light = f"aibench --model {a.model} --clients 3 --requests 1 --prompt 8 --predict 4 --int8 --seed 22 --csv"
     prefix = (f"aiprefix --model {a.model} --requests 1 --prefix {a.prefix_len} --tail 8 --predict 1 --int8")
     low = (f"aibench --model {a.model} --clients 1 --inflight 8 --requests 8 --prompt {a.low_prompt} "
            f"--predict {a.low_predict} --int8 --priority 10 --seed 31")
@@ -244,7 +277,32 @@ def experiment_sharing(a, log):
             [light, "aistat", "wait", "cat /flood.txt"]
         outs = boot_and_run(a.image, a.model, f"ai.max_batch=4 ai.policy={policy}", cmds, a.exact, a.timeout)
         return {"policy": policy, "light": parse_aibench(outs[light]), "flood": parse_aibench(outs["cat /flood.txt"]),
-                "clients": _clients(outs["aistat"])}
+                "clients": _clients(outs["aistat"]), "light_requests": parse_aibench_csv(outs[light]),
+                "flood_requests": parse_aibench_csv(outs["cat /flood.txt"])}
+
+    def spread_run(policy):
+        # The same flood, but the three light processes arrive one by one,
+        # --light-spread seconds apart (the first --light-after seconds in),
+        # as independent users would: spread over the flood's first round
+        # rather than all just after the batch filled.
+        lights = [light.replace("--clients 3", "--clients 1").replace("--seed 22", f"--seed {22 + i}")
+                  for i in range(3)]
+        cmds = [f"{flood} > /flood.txt &"] + ([f"sleep {a.light_after}"] if a.light_after else [])
+        for i, cmd in enumerate(lights[:-1]):
+            cmds += [f"{cmd} > /light{i}.txt &", f"sleep {a.light_spread}"]
+        cmds += [lights[-1], "aistat", "wait", "cat /light0.txt", "cat /light1.txt", "cat /flood.txt"]
+        outs = boot_and_run(a.image, a.model, f"ai.max_batch=4 ai.policy={policy}", cmds, a.exact, a.timeout)
+        texts = [outs["cat /light0.txt"], outs["cat /light1.txt"], outs[lights[-1]]]
+        each = [parse_aibench(t) for t in texts]
+        reqs = [r for t in texts for r in parse_aibench_csv(t)]
+        # One request per light process: the p50 over the three processes.
+        light_sum = {"done": sum(e.get("done", 0) for e in each)}
+        for key in ("ttft", "queue_wait", "end_to_end"):
+            vals = [e[key]["p50_ms"] for e in each if key in e]
+            light_sum[key] = {"p50_ms": _median(vals), "max_ms": max(vals, default=0)}
+        return {"policy": policy, "spread_s": float(a.light_spread), "light": light_sum, "light_each": each,
+                "flood": parse_aibench(outs["cat /flood.txt"]), "clients": _clients(outs["aistat"]),
+                "light_requests": reqs, "flood_requests": parse_aibench_csv(outs["cat /flood.txt"])}
 
     def prefix_run():
         # First the prefix is computed (nothing cached yet); then the same
@@ -275,8 +333,10 @@ def experiment_sharing(a, log):
                 "preemptions_memory": int(m.group(1)) if m else -1, "preemptions_priority": int(m.group(2)) if m else -1}
 
     jobs = {}
-    if "flood" in a.sharing_parts:
+    if "flood" in a.sharing_parts and a.light_spread is None:
         jobs.update(fcfs=lambda: flood_run("fcfs"), fair=lambda: flood_run("fair"))
+    if "flood" in a.sharing_parts and a.light_spread is not None:
+        jobs.update(spread_fcfs=lambda: spread_run("fcfs"), spread_fair=lambda: spread_run("fair"))
     if "prefix" in a.sharing_parts:
         jobs["prefix"] = prefix_run
     if "priority" in a.sharing_parts or "preempt" in a.sharing_parts:
@@ -293,6 +353,12 @@ def experiment_sharing(a, log):
         log(f"sharing: light processes' p50 TTFT {fcfs_l:.0f} ms under fcfs, {fair_l:.0f} ms under fair "
             f"({fair_l / fcfs_l if fcfs_l else 0:.2f}x); the flood finished {done['fair']['flood'].get('done', 0)} "
             "requests")
+    if "spread_fcfs" in done:
+        out["flood_spread"] = [done["spread_fcfs"], done["spread_fair"]]
+        fcfs_l, fair_l = _ttft_p50(done["spread_fcfs"]["light"]), _ttft_p50(done["spread_fair"]["light"])
+        log(f"sharing: light processes {a.light_spread} s apart: p50 TTFT {fcfs_l:.0f} ms under fcfs, "
+            f"{fair_l:.0f} ms under fair ({fair_l / fcfs_l if fcfs_l else 0:.2f}x); the flood finished "
+            f"{done['spread_fair']['flood'].get('done', 0)} requests")
     if "prefix" in done:
         out["prefix"] = px = done["prefix"]
         log(f"sharing: {a.prefix_len}-token prefix: uncached {px['uncached']['ttft_ms']:.0f} ms, other session "
@@ -370,6 +436,8 @@ def sharing_report(a, sh):
     lines = ["## Sharing the model among processes", ""]
     if "flood" in sh:
         lines += flood_report(a, sh)
+    if "flood_spread" in sh:
+        lines += spread_report(a, sh)
     if "prefix" in sh:
         lines += prefix_report(a, sh)
     if "priority" in sh:
@@ -392,6 +460,41 @@ def flood_report(a, sh):
     fc, fa = _ttft_p50(sh["flood"][0]["light"]), _ttft_p50(sh["flood"][1]["light"])
     if fc:
         lines += ["", f"Under fair the light processes' p50 TTFT is {fa / fc:.2f}x that under fcfs."]
+    timing = [t for t in (_arrivals_and_rounds(r) for r in sh["flood"]) if t]
+    if timing:
+        lines += [""] + [f"- {t}" for t in timing]
+    lines.append("")
+    return lines
+
+
+def _arrivals_and_rounds(r):
+    """The light requests' arrivals and the flood's rounds, in ms from the
+    flood's first submission (from aibench --csv)."""
+    fl = r.get("flood_requests", [])
+    if not fl:
+        return ""
+    t0 = min(x["t_submit"] for x in fl)
+    arrivals = ", ".join(f"{(x['t_submit'] - t0) / 1e9:.1f}" for x in sorted(r.get("light_requests", []),
+                                                                              key=lambda x: x["t_submit"]))
+    starts = ", ".join(f"{s / 1e3:.1f}" for s, _, n in flood_rounds(fl))
+    return f"{r['policy']}: light requests submitted at {arrivals} s; flood admissions at {starts} s"
+
+
+def spread_report(a, sh):
+    lines = [f"The same flood; the three light processes arrive one at a time, {sh['flood_spread'][0]['spread_s']:g} s "
+             f"apart, the first {a.light_after or 0} s after the flood started.", "",
+             "| policy | light p50 TTFT ms | light max TTFT ms | flood requests done | flood tokens/s | flood p50 TTFT ms |",
+             "|---|---|---|---|---|---|"]
+    for r in sh["flood_spread"]:
+        li, fl = r["light"], r["flood"]
+        lines.append(f"| {r['policy']} | {_ttft_p50(li):.0f} | {li.get('ttft', {}).get('max_ms', 0):.0f} | "
+                     f"{fl.get('done', 0)} | {fl.get('tokens_per_s', 0):.2f} | {_ttft_p50(fl):.0f} |")
+    fc, fa = _ttft_p50(sh["flood_spread"][0]["light"]), _ttft_p50(sh["flood_spread"][1]["light"])
+    if fc:
+        lines += ["", f"Under fair the light processes' p50 TTFT is {fa / fc:.2f}x that under fcfs."]
+    timing = [t for t in (_arrivals_and_rounds(r) for r in sh["flood_spread"]) if t]
+    if timing:
+        lines += [""] + [f"- {t}" for t in timing]
     lines.append("")
     return lines
 
@@ -440,6 +543,9 @@ def main(argv=None):
     p.add_argument("--only", choices=["batching", "policies", "hol", "paging", "sharing"], action="append")
     p.add_argument("--jobs", type=int, default=2, help="boots of the sharing experiment run side by side")
     p.add_argument("--light-after", help="sharing: seconds (guest `sleep`) before the light processes arrive")
+    p.add_argument("--light-spread", metavar="SECONDS",
+                   help="sharing, flood: the light processes arrive one at a time, SECONDS apart (the first "
+                        "--light-after seconds in) instead of together")
     p.add_argument("--urgent-after", help="sharing: seconds before the priority-0 request arrives")
     p.add_argument("--sharing-parts", default="flood,prefix,priority",
                    help="which parts of the sharing experiment (comma-separated: flood, prefix, priority)")
@@ -489,6 +595,13 @@ def main(argv=None):
         a.light_after = ""
     if a.urgent_after == "0":
         a.urgent_after = ""
+    if a.light_spread is not None:
+        try:
+            ok = 0 < float(a.light_spread) <= 3600
+        except ValueError:
+            ok = False
+        if not ok:
+            p.error(f"--light-spread: '{a.light_spread}' is not a number of seconds from 0 to 3600")
     if a.hol_budgets:
         try:
             a.budgets = [int(b) for b in a.hol_budgets.split(",")]

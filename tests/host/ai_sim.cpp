@@ -18,9 +18,12 @@
 //     exactly one if it is generating; every planned request's table covers
 //     its new positions; the items of one pass share (model, activation
 //     kind), each request's consecutive and in order; an overdue request
-//     (aging) is never passed over by a younger or not-overdue one; every
-//     preemption victim is the youngest running request of its model (or
-//     what SimOptions::victim_rule accepts);
+//     (aging, not under the fair policy) is never passed over by a younger
+//     or not-overdue one; every preemption victim for memory is the
+//     youngest running request of its model (or what SimOptions::victim_rule
+//     accepts); every victim of priority preemption was the least urgent of
+//     its worker's batch (latest admitted among equals) and some request is
+//     ai.preempt_gap levels more urgent;
 //   a worker in its pass: its planned requests stay Running with their
 //     blocks (another worker may mark one, never take it);
 //   results: tokens equal the request alone (solo_output), timestamps
@@ -28,20 +31,8 @@
 //     fits in the service time.
 #include "ai_sim.h"
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <set>
-
-// The simulation checks tens of millions of invariants. Catch2's JUnit
-// reporter (the one `make test` uses) keeps every assertion it is told of in
-// memory until the end, which would take gigabytes; so a check that holds is
-// not reported, and one that fails is reported by REQUIRE as usual (its
-// expression is evaluated once more there).
-#define SIM_REQUIRE(...)                     \
-  do {                                       \
-    if (!(__VA_ARGS__)) REQUIRE(__VA_ARGS__); \
-  } while (false)
 
 // The model registry (kernel/ai/models.cpp, which loads bundles, is not
 // built for the host): the simulation fills it.
@@ -88,6 +79,10 @@ Sim::Sim(const SimOptions& o) : opt_(o) {
   ai::kv_block_size = o.block_size;
   ai::kv_blocks_override = o.kv_blocks;
   ai::prefix_cache_enabled = o.prefix_cache;
+  ai::prefix_share = o.prefix_share;
+  ai::preempt_gap = o.preempt_gap;
+  ai::fair_counters.reset();
+  ai::priority_preemptions = 0;
   ai::kv_reset_stats();
   ai::n_models = int(o.n_models);
   ai::models_known = true;
@@ -174,6 +169,7 @@ ai::Request* Sim::submit(const Submit& s) {
   if (ai::slots_owned_by(s.pid) >= ai::max_per_process || !ai::slot_available()) return nullptr;
   if (!ai::kv_could_fit(s.model, uint32_t(s.prompt.size()) + s.n_predict)) return nullptr;   // ENOMEM at submit
   static const uint32_t no_stop[1] = {0};
+  ai::note_backlogged(s.pid);   // as ai_submit: the fair policy's lift (fair_share.h)
   ai::NewRequest n{};
   n.stop = no_stop;   // as ai_submit: never null
   n.owner_pid = s.pid;
@@ -183,6 +179,7 @@ ai::Request* Sim::submit(const Submit& s) {
   n.n_predict = s.n_predict;
   n.flags = s.flags;
   n.priority = s.priority;
+  n.domain = ai::prefix_domain(s.session);   // as ai_submit: from the owner's session, never the request
   ai::Request* r = ai::submit(n);
   check_locked();
   return r;
@@ -244,7 +241,8 @@ void Sim::check_result(const ai::Request& r) {
 
 std::vector<Sim::Snapshot> Sim::snapshot() const {
   std::vector<Snapshot> v;
-  for (const auto& r : ai::slots) v.push_back({r.state, r.id, r.admitted_seq, r.preemptions, r.preempt_requested, r.priority_preemptions});
+  for (const auto& r : ai::slots)
+    v.push_back({r.state, r.id, r.admitted_seq, r.preemptions, r.preempt_requested, r.priority_preemptions, r.priority});
   return v;
 }
 
@@ -266,6 +264,7 @@ void Sim::check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64
   ai::WorkerBatch& wb = g_batches[w];
   std::vector<const ai::Request*> admitted, still_queued;
   bool priority_preempted_now = false;   // some request made room for a more urgent one
+  std::vector<int> priority_victims;      // their slots
   for (int i = 0; i < ai::kQueueCapacity; i++) {
     const ai::Request& r = ai::slots[i];
     const Snapshot& b = before[i];
@@ -293,9 +292,7 @@ void Sim::check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64
       events_.push_back({Event::Preempt, r.id, r.owner_pid, w, now, 0});
       if (r.priority_preemptions != b.priority_preemptions) {
         priority_preempted_now = true;
-        // Preempted for priority (ai.preempt_gap): the least urgent running
-        // request made room for a more urgent one, which may already run.
-        SIM_REQUIRE(ai::policy == ai::Policy::Priority);
+        priority_victims.push_back(i);
       } else if (!b.preempt_requested) {
         // Chosen here (memory pressure): it was the youngest running request of its model.
         std::vector<const ai::Request*> running;
@@ -321,12 +318,41 @@ void Sim::check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64
       }
     }
   }
+  // Preempted for priority (ai.preempt_gap): under the priority policy
+  // only; some request (admitted in its place, or still queued if its
+  // blocks were short) is at least the gap more urgent; and the victim was
+  // the least urgent of this worker's batch, the latest admitted among
+  // equals: everything still running here is more urgent, or as urgent and
+  // admitted before it.
+  for (int i : priority_victims) {
+    const Snapshot& v = before[i];
+    // A victim that was queued before this schedule was admitted in it
+    // (step 2, e.g. overdue) and then preempted (step 2b), which resets its
+    // admission number: it was admitted after everything already running.
+    uint64_t v_seq = v.state == S::Running ? v.admitted_seq : UINT64_MAX;
+    INFO("priority victim " << v.id << " priority " << v.priority << " admitted " << v_seq);
+    SIM_REQUIRE(ai::policy == ai::Policy::Priority);
+    SIM_REQUIRE(ai::preempts_for_priority(0, v.priority, ai::preempt_gap));
+    bool urgent_exists = false;
+    for (const auto& o : ai::slots)
+      if ((o.state == S::Queued || o.state == S::Running) && o.id != v.id &&
+          ai::preempts_for_priority(o.priority, v.priority, ai::preempt_gap))
+        urgent_exists = true;
+    SIM_REQUIRE(urgent_exists);
+    for (const auto& s : wb.slots) {
+      const ai::Request* o = s.request;
+      if (o == nullptr) continue;
+      INFO("still running " << o->id << " priority " << o->priority << " admitted " << o->admitted_seq);
+      SIM_REQUIRE((o->priority < v.priority || (o->priority == v.priority && o->admitted_seq < v_seq)));
+    }
+  }
   // Aging: an overdue request is never passed over by one admitted now
   // that is not overdue or arrived later; except by a request that took a
   // less urgent one's place through priority preemption (it comes in
   // directly, docs/ai-service.md "Priorities that preempt").
+  // (The fair policy has no aging: docs/ai-service.md.)
   for (const ai::Request* y : still_queued) {
-    if (priority_preempted_now) break;
+    if (priority_preempted_now || ai::policy == ai::Policy::Fair) break;
     if (now - y->t_submit < ai::aging_ns) continue;
     for (const ai::Request* x : admitted) {
       if (x->preemptions > 0 && x->state == S::Queued) continue;

@@ -24,14 +24,18 @@
 //     admission and preemption in order (request, owner, worker, time,
 //     tokens so far), which is what a fairness test measures (tokens or
 //     admissions per owner over a window);
-//   - new per-request inputs (a session, a priority): add them to
-//     Sim::Submit and pass them through in Sim::submit();
+//   - new per-request inputs: add them to Sim::Submit and pass them
+//     through in Sim::submit() (the owner's Unix session and the priority
+//     are there: submit() derives the cache domain from the session and
+//     lifts the owner's fair counter, as ai_submit does);
 //   - a different rule for choosing a preemption victim: override the
 //     check with SimOptions::victim_rule (the default is "the youngest
 //     running request of the model", which check() enforces at every
 //     preemption); a test sets its own predicate over the candidates.
 #pragma once
 #include <stdint.h>
+
+#include <catch2/catch.hpp>
 
 #include <functional>
 #include <map>
@@ -43,6 +47,18 @@
 #include "../../kernel/ai/models.h"
 #include "../../kernel/ai/requests.h"
 #include "../../kernel/ai/scheduler.h"
+#include "../../kernel/ai/sharing.h"
+
+// The simulation checks tens of millions of invariants. Catch2's JUnit
+// reporter (the one `make test` uses) keeps every assertion it is told of in
+// memory until the end, which would take gigabytes; so a check that holds is
+// not reported, and one that fails is reported by REQUIRE as usual (its
+// expression is evaluated once more there). Tests that check something at
+// every iteration use it too.
+#define SIM_REQUIRE(...)                     \
+  do {                                       \
+    if (!(__VA_ARGS__)) REQUIRE(__VA_ARGS__); \
+  } while (false)
 
 namespace aisim {
 
@@ -59,6 +75,8 @@ struct SimOptions {
   ai::Policy policy = ai::Policy::Fcfs;
   uint64_t aging_ns = 1000000000;
   bool prefix_cache = true;
+  ai::PrefixShare prefix_share = ai::PrefixShare::Session;   // ai.prefix_share
+  uint32_t preempt_gap = ai::kDefaultPreemptGap;             // ai.preempt_gap
   // Is `victim` an acceptable choice when a request of its model needed
   // blocks? running = the model's running requests at that moment.
   std::function<bool(const ai::Request& victim, const std::vector<const ai::Request*>& running)> victim_rule;
@@ -80,6 +98,7 @@ struct Submit {
   uint32_t n_predict = 1;
   uint32_t priority = 0;
   uint32_t flags = 0;
+  int session = 1;   // the owner's Unix session (its cache domain under ai.prefix_share=session)
 };
 
 class Sim {
@@ -128,6 +147,7 @@ class Sim {
     uint32_t preemptions;
     bool preempt_requested;
     uint32_t priority_preemptions;   // of preemptions, those made for a more urgent request
+    uint32_t priority;
   };
   std::vector<Snapshot> snapshot() const;
   void check_locked();

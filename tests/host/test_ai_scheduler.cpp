@@ -64,7 +64,8 @@ TEST_CASE("scheduler: seeded random arrivals, cancels, exits and memory shortage
     o.max_batch = pick(1, 6);
     o.budget = o.max_batch + pick(0, 20);
     o.max_per_process = pick(2, 10);
-    o.policy = static_cast<ai::Policy>(pick(0, 2));
+    o.policy = static_cast<ai::Policy>(pick(0, 3));   // fcfs, sjf, priority, fair
+    o.preempt_gap = pick(1, KAI_AI_MAX_PRIORITY + 1);   // the last: no priority preemption
     o.aging_ns = uint64_t(pick(1, 50)) * 1000000;
     o.prefix_cache = pick(0, 4) != 0;
     INFO("seed " << seed << " workers " << o.workers << " models " << o.n_models << " B " << o.block_size
@@ -79,6 +80,7 @@ TEST_CASE("scheduler: seeded random arrivals, cancels, exits and memory shortage
       if (action < 25) {
         Submit s;
         s.pid = int(pick(1, 5));
+        s.session = 1 + s.pid % 2;   // two sessions: two prefix-cache domains
         s.model = int(pick(0, o.n_models - 1));
         if (pick(0, 2) != 0) s.prompt = prefixes[pick(0, 2)];
         auto tail = tokens(pick(1, 12), uint32_t(rng()));
@@ -382,7 +384,8 @@ TEST_CASE("scheduler: a finished request's prefix is evicted leaf first and stay
   sim.submit(Submit{1, 0, prompt, 1, 0, 0});
   REQUIRE(sim.drain());
   REQUIRE(sim.collect_finished() == 1);
-  ai::PrefixKey key{0, false, 0, prompt.data(), uint32_t(prompt.size())};
+  // Its cache domain: the default Submit's session (ai.prefix_share=session).
+  ai::PrefixKey key{0, false, ai::prefix_domain(Submit{}.session), prompt.data(), uint32_t(prompt.size())};
   {
     SpinlockGuard guard(ai::lock);
     REQUIRE(ai::kv_cached_prefix_blocks(key) == 3);
