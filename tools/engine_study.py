@@ -231,21 +231,6 @@ def _median(xs):
     return 0 if n == 0 else xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
-def flood_rounds(flood_reqs):
-    """The flood's rounds: its requests grouped by admission time (requests
-    of one shape admitted in one iteration finish together, so a round is
-    the set admitted at one instant); [(start_ms, end_ms, n)], in ms from the
-    flood's first submission."""
-    if not flood_reqs:
-        return []
-    t0 = min(r["t_submit"] for r in flood_reqs)
-    by_start = {}
-    for r in flood_reqs:
-        by_start.setdefault(r["t_start"], []).append(r)
-    return [((s - t0) / 1e6, (max(r["t_finish"] for r in rs) - t0) / 1e6, len(rs))
-            for s, rs in sorted(by_start.items())]
-
-
 def _aiprefix_line(text):
     m = re.search(r"request 0: ttft_us=(\d+) cached=(\d+)", text)
     if not m:
@@ -468,16 +453,22 @@ def flood_report(a, sh):
 
 
 def _arrivals_and_rounds(r):
-    """The light requests' arrivals and the flood's rounds, in ms from the
-    flood's first submission (from aibench --csv)."""
+    """When the light requests arrived and were admitted, and when the
+    flood's first requests ended (their slots are the first to free), in
+    seconds from the flood's first submission (from aibench --csv)."""
     fl = r.get("flood_requests", [])
     if not fl:
         return ""
     t0 = min(x["t_submit"] for x in fl)
-    arrivals = ", ".join(f"{(x['t_submit'] - t0) / 1e9:.1f}" for x in sorted(r.get("light_requests", []),
-                                                                              key=lambda x: x["t_submit"]))
-    starts = ", ".join(f"{s / 1e3:.1f}" for s, _, n in flood_rounds(fl))
-    return f"{r['policy']}: light requests submitted at {arrivals} s; flood admissions at {starts} s"
+
+    def at(ts):
+        return ", ".join(f"{(t - t0) / 1e9:.1f}" for t in sorted(ts))
+
+    light = r.get("light_requests", [])
+    first = sorted(fl, key=lambda x: x["t_start"])[:4]
+    return (f"{r['policy']}: light requests submitted at {at(x['t_submit'] for x in light)} s, admitted at "
+            f"{at(x['t_start'] for x in light)} s; the flood's first four requests ended at "
+            f"{at(x['t_finish'] for x in first)} s")
 
 
 def spread_report(a, sh):
@@ -566,6 +557,13 @@ def main(argv=None):
     a.sharing_parts = [x for x in a.sharing_parts.split(",") if x]
     if set(a.sharing_parts) - {"flood", "prefix", "priority", "preempt", "no-preempt"}:
         p.error(f"--sharing-parts: {a.sharing_parts}: each must be flood, prefix, priority, preempt or no-preempt")
+    if a.light_spread is not None:
+        try:
+            ok = 0 < float(a.light_spread) <= 3600
+        except ValueError:
+            ok = False
+        if not ok:
+            p.error(f"--light-spread: '{a.light_spread}' is not a number of seconds from 0 to 3600")
     if not os.path.exists(a.image) or not os.path.exists(KERNEL):
         p.error(f"{a.image} or {KERNEL} missing: run `make all build/fs-smol.img`")
     if a.quick:
@@ -595,13 +593,6 @@ def main(argv=None):
         a.light_after = ""
     if a.urgent_after == "0":
         a.urgent_after = ""
-    if a.light_spread is not None:
-        try:
-            ok = 0 < float(a.light_spread) <= 3600
-        except ValueError:
-            ok = False
-        if not ok:
-            p.error(f"--light-spread: '{a.light_spread}' is not a number of seconds from 0 to 3600")
     if a.hol_budgets:
         try:
             a.budgets = [int(b) for b in a.hol_budgets.split(",")]

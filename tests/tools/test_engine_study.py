@@ -39,3 +39,43 @@ def test_report_names_clock_and_ratio():
     assert "batching gives 1.50x the throughput" in text
     A.exact = False
     assert "real time" in engine_study.report(A(), res)
+
+
+# aibench --csv lines (canned): times in ns since boot.
+LIGHT_CSV = """csv,client,index,state,error,prompt,generated,queue_depth,worker,t_submit_ns,t_start_ns,t_first_ns,t_finish_ns
+csv,0,0,done,0,8,4,7,0,11300000000,47700000000,49900000000,55500000000
+"""
+
+
+def test_parse_aibench_csv():
+    rows = engine_study.parse_aibench_csv(AIBENCH + LIGHT_CSV)
+    assert rows == [{"client": 0, "index": 0, "state": "done", "prompt": 8, "generated": 4,
+                     "t_submit": 11300000000, "t_start": 47700000000, "t_first": 49900000000,
+                     "t_finish": 55500000000}]
+    assert engine_study.parse_aibench_csv(AIBENCH) == []
+
+
+def test_spread_report_names_arrivals_and_ratio():
+    class A:
+        exact = True
+        light_after = "1"
+    flood = [{"t_submit": 10 * 10**9, "t_start": 10 * 10**9, "t_first": 0, "t_finish": (10 + k) * 10**9}
+             for k in (40, 41, 42, 43, 80)]
+    light = engine_study.parse_aibench_csv(LIGHT_CSV)
+    rows = [{"policy": p, "spread_s": 13.0, "light": {"ttft": {"p50_ms": ms, "max_ms": ms}},
+             "flood": {"done": 16, "tokens_per_s": 1.5, "ttft": {"p50_ms": 50000}},
+             "light_requests": light, "flood_requests": flood} for p, ms in (("fcfs", 80000), ("fair", 40000))]
+    text = "\n".join(engine_study.spread_report(A(), {"flood_spread": rows}))
+    assert "13 s apart, the first 1 s after the flood started" in text
+    assert "| fair | 40000 | 40000 | 16 | 1.50 | 50000 |" in text
+    assert "0.50x that under fcfs" in text
+    # Seconds from the flood's first submission (10 s after boot here).
+    assert ("fair: light requests submitted at 1.3 s, admitted at 37.7 s; the flood's first four requests "
+            "ended at 40.0, 41.0, 42.0, 43.0 s") in text
+
+
+def test_light_spread_must_be_seconds(capsys):
+    import pytest
+    with pytest.raises(SystemExit):
+        engine_study.main(["--only", "sharing", "--light-spread", "soon", "--out", "/tmp/engine-study-test"])
+    assert "--light-spread: 'soon' is not a number of seconds" in capsys.readouterr().err
