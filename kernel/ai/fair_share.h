@@ -18,8 +18,10 @@
 // waiting) over any interval receive services that differ by at most 2U,
 // U = max(kFairPromptWeight * longest prompt, kFairOutputWeight * M), M the
 // most tokens the running batch can hold; tests/host/test_fair_share.cpp
-// checks that bound on a simulated service. docs/ai-service.md, "Sharing
-// the model", says why a client is a process.
+// checks that bound on a simulated service, tests/host/test_ai_sharing.cpp
+// inside the real scheduler (where the bound for kai's parameters is
+// derived). docs/ai-service.md, "Sharing the model", says why a client is
+// a process.
 //
 // Pure bookkeeping: no lock of its own, no kernel header. The AI service
 // calls it with ai::lock held; the host tests call it directly.
