@@ -17,7 +17,8 @@ Three experiments, each in its own boots of kai:
      full-length reservations or as 16-position blocks, and the TTFT of
      requests sharing a long prompt prefix (aiprefix);
   5. sharing: one process flooding the service (aibench --inflight) and
-     three light ones, under fcfs and fair; a prompt prefix sent again from
+     three light ones, under fcfs and fair (arriving together, or one at a
+     time with --light-spread); a prompt prefix sent again from
      the same Unix session and from another one (setsid); a priority-0
      request arriving into a full batch of priority-10 requests, with and
      without priority preemption (ai.preempt_gap).
