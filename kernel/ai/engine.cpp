@@ -274,6 +274,10 @@ uint32_t engine_team_parts(uint32_t worker) {
   return worker < uint32_t(kMaxWorkers) ? teams[worker].parts() : 0;
 }
 
+uint32_t engine_team_width(uint32_t worker) {
+  return worker < uint32_t(kMaxWorkers) ? teams[worker].width() : 0;
+}
+
 // Per worker: the runtime's Batch (scratch for one pass over up to
 // kMaxBudget tokens), bound to the (model, activation kind) it last ran,
 // and the row team behind its Parallel hook.
@@ -290,9 +294,9 @@ static EngineBatch batches[kMaxWorkers];
 namespace {
 
 // llm::Parallel's run(): the worker's row team runs every part.
-void team_run(void* ctx, uint32_t parts, void (*fn)(void* arg, uint32_t part), void* arg) {
+void team_run(void* ctx, uint32_t parts, void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs) {
   (void)parts;   // == the team's chunks (set in engine_forward)
-  static_cast<RowTeam*>(ctx)->run(fn, arg);
+  static_cast<RowTeam*>(ctx)->run(fn, arg, macs);
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ constexpr uint64_t tag(uint64_t generation) { return generation << 32; }
 // threads take one pointer).
 struct HelperArg {
   RowTeam* team;
+  uint32_t index;   // 1.. (the worker is 0)
 };
 constexpr uint32_t kMaxHelpers = 4 * kMaxTeamParts;
 HelperArg helper_args[kMaxHelpers];
@@ -44,6 +45,7 @@ uint32_t RowTeam::start(uint32_t worker, uint32_t parts) {
   for (uint32_t k = 1; k < parts && n_helper_args < kMaxHelpers; k++) {
     HelperArg* a = &helper_args[n_helper_args++];
     a->team = this;
+    a->index = k;
     char name[16];
     ksnprintf(name, sizeof name, "ai-rows%u.%u", worker, k);
     if (kthread_create(name, helper_main, a).is_error()) {
@@ -54,13 +56,17 @@ uint32_t RowTeam::start(uint32_t worker, uint32_t parts) {
   }
   SpinlockGuard guard(lock_);
   threads_ = started;
+  width_ = settled_width_ = started;
   worker_ = worker;
   uint32_t chunks = started == 1 ? 1 : started * kChunksPerHart;
   chunks_ = chunks < kMaxChunks ? chunks : kMaxChunks;
   return started;
 }
 
-void RowTeam::helper_main(void* p) { static_cast<HelperArg*>(p)->team->helper_loop(); }
+void RowTeam::helper_main(void* p) {
+  auto* a = static_cast<HelperArg*>(p);
+  a->team->helper_loop(a->index);
+}
 
 void RowTeam::run_parts(uint64_t generation, void (*fn)(void*, uint32_t), void* arg) {
   for (;;) {
@@ -80,16 +86,23 @@ void RowTeam::run_parts(uint64_t generation, void (*fn)(void*, uint32_t), void* 
   }
 }
 
-void RowTeam::helper_loop() {
+void RowTeam::helper_loop(uint32_t index) {
   uint64_t seen = 0;
   for (;;) {
+    // Outside the team's width: sleep (no spinning) until it grows.
+    if (index >= width()) {
+      SpinlockGuard guard(lock_);
+      while (index >= width_) sleep(&width_, lock_);
+      seen = generation_;   // jobs posted meanwhile are done or taken
+    }
     // The next job often comes at once: the next matrix product of the pass.
     spin_briefly([&] { return __atomic_load_n(&generation_, __ATOMIC_ACQUIRE) == seen; });
     void (*fn)(void*, uint32_t);
     void* arg;
     {
       SpinlockGuard guard(lock_);
-      while (generation_ == seen) sleep(&generation_, lock_);
+      while (generation_ == seen && index < width_) sleep(&generation_, lock_);
+      if (index >= width_) continue;
       seen = generation_;
       fn = fn_;
       arg = arg_;
@@ -98,7 +111,7 @@ void RowTeam::helper_loop() {
   }
 }
 
-void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg) {
+void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs) {
   if (threads_ <= 1) {
     trace::emit(KAI_TRACE_PART_BEGIN, 0, worker_, 0);
     fn(arg, 0);
@@ -116,11 +129,54 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg) {
     __atomic_store_n(&generation_, generation, __ATOMIC_RELEASE);   // helpers may be spinning
     wakeup(&generation_);
   }
+  uint64_t posted = clock_ns();
   run_parts(generation, fn, arg);
   // The parts left are running on other harts and end about now.
   spin_briefly([&] { return __atomic_load_n(&done_, __ATOMIC_ACQUIRE) < chunks_; });
+  {
+    SpinlockGuard guard(lock_);
+    while (__atomic_load_n(&done_, __ATOMIC_ACQUIRE) < chunks_) sleep(&done_, lock_);
+  }
+  adapt(clock_ns() - posted, macs);
+}
+
+void RowTeam::adapt(uint64_t pass_ns, uint64_t macs) {
+  window_ns_ += pass_ns;
+  window_macs_ += macs;
+  if (++window_passes_ < kAdaptWindow) return;
+  uint64_t ps = window_macs_ ? window_ns_ * 1000 / window_macs_ : 0;
+  window_passes_ = 0;
+  window_ns_ = window_macs_ = 0;
+  if (probing_) {
+    probing_ = false;
+    if (ps + ps / kBetterBy < settled_ps_per_mac_) {
+      // The neighbour was faster: settle there, probe again soon.
+      (width_ > settled_width_ ? widened_ : narrowed_)++;
+      settled_width_ = width_;
+      settled_ps_per_mac_ = ps;
+      probe_windows_ = kProbeWindows;
+    } else {
+      // Not faster: back, and wait longer before the next probe.
+      if (probe_windows_ < kMaxProbeWindows) probe_windows_ *= 2;
+      set_width(settled_width_);
+    }
+    windows_to_probe_ = probe_windows_;
+    return;
+  }
+  settled_ps_per_mac_ = ps;   // the latest figure at the settled width
+  if (threads_ <= 1 || --windows_to_probe_ > 0) return;
+  // Probe a neighbour: alternately one thread fewer and one more.
+  uint32_t w = settled_width_;
+  bool down = probe_down_ ? w > 1 : w >= threads_;
+  probe_down_ = !probe_down_;
+  probing_ = true;
+  set_width(down ? w - 1 : w + 1);
+}
+
+void RowTeam::set_width(uint32_t width) {
   SpinlockGuard guard(lock_);
-  while (__atomic_load_n(&done_, __ATOMIC_ACQUIRE) < chunks_) sleep(&done_, lock_);
+  __atomic_store_n(&width_, width, __ATOMIC_RELEASE);
+  wakeup(&width_);   // a helper back inside the width starts claiming
 }
 
 }  // namespace ai
