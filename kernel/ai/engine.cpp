@@ -321,7 +321,9 @@ ErrorOr<void, Error> engine_forward(uint32_t worker, EngineModel* em, bool int8_
   }
   // One pass over the weights for all n tokens; each token's result is
   // exactly what it would be alone (lib/llm_batch.h).
-  if (auto r = eb.batch.forward(items, n); r.is_error()) return Error::from("forward pass", r.error());
+  auto r = eb.batch.forward(items, n);
+  teams[worker].end_of_forward();   // the row team's width control (row_team.h)
+  if (r.is_error()) return Error::from("forward pass", r.error());
   return {};
 }
 

@@ -143,12 +143,25 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs
 void RowTeam::adapt(uint64_t pass_ns, uint64_t macs) {
   window_ns_ += pass_ns;
   window_macs_ += macs;
-  if (++window_passes_ < kAdaptWindow) return;
-  uint64_t ps = window_macs_ ? window_ns_ * 1000 / window_macs_ : 0;
+  window_passes_++;
+}
+
+void RowTeam::end_of_forward() {
+  if (threads_ <= 1 || window_macs_ < kWindowMacs) return;
+  uint64_t ps = window_ns_ * 1000 / window_macs_;
+  uint64_t per_pass = window_macs_ / window_passes_;
   window_passes_ = 0;
   window_ns_ = window_macs_ = 0;
+  // Same kind of work as the reference window: mean product size within 1/8.
+  uint64_t ref = settled_macs_per_pass_;
+  bool comparable = per_pass + per_pass / 8 >= ref && ref + ref / 8 >= per_pass;
   if (probing_) {
     probing_ = false;
+    if (!comparable) {
+      set_width(settled_width_);   // judge it another time
+      windows_to_probe_ = 1;
+      return;
+    }
     if (ps + ps / kBetterBy < settled_ps_per_mac_) {
       // The neighbour was faster: settle there, probe again soon.
       (width_ > settled_width_ ? widened_ : narrowed_)++;
@@ -164,7 +177,8 @@ void RowTeam::adapt(uint64_t pass_ns, uint64_t macs) {
     return;
   }
   settled_ps_per_mac_ = ps;   // the latest figure at the settled width
-  if (threads_ <= 1 || --windows_to_probe_ > 0) return;
+  settled_macs_per_pass_ = per_pass;
+  if (--windows_to_probe_ > 0) return;
   // Probe a neighbour: alternately one thread fewer and one more.
   uint32_t w = settled_width_;
   bool down = probe_down_ ? w > 1 : w >= threads_;

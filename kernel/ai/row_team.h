@@ -27,11 +27,14 @@
 // the middle of a part it claimed. Claiming cannot help with that part: the
 // whole pass waits for it, hundreds of times per token, and a team of 3 on
 // 2 host cores ran twice as slow as a team of 2. The kernel cannot see how
-// many host cores it has, so it measures: over windows of kAdaptWindow
-// passes, the worker computes the real time per multiply-add at the
-// current width, and every kProbeWindows windows it tries one window at a
-// neighbouring width (one thread fewer or more, in turn). It keeps a width
-// that was faster by more than 1/kBetterBy. Helpers beyond the width sleep
+// many host cores it has, so it measures: over windows of whole forward
+// passes (at least kWindowMacs multiply-adds, so a window holds every kind
+// of product in its usual mix), the worker computes the real time per
+// multiply-add at the current width, and every kProbeWindows windows it
+// tries one window at a neighbouring width (one thread fewer or more, in
+// turn). It keeps a width that was faster by more than 1/kBetterBy; a probe
+// whose window had other work than the window before it (a prompt chunk
+// against a decode step: products of another size) is not judged. Helpers beyond the width sleep
 // and claim nothing. A failed probe doubles the wait before the next one
 // (up to kMaxProbeWindows), so a steady host costs few probes.
 // The width changes only who computes which part, never the parts
@@ -58,7 +61,7 @@ constexpr uint32_t kMaxChunks = 16;      // == llm::kMaxParts: the runtime uses 
 // are more harts than host cores.
 constexpr uint64_t kSpinNs = 20'000;
 // Width control (see the top).
-constexpr uint32_t kAdaptWindow = 64;        // passes per measurement
+constexpr uint64_t kWindowMacs = 100'000'000;   // a SmolLM2-135M decode step is 135 M
 constexpr uint32_t kProbeWindows = 4;        // windows between probes, at first
 constexpr uint32_t kMaxProbeWindows = 256;   // ... and at most (about a minute of passes)
 constexpr uint64_t kBetterBy = 20;           // a probe must be 5% faster to be kept
@@ -86,8 +89,13 @@ class RowTeam {
  private:
   static void helper_main(void* self_and_part);
   void helper_loop(uint32_t index);
-  // After each pass of `macs` multiply-adds that took pass_ns.
+  // After each product of `macs` multiply-adds that took pass_ns.
   void adapt(uint64_t pass_ns, uint64_t macs);
+ public:
+  // The worker calls it after each forward pass: closes a window when it
+  // holds enough work, and decides the width (see the top).
+  void end_of_forward();
+ private:
   void set_width(uint32_t width);
   // Claims and runs parts of job `generation` until none is left.
   void run_parts(uint64_t generation, void (*fn)(void*, uint32_t), void* arg);
@@ -116,6 +124,7 @@ class RowTeam {
   uint32_t window_passes_ = 0;
   uint64_t window_ns_ = 0, window_macs_ = 0;
   uint64_t settled_ps_per_mac_ = 0;   // at settled_width_ (0: not measured yet)
+  uint64_t settled_macs_per_pass_ = 0;   // the kind of work it was measured on
   uint32_t settled_width_ = 1;
   bool probing_ = false;              // this window runs at a neighbouring width
   bool probe_down_ = true;            // which neighbour the next probe tries
