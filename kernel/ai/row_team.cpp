@@ -1,6 +1,10 @@
 // Row teams: see row_team.h. Locking: lock_ protects generation_, fn_ and
 // arg_; helpers sleep on &generation_, the worker on &done_ (both with
-// lock_). Parts are claimed with a compare-and-swap on next_ and counted
+// lock_). Each side notes under lock_ that it sleeps (sleeping_helpers_,
+// worker_sleeping_), and the other calls wakeup() only then: wakeup()
+// visits every slot of the process table, taking each one's lock (some
+// 20 us under QEMU), and a product is handed off hundreds of times per
+// token, usually to a thread that is still spinning. Parts are claimed with a compare-and-swap on next_ and counted
 // with an atomic add on done_, without the lock. Before sleeping, each side
 // spins on its counter for at most kSpinNs; it then takes the lock and
 // checks again, so the spin is only a faster path to the same answer.
@@ -81,7 +85,7 @@ void RowTeam::run_parts(uint64_t generation, void (*fn)(void*, uint32_t), void* 
     trace::emit(KAI_TRACE_PART_END, 0, worker_, part);
     if (__atomic_add_fetch(&done_, 1, __ATOMIC_ACQ_REL) == chunks_) {
       SpinlockGuard guard(lock_);   // the worker checks done_ under lock_ before it sleeps
-      wakeup(&done_);
+      if (worker_sleeping_) wakeup(&done_);
     }
   }
 }
@@ -101,7 +105,11 @@ void RowTeam::helper_loop(uint32_t index) {
     void* arg;
     {
       SpinlockGuard guard(lock_);
-      while (generation_ == seen && index < width_) sleep(&generation_, lock_);
+      while (generation_ == seen && index < width_) {
+        sleeping_helpers_++;
+        sleep(&generation_, lock_);
+        sleeping_helpers_--;
+      }
       if (index >= width_) continue;
       seen = generation_;
       fn = fn_;
@@ -127,7 +135,7 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs
     __atomic_store_n(&done_, 0u, __ATOMIC_RELAXED);
     __atomic_store_n(&next_, tag(generation), __ATOMIC_RELEASE);
     __atomic_store_n(&generation_, generation, __ATOMIC_RELEASE);   // helpers may be spinning
-    wakeup(&generation_);
+    if (sleeping_helpers_) wakeup(&generation_);   // the others are spinning and see it
   }
   uint64_t posted = clock_ns();
   run_parts(generation, fn, arg);
@@ -135,7 +143,11 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs
   spin_briefly([&] { return __atomic_load_n(&done_, __ATOMIC_ACQUIRE) < chunks_; });
   {
     SpinlockGuard guard(lock_);
-    while (__atomic_load_n(&done_, __ATOMIC_ACQUIRE) < chunks_) sleep(&done_, lock_);
+    while (__atomic_load_n(&done_, __ATOMIC_ACQUIRE) < chunks_) {
+      worker_sleeping_ = true;
+      sleep(&done_, lock_);
+      worker_sleeping_ = false;
+    }
   }
   adapt(clock_ns() - posted, macs);
 }

@@ -114,6 +114,8 @@ class RowTeam {
   // can never claim (and run with the old fn) a part of a newer job.
   uint64_t next_ = 0;
   uint32_t done_ = 0;                // parts of the current job finished
+  uint32_t sleeping_helpers_ = 0;    // helpers asleep on &generation_ (under lock_)
+  bool worker_sleeping_ = false;     // the worker is asleep on &done_ (under lock_)
   // Width control. width_ is written by the worker under lock_ and read by
   // helpers with atomic loads; helpers at index >= width_ sleep on &width_.
   uint32_t width_ = 1;
