@@ -168,6 +168,13 @@ struct Batch::RowJob {
   float* y;          // matmul: y[i * stride + r]
   size_t stride;
   ArgMax* best;      // argmax: best[part * n + i]
+  // The SwiGLU epilogue (mlp's up product), or nullptr: after its rows of y
+  // = up(h), a part replaces gate[i * stride + r] by silu(gate) * y for the
+  // same rows. Element-wise, so where it runs changes no bit; done inside
+  // the part, it runs on every hart of the team instead of on one after
+  // the pass (under QEMU silu's float work costs about as much real time
+  // as a small product).
+  float* gate = nullptr;
 
   // Part p gets the 4-row blocks [B p / parts, B (p+1) / parts).
   void range(uint32_t part, uint32_t* r0, uint32_t* r1) const {
@@ -180,7 +187,14 @@ struct Batch::RowJob {
     auto* j = static_cast<RowJob*>(arg);
     uint32_t r0, r1;
     j->range(part, &r0, &r1);
-    if (r0 < r1) j->ops->matmul(*j->w, j->a, j->n, j->y + r0, j->stride, r0, r1);
+    if (r0 >= r1) return;
+    j->ops->matmul(*j->w, j->a, j->n, j->y + r0, j->stride, r0, r1);
+    if (j->gate)
+      for (uint32_t i = 0; i < j->n; i++) {
+        float* g = j->gate + i * j->stride;
+        const float* u = j->y + i * j->stride;
+        for (uint32_t r = r0; r < r1; r++) g[r] = silu_f(g[r]) * u[r];
+      }
   }
   static void argmax_part(void* arg, uint32_t part) {
     auto* j = static_cast<RowJob*>(arg);
@@ -211,11 +225,11 @@ void Batch::charge_matrix(const Matrix& w) {
 // y[i] = w a[i] for every item: the one matrix x matrix product, its rows
 // split over the Parallel parts (each row computed the same way wherever it
 // runs, so the split never changes a bit).
-void Batch::project(const Matrix& w, const ActVec* a, float* y, size_t y_stride) {
+void Batch::project(const Matrix& w, const ActVec* a, float* y, size_t y_stride, float* swiglu_gate) {
   charge_matrix(w);
-  RowJob job{ops_, &w, a, n_, parts_of(par_), y, y_stride, nullptr};
+  RowJob job{ops_, &w, a, n_, parts_of(par_), y, y_stride, nullptr, swiglu_gate};
   if (job.parts == 1) RowJob::matmul_part(&job, 0);
-  else par_->run(par_->ctx, job.parts, RowJob::matmul_part, &job);
+  else par_->run(par_->ctx, job.parts, RowJob::matmul_part, &job, uint64_t(w.rows) * w.cols * n_);
 }
 
 // The tied classifier for the m items which[0..m) (their normed vectors at
@@ -236,7 +250,7 @@ void Batch::classify(const float* rows, size_t stride, const uint32_t* which, ui
   if (ops_->kind == MatvecKind::Int8) pack_int8_batch(acts_, m, pair_, max_cols(c), cross_);
   RowJob job{ops_, &emb, acts_, m, parts_of(par_), nullptr, 0, part_best_};
   if (job.parts == 1) RowJob::argmax_part(&job, 0);
-  else par_->run(par_->ctx, job.parts, RowJob::argmax_part, &job);
+  else par_->run(par_->ctx, job.parts, RowJob::argmax_part, &job, uint64_t(emb.rows) * emb.cols * m);
   for (uint32_t j = 0; j < m; j++) {
     best[j] = part_best_[j];
     for (uint32_t p = 1; p < job.parts; p++) {

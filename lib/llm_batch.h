@@ -64,11 +64,12 @@ struct BatchItem {   // one token of one request
 
 // Runs fn(arg, part) for part in [0, parts) possibly in parallel, returns when
 // all are done. The kernel implements it with harts, host tests with
-// std::thread; nullptr run (or parts 1) = serial on the caller.
+// std::thread; nullptr run (or parts 1) = serial on the caller. `macs` is the
+// job's size in multiply-adds, so a runner can tell how fast it went.
 struct Parallel {
   uint32_t parts = 1;
   void* ctx = nullptr;
-  void (*run)(void* ctx, uint32_t parts, void (*fn)(void* arg, uint32_t part), void* arg) = nullptr;
+  void (*run)(void* ctx, uint32_t parts, void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs) = nullptr;
 };
 constexpr uint32_t kMaxParts = 16;  // parts beyond this are not used
 
@@ -104,7 +105,9 @@ class Batch {
   ErrorOr<void, Error> check(const BatchItem* items, uint32_t n) const;
   ActVec prepare_one(const float* x, uint32_t len, uint32_t slot);
   const ActVec* prepare(const float* x, size_t stride, uint32_t len);
-  void project(const Matrix& w, const ActVec* a, float* y, size_t y_stride);
+  // y[i] = w a[i] for every item; with swiglu_gate (same stride as y),
+  // then swiglu_gate[i] = silu(swiglu_gate[i]) * y[i], row by row.
+  void project(const Matrix& w, const ActVec* a, float* y, size_t y_stride, float* swiglu_gate = nullptr);
   void classify(const float* rows, size_t stride, const uint32_t* which, uint32_t m, ArgMax* best);
   void charge_matrix(const Matrix& w);
   void attention(const LayerView& L, uint32_t slot);

@@ -160,12 +160,7 @@ void Batch::mlp(const LayerView& L) {
   const Config& c = *cfg_;
   const ActVec* a = prepare(xb_, dim_stride_, c.dim);
   project(L.gate, a, hb_, hid_stride_);
-  project(L.up, a, hb2_, hid_stride_);
-  for (uint32_t i = 0; i < n_; i++) {
-    float* g = hb_ + i * hid_stride_;
-    const float* u = hb2_ + i * hid_stride_;
-    for (uint32_t d = 0; d < c.hidden_dim; d++) g[d] = silu_f(g[d]) * u[d];
-  }
+  project(L.up, a, hb2_, hid_stride_, hb_);   // and hb_ = silu(gate) * up, in the same parts
   const ActVec* h = prepare(hb_, hid_stride_, c.hidden_dim);
   project(L.down, h, xb2_, dim_stride_);
 }

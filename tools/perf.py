@@ -22,7 +22,11 @@ case repeated R times (default 5), reported as median [min..max]:
                     run (the pairs give the warm/cold ratios); then aibench
                     with 8 clients, R times; then QEMU's `info jit`;
   -smp 2 ai.harts=1, -smp 2 ai.harts=2, -smp 4 (ai.harts=3):
-                    the same one request (ai --timing), R times.
+                    the same one request (ai --timing), R times; in the
+                    ai.harts=2 boot also aibench with 8 clients, R times;
+  -smp 1 ai.max_batch=1: aibench with 8 clients, R times: one request at a
+                    time on one hart, the baseline that batching and harts
+                    are compared with (tokens/s).
 Each case also gets nanoseconds of real time per counted instruction (its
 real time over its exact-mode instruction count): a case that runs slow for
 its work stands out (code that crosses pages, a hand-off that waits).
@@ -215,10 +219,24 @@ def real_boots(args):
             runs = [r for r in runs if r]
             cases[f"smp{smp} harts{harts} ttft"] = [r["ttft"] for r in runs]
             cases[f"smp{smp} harts{harts} tpot"] = [r["tpot"] for r in runs]
+            if (smp, harts) == (2, 2):
+                cases["smp2 harts2 batch8"] = [c for c in (batch_cost_us(b.run(BATCH, args.timeout))
+                                                           for _ in range(args.repeat)) if c]
             after = b.calib()
             boots.append((b.label, before, after))
         finally:
             b.close()
+    # The baseline of batching and harts: the same 8 clients served one
+    # request at a time on one hart.
+    b = Boot(args, 1, append="ai.max_batch=1")
+    try:
+        before = b.calib()
+        cases["batch8 max_batch1"] = [c for c in (batch_cost_us(b.run(BATCH, args.timeout))
+                                                  for _ in range(args.repeat)) if c]
+        after = b.calib()
+        boots.append((b.label, before, after))
+    finally:
+        b.close()
     return cases, boots, jit
 
 
@@ -244,6 +262,8 @@ ROWS = [
     ("warm TTFT", "warm ttft", "warm ttft", 1, 1),
     ("warm TPOT", "warm tpot", "warm tpot", 1, 1),
     (f"warm per token, {BATCH_CLIENTS} clients", "batch8", "batch8", 1, 1),
+    (f"warm per token, {BATCH_CLIENTS} clients, ai.max_batch=1", "batch8 max_batch1", None, 1, 1),
+    (f"warm per token, {BATCH_CLIENTS} clients", "smp2 harts2 batch8", "batch8", 2, 2),
     ("one request TPOT", "smp2 harts1 tpot", "one tpot", 2, 1),
     ("one request TPOT", "smp2 harts2 tpot", "one tpot", 2, 2),
     ("one request TPOT", "smp4 harts3 tpot", "one tpot", 4, 3),
@@ -271,7 +291,7 @@ def report(exact, real, boots, jit, repeat, started, up_before, up_after):
     per_instr = {}
     for label, rcase, ecase, smp, harts in ROWS:
         vals = real.get(rcase) or []
-        ins = exact.get(ecase)
+        ins = exact.get(ecase) if ecase else None
         if vals:
             med, lo, hi, n = spread(vals)
             rt = f"{med / 1000:.1f} [{lo / 1000:.1f}..{hi / 1000:.1f}]"
@@ -297,6 +317,10 @@ def report(exact, real, boots, jit, repeat, started, up_before, up_after):
     if h2 and h3:
         lines.append(f"one request TPOT, -smp 4 (3 harts) / -smp 2 (2 harts) = "
                      f"{statistics.median(h3) / statistics.median(h2):.3f} (medians)")
+    base, best = real.get("batch8 max_batch1"), real.get("smp2 harts2 batch8")
+    if base and best:
+        lines.append(f"{BATCH_CLIENTS} clients, tokens/s at -smp 2 ai.harts=2 (batching) / at -smp 1 "
+                     f"ai.max_batch=1 = {statistics.median(base) / statistics.median(best):.2f}x (medians)")
     one_hart = [v for (label, smp, harts), v in per_instr.items() if harts == 1]
     if one_hart:
         med = statistics.median(one_hart)

@@ -213,7 +213,8 @@ struct kai_ai_info {
   uint32_t max_batch;         // requests one worker runs together (ai.max_batch)
   uint32_t budget;            // tokens per iteration (ai.budget)
   uint32_t harts;             // harts one worker's pass is split over, by matrix rows (ai.harts)
-  uint32_t reserved_info;     // 0
+  uint32_t harts_in_use;      // of those, how many take part now: the row team narrows
+                              // itself when its harts lack host cores (kernel/ai/row_team.h)
   uint64_t iterations;        // batched forward passes run so far, all workers
   uint64_t batch_requests;    // sum over iterations of the requests in each: / iterations = mean batch
   uint64_t batch_tokens;      // sum over iterations of the tokens in each: / iterations = tokens per iteration

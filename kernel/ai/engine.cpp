@@ -274,6 +274,10 @@ uint32_t engine_team_parts(uint32_t worker) {
   return worker < uint32_t(kMaxWorkers) ? teams[worker].parts() : 0;
 }
 
+uint32_t engine_team_width(uint32_t worker) {
+  return worker < uint32_t(kMaxWorkers) ? teams[worker].width() : 0;
+}
+
 // Per worker: the runtime's Batch (scratch for one pass over up to
 // kMaxBudget tokens), bound to the (model, activation kind) it last ran,
 // and the row team behind its Parallel hook.
@@ -290,9 +294,9 @@ static EngineBatch batches[kMaxWorkers];
 namespace {
 
 // llm::Parallel's run(): the worker's row team runs every part.
-void team_run(void* ctx, uint32_t parts, void (*fn)(void* arg, uint32_t part), void* arg) {
+void team_run(void* ctx, uint32_t parts, void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs) {
   (void)parts;   // == the team's chunks (set in engine_forward)
-  static_cast<RowTeam*>(ctx)->run(fn, arg);
+  static_cast<RowTeam*>(ctx)->run(fn, arg, macs);
 }
 
 }  // namespace
@@ -317,7 +321,9 @@ ErrorOr<void, Error> engine_forward(uint32_t worker, EngineModel* em, bool int8_
   }
   // One pass over the weights for all n tokens; each token's result is
   // exactly what it would be alone (lib/llm_batch.h).
-  if (auto r = eb.batch.forward(items, n); r.is_error()) return Error::from("forward pass", r.error());
+  auto r = eb.batch.forward(items, n);
+  teams[worker].end_of_forward();   // the row team's width control (row_team.h)
+  if (r.is_error()) return Error::from("forward pass", r.error());
   return {};
 }
 

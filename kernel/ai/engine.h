@@ -61,6 +61,8 @@ llm::Session* engine_runtime_session(EngineSession* s);
 // Returns the parts actually started.
 uint32_t engine_start_team(uint32_t worker, uint32_t harts);
 uint32_t engine_team_parts(uint32_t worker);
+// How many of them currently take part (RowTeam::width()).
+uint32_t engine_team_width(uint32_t worker);
 
 // Runs items[0..n) through `model` in one pass over its weights (tokens of
 // one session consecutive and in order; all sessions begun with the same

@@ -1,6 +1,10 @@
 // Row teams: see row_team.h. Locking: lock_ protects generation_, fn_ and
 // arg_; helpers sleep on &generation_, the worker on &done_ (both with
-// lock_). Parts are claimed with a compare-and-swap on next_ and counted
+// lock_). Each side notes under lock_ that it sleeps (sleeping_helpers_,
+// worker_sleeping_), and the other calls wakeup() only then: wakeup()
+// visits every slot of the process table, taking each one's lock (some
+// 20 us under QEMU), and a product is handed off hundreds of times per
+// token, usually to a thread that is still spinning. Parts are claimed with a compare-and-swap on next_ and counted
 // with an atomic add on done_, without the lock. Before sleeping, each side
 // spins on its counter for at most kSpinNs; it then takes the lock and
 // checks again, so the spin is only a faster path to the same answer.
@@ -31,6 +35,7 @@ constexpr uint64_t tag(uint64_t generation) { return generation << 32; }
 // threads take one pointer).
 struct HelperArg {
   RowTeam* team;
+  uint32_t index;   // 1.. (the worker is 0)
 };
 constexpr uint32_t kMaxHelpers = 4 * kMaxTeamParts;
 HelperArg helper_args[kMaxHelpers];
@@ -44,6 +49,7 @@ uint32_t RowTeam::start(uint32_t worker, uint32_t parts) {
   for (uint32_t k = 1; k < parts && n_helper_args < kMaxHelpers; k++) {
     HelperArg* a = &helper_args[n_helper_args++];
     a->team = this;
+    a->index = k;
     char name[16];
     ksnprintf(name, sizeof name, "ai-rows%u.%u", worker, k);
     if (kthread_create(name, helper_main, a).is_error()) {
@@ -54,13 +60,17 @@ uint32_t RowTeam::start(uint32_t worker, uint32_t parts) {
   }
   SpinlockGuard guard(lock_);
   threads_ = started;
+  width_ = settled_width_ = started;
   worker_ = worker;
   uint32_t chunks = started == 1 ? 1 : started * kChunksPerHart;
   chunks_ = chunks < kMaxChunks ? chunks : kMaxChunks;
   return started;
 }
 
-void RowTeam::helper_main(void* p) { static_cast<HelperArg*>(p)->team->helper_loop(); }
+void RowTeam::helper_main(void* p) {
+  auto* a = static_cast<HelperArg*>(p);
+  a->team->helper_loop(a->index);
+}
 
 void RowTeam::run_parts(uint64_t generation, void (*fn)(void*, uint32_t), void* arg) {
   for (;;) {
@@ -75,21 +85,32 @@ void RowTeam::run_parts(uint64_t generation, void (*fn)(void*, uint32_t), void* 
     trace::emit(KAI_TRACE_PART_END, 0, worker_, part);
     if (__atomic_add_fetch(&done_, 1, __ATOMIC_ACQ_REL) == chunks_) {
       SpinlockGuard guard(lock_);   // the worker checks done_ under lock_ before it sleeps
-      wakeup(&done_);
+      if (worker_sleeping_) wakeup(&done_);
     }
   }
 }
 
-void RowTeam::helper_loop() {
+void RowTeam::helper_loop(uint32_t index) {
   uint64_t seen = 0;
   for (;;) {
+    // Outside the team's width: sleep (no spinning) until it grows.
+    if (index >= width()) {
+      SpinlockGuard guard(lock_);
+      while (index >= width_) sleep(&width_, lock_);
+      seen = generation_;   // jobs posted meanwhile are done or taken
+    }
     // The next job often comes at once: the next matrix product of the pass.
     spin_briefly([&] { return __atomic_load_n(&generation_, __ATOMIC_ACQUIRE) == seen; });
     void (*fn)(void*, uint32_t);
     void* arg;
     {
       SpinlockGuard guard(lock_);
-      while (generation_ == seen) sleep(&generation_, lock_);
+      while (generation_ == seen && index < width_) {
+        sleeping_helpers_++;
+        sleep(&generation_, lock_);
+        sleeping_helpers_--;
+      }
+      if (index >= width_) continue;
       seen = generation_;
       fn = fn_;
       arg = arg_;
@@ -98,7 +119,7 @@ void RowTeam::helper_loop() {
   }
 }
 
-void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg) {
+void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs) {
   if (threads_ <= 1) {
     trace::emit(KAI_TRACE_PART_BEGIN, 0, worker_, 0);
     fn(arg, 0);
@@ -114,13 +135,74 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg) {
     __atomic_store_n(&done_, 0u, __ATOMIC_RELAXED);
     __atomic_store_n(&next_, tag(generation), __ATOMIC_RELEASE);
     __atomic_store_n(&generation_, generation, __ATOMIC_RELEASE);   // helpers may be spinning
-    wakeup(&generation_);
+    if (sleeping_helpers_) wakeup(&generation_);   // the others are spinning and see it
   }
+  uint64_t posted = clock_ns();
   run_parts(generation, fn, arg);
   // The parts left are running on other harts and end about now.
   spin_briefly([&] { return __atomic_load_n(&done_, __ATOMIC_ACQUIRE) < chunks_; });
+  {
+    SpinlockGuard guard(lock_);
+    while (__atomic_load_n(&done_, __ATOMIC_ACQUIRE) < chunks_) {
+      worker_sleeping_ = true;
+      sleep(&done_, lock_);
+      worker_sleeping_ = false;
+    }
+  }
+  adapt(clock_ns() - posted, macs);
+}
+
+void RowTeam::adapt(uint64_t pass_ns, uint64_t macs) {
+  window_ns_ += pass_ns;
+  window_macs_ += macs;
+  window_passes_++;
+}
+
+void RowTeam::end_of_forward() {
+  if (threads_ <= 1 || window_macs_ < kWindowMacs) return;
+  uint64_t ps = window_ns_ * 1000 / window_macs_;
+  uint64_t per_pass = window_macs_ / window_passes_;
+  window_passes_ = 0;
+  window_ns_ = window_macs_ = 0;
+  // Same kind of work as the reference window: mean product size within 1/8.
+  uint64_t ref = settled_macs_per_pass_;
+  bool comparable = per_pass + per_pass / 8 >= ref && ref + ref / 8 >= per_pass;
+  if (probing_) {
+    probing_ = false;
+    if (!comparable) {
+      set_width(settled_width_);   // judge it another time
+      windows_to_probe_ = 1;
+      return;
+    }
+    if (ps + ps / kBetterBy < settled_ps_per_mac_) {
+      // The neighbour was faster: settle there, probe again soon.
+      (width_ > settled_width_ ? widened_ : narrowed_)++;
+      settled_width_ = width_;
+      settled_ps_per_mac_ = ps;
+      probe_windows_ = kProbeWindows;
+    } else {
+      // Not faster: back, and wait longer before the next probe.
+      if (probe_windows_ < kMaxProbeWindows) probe_windows_ *= 2;
+      set_width(settled_width_);
+    }
+    windows_to_probe_ = probe_windows_;
+    return;
+  }
+  settled_ps_per_mac_ = ps;   // the latest figure at the settled width
+  settled_macs_per_pass_ = per_pass;
+  if (--windows_to_probe_ > 0) return;
+  // Probe a neighbour: alternately one thread fewer and one more.
+  uint32_t w = settled_width_;
+  bool down = probe_down_ ? w > 1 : w >= threads_;
+  probe_down_ = !probe_down_;
+  probing_ = true;
+  set_width(down ? w - 1 : w + 1);
+}
+
+void RowTeam::set_width(uint32_t width) {
   SpinlockGuard guard(lock_);
-  while (__atomic_load_n(&done_, __ATOMIC_ACQUIRE) < chunks_) sleep(&done_, lock_);
+  __atomic_store_n(&width_, width, __ATOMIC_RELEASE);
+  wakeup(&width_);   // a helper back inside the width starts claiming
 }
 
 }  // namespace ai

@@ -21,6 +21,25 @@
 // sleep. Results do not depend on who runs a part, or on how many parts
 // there are: each output row is computed by exactly one part, the same way.
 //
+// How many threads take part: under QEMU each hart is a host thread, and
+// with more harts than free host cores (`-smp 4` on a 2-core host, or a busy
+// host) a helper's hart can be descheduled by the host for milliseconds in
+// the middle of a part it claimed. Claiming cannot help with that part: the
+// whole pass waits for it, hundreds of times per token, and a team of 3 on
+// 2 host cores ran twice as slow as a team of 2. The kernel cannot see how
+// many host cores it has, so it measures: over windows of whole forward
+// passes (at least kWindowMacs multiply-adds, so a window holds every kind
+// of product in its usual mix), the worker computes the real time per
+// multiply-add at the current width, and every kProbeWindows windows it
+// tries one window at a neighbouring width (one thread fewer or more, in
+// turn). It keeps a width that was faster by more than 1/kBetterBy; a probe
+// whose window had other work than the window before it (a prompt chunk
+// against a decode step: products of another size) is not judged. Helpers beyond the width sleep
+// and claim nothing. A failed probe doubles the wait before the next one
+// (up to kMaxProbeWindows), so a steady host costs few probes.
+// The width changes only who computes which part, never the parts
+// themselves: results are the same bits at every width.
+//
 // Hand-off speed: a pass posts a job per matrix product, hundreds per token,
 // so a helper must see a job within microseconds. Each waiting side first
 // watches its counter for a short, bounded time (kSpinNs; the next job or
@@ -41,6 +60,11 @@ constexpr uint32_t kMaxChunks = 16;      // == llm::kMaxParts: the runtime uses 
 // a busy host thread under QEMU, taken from harts that compute when there
 // are more harts than host cores.
 constexpr uint64_t kSpinNs = 20'000;
+// Width control (see the top).
+constexpr uint64_t kWindowMacs = 100'000'000;   // a SmolLM2-135M decode step is 135 M
+constexpr uint32_t kProbeWindows = 4;        // windows between probes, at first
+constexpr uint32_t kMaxProbeWindows = 256;   // ... and at most (about a minute of passes)
+constexpr uint64_t kBetterBy = 20;           // a probe must be 5% faster to be kept
 
 class RowTeam {
  public:
@@ -52,13 +76,27 @@ class RowTeam {
 
   uint32_t parts() const { return threads_; }   // threads (harts) in the team
   uint32_t chunks() const { return chunks_; }   // parts a product is split into
+  // Threads that currently take part (1..parts()), and how often the width
+  // went down and up (see the top).
+  uint32_t width() const { return __atomic_load_n(&width_, __ATOMIC_RELAXED); }
+  uint32_t narrowed() const { return narrowed_; }
+  uint32_t widened() const { return widened_; }
 
   // Runs fn(arg, c) for c in [0, chunks()) and returns when all are done.
-  void run(void (*fn)(void* arg, uint32_t part), void* arg);
+  // macs: the job's size, for the width control.
+  void run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs);
 
  private:
   static void helper_main(void* self_and_part);
-  void helper_loop();
+  void helper_loop(uint32_t index);
+  // After each product of `macs` multiply-adds that took pass_ns.
+  void adapt(uint64_t pass_ns, uint64_t macs);
+ public:
+  // The worker calls it after each forward pass: closes a window when it
+  // holds enough work, and decides the width (see the top).
+  void end_of_forward();
+ private:
+  void set_width(uint32_t width);
   // Claims and runs parts of job `generation` until none is left.
   void run_parts(uint64_t generation, void (*fn)(void*, uint32_t), void* arg);
 
@@ -76,6 +114,23 @@ class RowTeam {
   // can never claim (and run with the old fn) a part of a newer job.
   uint64_t next_ = 0;
   uint32_t done_ = 0;                // parts of the current job finished
+  uint32_t sleeping_helpers_ = 0;    // helpers asleep on &generation_ (under lock_)
+  bool worker_sleeping_ = false;     // the worker is asleep on &done_ (under lock_)
+  // Width control. width_ is written by the worker under lock_ and read by
+  // helpers with atomic loads; helpers at index >= width_ sleep on &width_.
+  uint32_t width_ = 1;
+  uint32_t narrowed_ = 0, widened_ = 0;
+  // The worker's own bookkeeping (only the worker touches it): the window
+  // being measured, the time per multiply-add (ps) last measured at the
+  // width in use and at the probe's, and when to probe next.
+  uint32_t window_passes_ = 0;
+  uint64_t window_ns_ = 0, window_macs_ = 0;
+  uint64_t settled_ps_per_mac_ = 0;   // at settled_width_ (0: not measured yet)
+  uint64_t settled_macs_per_pass_ = 0;   // the kind of work it was measured on
+  uint32_t settled_width_ = 1;
+  bool probing_ = false;              // this window runs at a neighbouring width
+  bool probe_down_ = true;            // which neighbour the next probe tries
+  uint32_t windows_to_probe_ = kProbeWindows, probe_windows_ = kProbeWindows;
 };
 
 }  // namespace ai

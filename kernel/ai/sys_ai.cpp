@@ -264,6 +264,7 @@ SyscallResult sys_ai_info() {
     info.max_batch = max_batch;
     info.budget = token_budget;
     info.harts = engine_team_parts(0);
+    info.harts_in_use = engine_team_width(0);
     info.iterations = counters.iterations;
     info.batch_requests = counters.batch_requests;
     info.batch_tokens = counters.batch_tokens;

@@ -131,8 +131,9 @@ void check_trace(const Trace& got, const Trace& want, uint32_t positions) {
 }
 
 // A parallel hook on std::thread: parts run at once, in any order.
-void run_threads(void* ctx, uint32_t parts, void (*fn)(void*, uint32_t), void* arg) {
+void run_threads(void* ctx, uint32_t parts, void (*fn)(void*, uint32_t), void* arg, uint64_t macs) {
   (void)ctx;
+  (void)macs;
   std::vector<std::thread> ts;
   for (uint32_t p = 0; p < parts; p++) ts.emplace_back(fn, arg, p);
   for (auto& t : ts) t.join();

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <string.h>
+#include <cfloat>
+#include <cstring>
 
 #include <cmath>
 #include <random>
@@ -196,4 +198,72 @@ TEST_CASE("packed int8 matmul is bit-identical to the plain int8 kernel", "[matv
       }
     }
   }
+}
+
+// quantize_act compares bit patterns with integer instructions (cheap under
+// QEMU); its result must be exactly the float definition, written out here
+// the plain way, on ordinary and on special values.
+namespace {
+void quantize_by_definition(const float* x, uint32_t n, uint32_t group, int8_t* q, uint8_t* shift, float* scale) {
+  float amax = 0;
+  for (uint32_t c = 0; c < n; c++) {
+    float v = std::fabs(x[c]);
+    if (v > amax) amax = v;
+  }
+  *scale = amax / 127.0f;
+  float inv = amax > 0 && std::isfinite(amax) ? 127.0f / amax : 0.0f;
+  uint32_t g = group ? group : n;
+  for (uint32_t c0 = 0, gi = 0; c0 < n; c0 += g, gi++) {
+    uint32_t c1 = std::min(n, c0 + g);
+    float gmax = 0;
+    for (uint32_t c = c0; c < c1; c++)
+      if (std::fabs(x[c]) > gmax) gmax = std::fabs(x[c]);
+    uint32_t k = 0;
+    float scaled = gmax * 2.0f;
+    while (k < llm::kMaxShift && scaled <= amax) {
+      k++;
+      scaled *= 2.0f;
+    }
+    shift[gi] = uint8_t(k);
+    float m = inv * float(1u << k);
+    for (uint32_t c = c0; c < c1; c++) {
+      float v = x[c] * m;
+      int32_t iv = -127;
+      if (v >= 127.0f) iv = 127;
+      else if (v > -127.0f) iv = int32_t(v >= 0 ? v + 0.5f : v - 0.5f);
+      q[c] = int8_t(iv);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("quantize_act equals its float definition bit for bit", "[matvec][int8]") {
+  std::mt19937 rng(29);
+  std::normal_distribution<float> N(0, 1);
+  const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-45f, -1e-45f, 1e-40f,
+                            FLT_MAX, -FLT_MAX, 0.5f, -0.5f, 0.49999997f, -0.49999997f, 127.0f, -127.0f};
+  int cases = 0;
+  for (uint32_t n : {8u, 64u, 576u, 100u}) {
+    for (uint32_t group : {0u, 8u, 32u, 12u}) {
+      for (int trial = 0; trial < 40; trial++) {
+        std::vector<float> x(n);
+        for (auto& v : x) v = N(rng) * std::ldexp(1.0f, int(rng() % 40) - 20);
+        // Some vectors get special values, some values on rounding edges.
+        if (trial % 3 == 1)
+          for (int k = 0; k < 4; k++) x[rng() % n] = specials[rng() % (sizeof specials / sizeof *specials)];
+        if (trial % 5 == 2) x[rng() % n] = 127.0f, x[rng() % n] = 63.5f, x[rng() % n] = -0.5f;
+        std::vector<int8_t> q(n), qref(n);
+        std::vector<uint8_t> s(n + 1), sref(n + 1);
+        float scale_ref = 0;
+        auto a = llm::quantize_act(x.data(), n, group, q.data(), s.data());
+        quantize_by_definition(x.data(), n, group, qref.data(), sref.data(), &scale_ref);
+        INFO("n " << n << " group " << group << " trial " << trial);
+        REQUIRE(std::memcmp(&a.scale, &scale_ref, 4) == 0);
+        REQUIRE(q == qref);
+        REQUIRE(s == sref);
+        cases++;
+      }
+    }
+  }
+  CHECK(cases == 640);
 }

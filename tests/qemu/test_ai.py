@@ -197,15 +197,18 @@ def test_scheduling_boot_options(image):
         s.halt()
 
 
-@pytest.mark.parametrize("smp,workers,max_batch", [(1, 1, 8), (4, 2, 8), (1, 1, 1)])
-def test_batched_tokens_equal_solo(image, smp, workers, max_batch):
+@pytest.mark.parametrize("smp,workers,max_batch,harts", [(1, 1, 8, 1), (4, 2, 8, 1), (1, 1, 1, 1), (4, 1, 8, 3)])
+def test_batched_tokens_equal_solo(image, smp, workers, max_batch, harts):
     """Iteration-level batching never changes a token: `aibatch` runs each
     request alone, then all of them at once (different prompt lengths,
     outputs, int8 and float mixed) and compares bit for bit, on every test
-    model; with ai.max_batch > 1 some requests must really share iterations."""
+    model; with ai.max_batch > 1 some requests must really share iterations.
+    With ai.harts=3 every product is split over a row team, whose width
+    (harts taking part) the kernel changes as it measures: no token may
+    change either."""
     img, bundles = image
     commands = [f"aibatch {name} --clients 8" for name in sorted(bundles)] + ["aistat"]
-    append = f"ai.workers={workers} ai.max_batch={max_batch} ai.budget=16"
+    append = f"ai.workers={workers} ai.max_batch={max_batch} ai.budget=16 ai.harts={harts}"
     outputs = {}
     with qemu_run.Session(img, KERNEL, smp=smp, memory="1G", snapshot=True, boot_timeout=180,
                           append=append) as s:
@@ -224,7 +227,9 @@ def test_batched_tokens_equal_solo(image, smp, workers, max_batch):
         assert "DIFFERENT" not in out and "FAIL" not in out, out
         check_aibatch(out, bundles[name], 8, max_batch > 1, host_cache)
     stat = outputs["aistat"]
-    assert f"max_batch={max_batch} budget=16" in stat, stat
+    assert f"max_batch={max_batch} budget=16 harts={harts} " in stat, stat
+    in_use = int(re.search(r"harts_in_use=(\d+)", stat).group(1))
+    assert 1 <= in_use <= harts, stat
     assert "in_flight=0" in stat, stat
     mean = float(re.search(r"mean_batch=([\d.]+)", stat).group(1))
     assert (mean > 1.0) if max_batch > 1 else (mean == 1.0), stat

@@ -50,7 +50,8 @@ def test_batch_cost_and_one_request():
 def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
     pairs = perf.coldwarm_runs(COLDWARM_OUT)
     real = {"cold tpot": [170000, 172000, 250000], "warm tpot": [180000, 171000, 175000],
-            "pairs": pairs, "smp2 harts1 tpot": [400000, 410000], "smp2 harts2 tpot": [220000, 230000]}
+            "pairs": pairs, "smp2 harts1 tpot": [400000, 410000], "smp2 harts2 tpot": [220000, 230000],
+            "batch8 max_batch1": [180000, 190000, 200000], "smp2 harts2 batch8": [60000, 62000, 70000]}
     exact = {"cold tpot": 433_000_000, "warm tpot": 435_000_000, "one tpot": 440_000_000,
              "perfbench": {"decode@1": (134_790_912, 432_398_700)}}
     jit = {"tbs": (3339,), "cross_page": (7, 1), "direct": (1862, 55)}
@@ -64,6 +65,9 @@ def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
     # paired ratios: 180/170 and 171/172
     assert "warm/cold TPOT (paired runs, -smp 1) = 1.027 [0.994..1.059]" in text
     assert "ai.harts=2 / ai.harts=1 at -smp 2 = 0.556" in text
+    # 8 clients: 190 ms per token one at a time, 62 ms batched on two harts
+    assert "8 clients, tokens/s at -smp 2 ai.harts=2 (batching) / at -smp 1 ai.max_batch=1 = 3.06x" in text
+    assert "| warm per token, 8 clients, ai.max_batch=1 | 1 | 1 | 190.0 [180.0..200.0] | - | - |" in text
     assert "3339 translation blocks, 7 cross a page (1%), direct jumps 1862 (55%)" in text
     assert "calib -smp 1: 100000 -> 101000 us\n" in text
     assert "NOISY HOST: calibration moved 30%" in text

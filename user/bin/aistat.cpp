@@ -43,8 +43,9 @@ int main(int argc, char** argv) {
   uint64_t it = info.iterations;
   uint64_t req_x100 = it ? info.batch_requests * 100 / it : 0;
   uint64_t tok_x100 = it ? info.batch_tokens * 100 / it : 0;
-  printf("engine: max_batch=%u budget=%u harts=%u iterations=%lu mean_batch=%lu.%02lu tokens_per_iteration=%lu.%02lu\n",
-         info.max_batch, info.budget, info.harts, (unsigned long)it, (unsigned long)(req_x100 / 100),
+  printf("engine: max_batch=%u budget=%u harts=%u harts_in_use=%u iterations=%lu mean_batch=%lu.%02lu "
+         "tokens_per_iteration=%lu.%02lu\n",
+         info.max_batch, info.budget, info.harts, info.harts_in_use, (unsigned long)it, (unsigned long)(req_x100 / 100),
          (unsigned long)(req_x100 % 100), (unsigned long)(tok_x100 / 100), (unsigned long)(tok_x100 % 100));
   printf("kv: block=%u blocks_total=%lu used=%lu cached=%lu prefix_cache=%s prefix_hits=%lu prefix_tokens=%lu preemptions=%lu\n",
          info.kv_block, (unsigned long)info.kv_blocks_total, (unsigned long)info.kv_blocks_used,
