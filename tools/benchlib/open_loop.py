@@ -86,8 +86,8 @@ def parse_args(argv):
     ap.add_argument("--default-load", help="offered loads of the default engine, in units of one-at-a-time "
                                            "capacity 1/S (default 0.5,1,1.5,2,3,4)")
     ap.add_argument("--requests", type=int, help="requests per max_batch=1 point at rho >= 0.5 "
-                                                 "(fewer below: they only add idle time; default 200)")
-    ap.add_argument("--mix-requests", type=int, help="requests per mix point (default 150)")
+                                                 "(fewer below: they only add idle time; at most 200 from rho 1; default 1000)")
+    ap.add_argument("--mix-requests", type=int, help="requests per mix point (default 800)")
     ap.add_argument("--default-requests", type=int, help="requests per default-engine point (default 150)")
     ap.add_argument("--warmup", type=float, default=10, help="percent of each point's first requests discarded")
     ap.add_argument("--solo", type=int, default=6, help="solo requests that measure S")
@@ -107,8 +107,8 @@ def parse_args(argv):
     a.rho = float_list(a.rho or ("0.3,0.8" if q else "0.1,0.3,0.5,0.7,0.8,0.9,1.0,1.1"), "--rho")
     a.mix_rho = float_list(a.mix_rho or ("0.5" if q else "0.3,0.5,0.7,0.8"), "--mix-rho")
     a.default_load = float_list(a.default_load or ("0.5,3" if q else "0.5,1,1.5,2,3,4"), "--default-load")
-    a.requests = a.requests or (40 if q else 200)
-    a.mix_requests = a.mix_requests or (40 if q else 150)
+    a.requests = a.requests or (40 if q else 1000)
+    a.mix_requests = a.mix_requests or (40 if q else 800)
     a.default_requests = a.default_requests or (40 if q else 150)
     a.configs = [c.strip() for c in a.configs.split(",") if c.strip()]
     for c in a.configs:
@@ -140,11 +140,19 @@ def aibench(a, predict, extra):
 def requests_at(a, config, rho):
     """Requests of a point. Below rho = 0.5 a max_batch=1 point gets
     proportionally fewer (at least 60): its run is mostly idle time, and
-    waits there are rare and short."""
+    waits there are rare and short. Near rho = 1 a point needs many: one long
+    busy period makes the waits of hundreds of successive requests long
+    together, so a run of a few hundred requests holds only a handful of
+    independent pieces of information (docs/experiments.md, "How sure is a
+    mean wait?")."""
     if config == "mix":
         return a.mix_requests
     if config == "default":
         return a.default_requests
+    if rho >= 1:
+        # An unstable queue: its mean wait grows with the run's length and has
+        # no value to compare; a few hundred requests show the saturation.
+        return min(a.requests, 200)
     return a.requests if rho >= 0.5 else max(min(a.requests, 60), int(round(a.requests * rho / 0.5)))
 
 
