@@ -22,7 +22,9 @@ point: one client, Poisson arrivals from a seed (the point's seed is
 --seed * 100 + its index), the clock started right after a timer tick
 (--align-tick), so the same seed gives the same table. The first --warmup
 percent of each point's requests (by arrival) are discarded: the queue
-starts empty. The mean wait gets a 95% confidence interval by batch means.
+starts empty. The mean wait gets a 95% confidence interval: where theory
+applies, from simulated runs of the ideal queue with this point's shape
+(queueing.model_ci); elsewhere by batch means.
 
 Writes to --out: open_loop.csv (config,rho,requests,mean_wait_ms,
 ci95_low_ms,ci95_high_ms,theory_ms), points.csv (every figure of every
@@ -53,9 +55,10 @@ ROOT = os.path.dirname(HERE)
 CONFIGS = ("max_batch=1", "mix", "default")
 CSV_FIELDS = ["config", "rho", "requests", "mean_wait_ms", "ci95_low_ms", "ci95_high_ms", "theory_ms"]
 POINT_FIELDS = ["config", "rho", "rate_rps", "seed", "submitted", "done", "requests", "mean_wait_ms",
-                "ci95_low_ms", "ci95_high_ms", "p95_wait_ms", "theory_ms", "mm1_ms", "theory_p95_ms",
-                "mm1_p95_ms", "replay_ms", "agrees", "tolerance_ms", "throughput_rps", "offered_rps",
-                "mean_service_ms", "max_in_flight_hint", "virtual_s", "wall_s"]
+                "ci95_low_ms", "ci95_high_ms", "ci_method", "batch_ci95_low_ms", "batch_ci95_high_ms",
+                "p95_wait_ms", "theory_ms", "mm1_ms", "theory_p95_ms", "mm1_p95_ms", "replay_ms", "agrees",
+                "tolerance_ms", "throughput_rps", "offered_rps", "mean_service_ms", "max_in_flight_hint",
+                "virtual_s", "wall_s"]
 REQUEST_FIELDS = ["config", "rho", "client", "index", "state", "generated", "t_submit_ns", "t_start_ns",
                   "t_first_ns", "t_finish_ns", "wait_us", "service_us", "warmup"]
 
@@ -240,8 +243,8 @@ def analyse_point(a, cfg, pt):
         r["wait_us"] = (int(r["t_start_ns"]) - int(r["t_submit_ns"])) // 1000
         r["service_us"] = (int(r["t_finish_ns"]) - int(r["t_start_ns"])) // 1000
     waits = [(int(r["t_start_ns"]) - int(r["t_submit_ns"])) / 1e6 for r in kept]
-    mean, lo, hi = Q.batch_means_ci(waits)
-    lo = max(0.0, lo)   # a wait is never negative: the interval's lower end neither
+    mean, bm_lo, bm_hi = Q.batch_means_ci(waits)
+    bm_lo = max(0.0, bm_lo)   # a wait is never negative: the interval's lower end neither
     solo = cfg["solo"]
     # S to 10 us: in exact mode a timestamp can still move by a microsecond or
     # two from run to run (the timer counts in 100 ns steps); rounded, the
@@ -250,7 +253,7 @@ def analyse_point(a, cfg, pt):
     lam = pt["rate_rps"]
     res = {"config": cfg["config"], "rho": pt["rho"], "rate_rps": lam, "seed": pt["seed"],
            "submitted": len(rows), "done": len(done), "requests": len(kept),
-           "mean_wait_ms": mean, "ci95_low_ms": lo, "ci95_high_ms": hi,
+           "mean_wait_ms": mean, "batch_ci95_low_ms": bm_lo, "batch_ci95_high_ms": bm_hi,
            "p95_wait_ms": Q.percentile(waits, 95), "wall_s": pt["wall_s"], "command": pt["command"]}
     # Service times by request size, as measured alone.
     size_s = {solo["short"]["predict"]: S}
@@ -261,6 +264,7 @@ def analyse_point(a, cfg, pt):
     replay = Q.lindley(arrivals, services)[skip:]
     res["replay_ms"] = 1e3 * sum(replay) / len(replay) if replay else 0.0
     rho_actual = lam * S
+    sizes = [(1.0, S)]
     if cfg["config"] == "max_batch=1":
         theory = 1e3 * Q.md1_mean_wait(rho_actual, S)
         res["mm1_ms"] = 1e3 * Q.mm1_mean_wait(rho_actual, S)
@@ -268,7 +272,8 @@ def analyse_point(a, cfg, pt):
         res["mm1_p95_ms"] = 1e3 * Q.mm1_wait_quantile(0.95, rho_actual, S)
     elif cfg["config"] == "mix":
         p = a.long_share / 100
-        m1, m2 = Q.mix_moments([(1 - p, S), (p, size_s[solo["long"]["predict"]])])
+        sizes = [(1 - p, S), (p, size_s[solo["long"]["predict"]])]
+        m1, m2 = Q.mix_moments(sizes)
         theory = 1e3 * Q.mg1_mean_wait(lam, m1, m2)
         # For contrast: M/D/1 with the same mean service time (no variance).
         res["mm1_ms"] = 1e3 * Q.md1_mean_wait(lam * m1, m1)
@@ -277,6 +282,17 @@ def analyse_point(a, cfg, pt):
         theory = None
         res["mm1_ms"] = res["theory_p95_ms"] = res["mm1_p95_ms"] = None
     res["theory_ms"] = theory
+    if theory is not None and not math.isinf(theory) and waits:
+        # A queue with a formula: the interval from simulated runs of the
+        # ideal queue of exactly this point's shape (queueing.py, "How sure
+        # is a mean wait near saturation?"), in seconds inside.
+        lo, hi = Q.model_ci(mean / 1e3, lam, sizes, len(done), skip)
+        lo, hi, res["ci_method"] = lo * 1e3, hi * 1e3, "model"
+    else:
+        # No formula (the batching engine, rho >= 1): batch means, the best
+        # the data alone can do (too narrow near saturation).
+        lo, hi, res["ci_method"] = bm_lo, bm_hi, "batch means"
+    res["ci95_low_ms"], res["ci95_high_ms"] = lo, hi
     agrees, tol = Q.verdict(mean, lo, hi, theory)
     res["agrees"], res["tolerance_ms"] = agrees, tol
     if done:
