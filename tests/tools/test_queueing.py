@@ -220,6 +220,22 @@ def test_a_point_is_analysed_as_defined(tmp_path):
     assert got[0]["config"] == "max_batch=1" and float(got[0]["theory_ms"]) == pytest.approx(100.0)
 
 
+def test_a_point_offered_at_capacity_has_no_theory():
+    """rho = 1 with the rate rounded to 3 digits (4.645/s * 215.28 ms =
+    0.99998) is still an unstable queue: no finite theory, no verdict, the
+    interval from batch means."""
+    rng = random.Random(6)
+    t, arrivals = 0.0, []
+    for _ in range(100):
+        t += rng.expovariate(4.645 / 1000)
+        arrivals.append(t)
+    rows, _ = rows_for(arrivals, 215.28)
+    cfg = {"config": "max_batch=1", "solo": {"short": {"predict": 10, "mean_s": 0.21528}}}
+    p = OL.analyse_point(types.SimpleNamespace(warmup=10), cfg,
+                         {"rho": 1.0, "seed": 106, "rate_rps": 4.645, "rows": rows, "wall_s": 0, "command": ""})
+    assert math.isinf(p["theory_ms"]) and p["agrees"] is None and p["ci_method"] == "batch means"
+
+
 def test_the_default_engine_has_no_theory_column(tmp_path):
     rows, _ = rows_for([0.0, 50.0, 400.0], 100.0)
     a = types.SimpleNamespace(warmup=0)

@@ -264,6 +264,10 @@ def analyse_point(a, cfg, pt):
     replay = Q.lindley(arrivals, services)[skip:]
     res["replay_ms"] = 1e3 * sum(replay) / len(replay) if replay else 0.0
     rho_actual = lam * S
+    if pt["rho"] >= 1:
+        # Offered at or above capacity: no steady state, whatever the rate's
+        # last digit makes of lam * S (4.645/s * 215.28 ms is 0.99998).
+        rho_actual = max(rho_actual, 1.0)
     sizes = [(1.0, S)]
     if cfg["config"] == "max_batch=1":
         theory = 1e3 * Q.md1_mean_wait(rho_actual, S)
@@ -274,7 +278,7 @@ def analyse_point(a, cfg, pt):
         p = a.long_share / 100
         sizes = [(1 - p, S), (p, size_s[solo["long"]["predict"]])]
         m1, m2 = Q.mix_moments(sizes)
-        theory = 1e3 * Q.mg1_mean_wait(lam, m1, m2)
+        theory = 1e3 * Q.mg1_mean_wait(lam, m1, m2) if pt["rho"] < 1 else Q.INF
         # For contrast: M/D/1 with the same mean service time (no variance).
         res["mm1_ms"] = 1e3 * Q.md1_mean_wait(lam * m1, m1)
         res["theory_p95_ms"] = res["mm1_p95_ms"] = None
