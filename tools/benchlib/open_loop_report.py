@@ -35,7 +35,9 @@ def report(summary):
     cfg = summary["config"]
     L = ["# Open loop: waits against queueing theory", "",
          f"Command: `{summary['command']}`  ", f"Date: {summary['date']}; commit {summary['commit']}  ",
-         f"Clock: {CLOCK}. Wall time of the sweep: {summary['wall_s'] / 60:.1f} min (real time, host-dependent).",
+         f"Clock: {CLOCK}. Wall time of the sweep: "
+         + ("not recorded" if summary.get("wall_s") is None else f"{summary['wall_s'] / 60:.1f} min")
+         + " (real time, host-dependent).",
          "", f"Model {cfg['name']} ({cfg['bundle']}), prompt {cfg['prompt']} tokens, int8 activations, "
              f"one client with Poisson arrivals (aibench --rate, seeded), {cfg['warmup']:g}% of each point's "
              "requests discarded as warm-up. 95% confidence interval of a mean wait: where a formula applies, "
