@@ -24,7 +24,7 @@ help:
 	@echo "make test       every test suite; ends with 'N passed, M failed'"
 	@echo "make bench      the standard benchmark study (not part of make test)"
 	@echo "make trace      the engine's experiments traced: timelines (JSON, PNG) in results/trace"
-	@echo "make bench-open-loop  open-loop waits against queueing theory (exact mode, ~20 min)"
+	@echo "make bench-open-loop  open-loop waits against queueing theory (exact mode, ~20-25 min)"
 	@echo "make test-models  test bundles in build/models (synthetic tiny models, stories260K)"
 	@echo "make chat       talk to SmolLM2-135M-Instruct (after make fetch-smol) with /bin/chat"
 	@echo "make clean      remove build/"
@@ -407,10 +407,11 @@ trace: kernel user $(B)/fs-smol.img
 # The open-loop sweep (tools/benchlib/open_loop.py; docs/experiments.md,
 # "Open loop"): Poisson arrivals at offered loads 0.1..1.1 of one-at-a-time
 # capacity, in exact mode (virtual time), against M/D/1, M/G/1 and the
-# batching engine's capacity, on the mid-size synthetic model. An estimated
-# 15-20 minutes on a quiet 2-core host (two boots side by side; 45 on a host
-# at load 20-35). OPEN_LOOP_ARGS
-# adds options, e.g. --seed 2, or --quick (the tiny model, two minutes).
+# batching engine's capacity, on the mid-size synthetic model. About 20-25
+# minutes on a quiet 2-core host (an estimate from 0.17 s of real time per
+# request at load 2; the max_batch=1 and mix boots took 42 minutes side by
+# side at load 5-10). OPEN_LOOP_ARGS adds options,
+# e.g. --seed 2, or --quick (the tiny model, two minutes).
 OPEN_LOOP_OUT  ?= results/open_loop
 OPEN_LOOP_ARGS ?=
 .PHONY: bench-open-loop

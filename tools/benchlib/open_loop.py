@@ -22,7 +22,9 @@ point: one client, Poisson arrivals from a seed (the point's seed is
 --seed * 100 + its index), the clock started right after a timer tick
 (--align-tick), so the same seed gives the same table. The first --warmup
 percent of each point's requests (by arrival) are discarded: the queue
-starts empty. The mean wait gets a 95% confidence interval by batch means.
+starts empty. The mean wait gets a 95% confidence interval: where theory
+applies, from simulated runs of the ideal queue with this point's shape
+(queueing.model_ci); elsewhere by batch means.
 
 Writes to --out: open_loop.csv (config,rho,requests,mean_wait_ms,
 ci95_low_ms,ci95_high_ms,theory_ms), points.csv (every figure of every
@@ -53,9 +55,10 @@ ROOT = os.path.dirname(HERE)
 CONFIGS = ("max_batch=1", "mix", "default")
 CSV_FIELDS = ["config", "rho", "requests", "mean_wait_ms", "ci95_low_ms", "ci95_high_ms", "theory_ms"]
 POINT_FIELDS = ["config", "rho", "rate_rps", "seed", "submitted", "done", "requests", "mean_wait_ms",
-                "ci95_low_ms", "ci95_high_ms", "p95_wait_ms", "theory_ms", "mm1_ms", "theory_p95_ms",
-                "mm1_p95_ms", "replay_ms", "agrees", "tolerance_ms", "throughput_rps", "offered_rps",
-                "mean_service_ms", "max_in_flight_hint", "virtual_s", "wall_s"]
+                "ci95_low_ms", "ci95_high_ms", "ci_method", "batch_ci95_low_ms", "batch_ci95_high_ms",
+                "p95_wait_ms", "theory_ms", "mm1_ms", "theory_p95_ms", "mm1_p95_ms", "replay_ms", "agrees",
+                "tolerance_ms", "throughput_rps", "offered_rps", "mean_service_ms", "max_in_flight_hint",
+                "virtual_s", "wall_s"]
 REQUEST_FIELDS = ["config", "rho", "client", "index", "state", "generated", "t_submit_ns", "t_start_ns",
                   "t_first_ns", "t_finish_ns", "wait_us", "service_us", "warmup"]
 
@@ -86,8 +89,8 @@ def parse_args(argv):
     ap.add_argument("--default-load", help="offered loads of the default engine, in units of one-at-a-time "
                                            "capacity 1/S (default 0.5,1,1.5,2,3,4)")
     ap.add_argument("--requests", type=int, help="requests per max_batch=1 point at rho >= 0.5 "
-                                                 "(fewer below: they only add idle time; default 200)")
-    ap.add_argument("--mix-requests", type=int, help="requests per mix point (default 150)")
+                                                 "(fewer below: they only add idle time; at most 200 from rho 1; default 1000)")
+    ap.add_argument("--mix-requests", type=int, help="requests per mix point (default 800)")
     ap.add_argument("--default-requests", type=int, help="requests per default-engine point (default 150)")
     ap.add_argument("--warmup", type=float, default=10, help="percent of each point's first requests discarded")
     ap.add_argument("--solo", type=int, default=6, help="solo requests that measure S")
@@ -107,8 +110,8 @@ def parse_args(argv):
     a.rho = float_list(a.rho or ("0.3,0.8" if q else "0.1,0.3,0.5,0.7,0.8,0.9,1.0,1.1"), "--rho")
     a.mix_rho = float_list(a.mix_rho or ("0.5" if q else "0.3,0.5,0.7,0.8"), "--mix-rho")
     a.default_load = float_list(a.default_load or ("0.5,3" if q else "0.5,1,1.5,2,3,4"), "--default-load")
-    a.requests = a.requests or (40 if q else 200)
-    a.mix_requests = a.mix_requests or (40 if q else 150)
+    a.requests = a.requests or (40 if q else 1000)
+    a.mix_requests = a.mix_requests or (40 if q else 800)
     a.default_requests = a.default_requests or (40 if q else 150)
     a.configs = [c.strip() for c in a.configs.split(",") if c.strip()]
     for c in a.configs:
@@ -140,11 +143,19 @@ def aibench(a, predict, extra):
 def requests_at(a, config, rho):
     """Requests of a point. Below rho = 0.5 a max_batch=1 point gets
     proportionally fewer (at least 60): its run is mostly idle time, and
-    waits there are rare and short."""
+    waits there are rare and short. Near rho = 1 a point needs many: one long
+    busy period makes the waits of hundreds of successive requests long
+    together, so a run of a few hundred requests holds only a handful of
+    independent pieces of information (docs/experiments.md, "How sure is a
+    mean wait?")."""
     if config == "mix":
         return a.mix_requests
     if config == "default":
         return a.default_requests
+    if rho >= 1:
+        # An unstable queue: its mean wait grows with the run's length and has
+        # no value to compare; a few hundred requests show the saturation.
+        return min(a.requests, 200)
     return a.requests if rho >= 0.5 else max(min(a.requests, 60), int(round(a.requests * rho / 0.5)))
 
 
@@ -232,8 +243,8 @@ def analyse_point(a, cfg, pt):
         r["wait_us"] = (int(r["t_start_ns"]) - int(r["t_submit_ns"])) // 1000
         r["service_us"] = (int(r["t_finish_ns"]) - int(r["t_start_ns"])) // 1000
     waits = [(int(r["t_start_ns"]) - int(r["t_submit_ns"])) / 1e6 for r in kept]
-    mean, lo, hi = Q.batch_means_ci(waits)
-    lo = max(0.0, lo)   # a wait is never negative: the interval's lower end neither
+    mean, bm_lo, bm_hi = Q.batch_means_ci(waits)
+    bm_lo = max(0.0, bm_lo)   # a wait is never negative: the interval's lower end neither
     solo = cfg["solo"]
     # S to 10 us: in exact mode a timestamp can still move by a microsecond or
     # two from run to run (the timer counts in 100 ns steps); rounded, the
@@ -242,7 +253,7 @@ def analyse_point(a, cfg, pt):
     lam = pt["rate_rps"]
     res = {"config": cfg["config"], "rho": pt["rho"], "rate_rps": lam, "seed": pt["seed"],
            "submitted": len(rows), "done": len(done), "requests": len(kept),
-           "mean_wait_ms": mean, "ci95_low_ms": lo, "ci95_high_ms": hi,
+           "mean_wait_ms": mean, "batch_ci95_low_ms": bm_lo, "batch_ci95_high_ms": bm_hi,
            "p95_wait_ms": Q.percentile(waits, 95), "wall_s": pt["wall_s"], "command": pt["command"]}
     # Service times by request size, as measured alone.
     size_s = {solo["short"]["predict"]: S}
@@ -253,6 +264,11 @@ def analyse_point(a, cfg, pt):
     replay = Q.lindley(arrivals, services)[skip:]
     res["replay_ms"] = 1e3 * sum(replay) / len(replay) if replay else 0.0
     rho_actual = lam * S
+    if pt["rho"] >= 1:
+        # Offered at or above capacity: no steady state, whatever the rate's
+        # last digit makes of lam * S (4.645/s * 215.28 ms is 0.99998).
+        rho_actual = max(rho_actual, 1.0)
+    sizes = [(1.0, S)]
     if cfg["config"] == "max_batch=1":
         theory = 1e3 * Q.md1_mean_wait(rho_actual, S)
         res["mm1_ms"] = 1e3 * Q.mm1_mean_wait(rho_actual, S)
@@ -260,8 +276,9 @@ def analyse_point(a, cfg, pt):
         res["mm1_p95_ms"] = 1e3 * Q.mm1_wait_quantile(0.95, rho_actual, S)
     elif cfg["config"] == "mix":
         p = a.long_share / 100
-        m1, m2 = Q.mix_moments([(1 - p, S), (p, size_s[solo["long"]["predict"]])])
-        theory = 1e3 * Q.mg1_mean_wait(lam, m1, m2)
+        sizes = [(1 - p, S), (p, size_s[solo["long"]["predict"]])]
+        m1, m2 = Q.mix_moments(sizes)
+        theory = 1e3 * Q.mg1_mean_wait(lam, m1, m2) if pt["rho"] < 1 else Q.INF
         # For contrast: M/D/1 with the same mean service time (no variance).
         res["mm1_ms"] = 1e3 * Q.md1_mean_wait(lam * m1, m1)
         res["theory_p95_ms"] = res["mm1_p95_ms"] = None
@@ -269,6 +286,17 @@ def analyse_point(a, cfg, pt):
         theory = None
         res["mm1_ms"] = res["theory_p95_ms"] = res["mm1_p95_ms"] = None
     res["theory_ms"] = theory
+    if theory is not None and not math.isinf(theory) and waits:
+        # A queue with a formula: the interval from simulated runs of the
+        # ideal queue of exactly this point's shape (queueing.py, "How sure
+        # is a mean wait near saturation?"), in seconds inside.
+        lo, hi = Q.model_ci(mean / 1e3, lam, sizes, len(done), skip)
+        lo, hi, res["ci_method"] = lo * 1e3, hi * 1e3, "model"
+    else:
+        # No formula (the batching engine, rho >= 1): batch means, the best
+        # the data alone can do (too narrow near saturation).
+        lo, hi, res["ci_method"] = bm_lo, bm_hi, "batch means"
+    res["ci95_low_ms"], res["ci95_high_ms"] = lo, hi
     agrees, tol = Q.verdict(mean, lo, hi, theory)
     res["agrees"], res["tolerance_ms"] = agrees, tol
     if done:
@@ -372,7 +400,11 @@ def main(argv):
         command = first.get("sweep_command", command) + ("" if "sweep_command" not in first else
                                                          "  (reported with --from-raw)")
         commit, date = environment()
-        return finish(a, command, boots, time.monotonic(), first.get("commit", commit), first.get("sweep_date", date))
+        # The sweep's real time: its longest boot (they ran side by side),
+        # if every boot recorded it; analysing here takes seconds.
+        walls = [b.get("boot_wall_s") for b in boots]
+        start = None if None in walls else time.monotonic() - max(walls)
+        return finish(a, command, boots, start, first.get("commit", commit), first.get("sweep_date", date))
     if not os.path.exists(os.path.join(a.bundle, "CFG.BIN")):
         sys.exit(f"bench --open-loop: no bundle at {a.bundle} "
                  f"(make {'test-models' if a.quick else 'build/models/mid-llama/INFO.TXT'})")
@@ -394,8 +426,10 @@ def main(argv):
         def work(c):
             with lock:
                 try:
+                    t0 = time.monotonic()
                     results[c] = boot_config(a, img, c, logs)
-                    results[c].update(sweep_command=command, sweep_date=date, commit=commit)
+                    results[c].update(sweep_command=command, sweep_date=date, commit=commit,
+                                      boot_wall_s=round(time.monotonic() - t0, 1))
                     # Each boot's raw data as soon as it is there: --from-raw
                     # can report the finished ones if a later boot fails.
                     with open(os.path.join(a.out, f"raw-{c.replace('=', '')}.json"), "w") as f:
@@ -426,7 +460,7 @@ def finish(a, command, boots, start, commit, date):
     points, sat = analyse(a, boots)
     write_csvs(a.out, points, boots)
     summary = {"command": command, "date": date, "commit": commit, "clock": CLOCK,
-               "wall_s": time.monotonic() - start,
+               "wall_s": None if start is None else time.monotonic() - start,
                "configs_measured": [b["config"] for b in boots],
                "config": {"name": a.name, "bundle": os.path.relpath(a.bundle, ROOT), "prompt": a.prompt,
                           "predict": a.predict, "long_predict": a.long_predict, "long_share": a.long_share,
@@ -444,5 +478,6 @@ def finish(a, command, boots, start, commit, date):
         progress(f"{p['config']:12s} rho {p['rho']:<4g} mean wait {fmt(p['mean_wait_ms'])} ms "
                  f"[{fmt(p['ci95_low_ms'])}, {fmt(p['ci95_high_ms'])}] theory {fmt(p['theory_ms'])}: "
                  f"{verdict_word(p)}")
-    progress(f"open loop done in {summary['wall_s'] / 60:.1f} min: {os.path.join(a.out, 'report.md')}")
+    took = "" if summary["wall_s"] is None else f" in {summary['wall_s'] / 60:.1f} min"
+    progress(f"open loop done{took}: {os.path.join(a.out, 'report.md')}")
     return 0
