@@ -132,14 +132,25 @@ void test_cancel_in_prefill() {
 uint64_t below(uint64_t n) { return kai_rng_next(&rng) % n; }
 
 // A storm client: a few requests, then it waits, idles or collects and idles.
-[[noreturn]] void storm_client(uint32_t mode) {
+// Mode 0's last request is long, and the client tells the parent (one byte
+// on `running`) once that request has left the queue, so the parent's kill
+// lands on a running request by construction, not by the luck of timing.
+[[noreturn]] void storm_client(uint32_t mode, int running) {
   int64_t ids[3];
   uint32_t n = 1 + uint32_t(below(3));
+  uint32_t long_predict = minfo.runtime_seq_len - 4;
+  if (long_predict > KAI_AI_MAX_OUTPUT) long_predict = KAI_AI_MAX_OUTPUT;
   for (uint32_t i = 0; i < n; i++) {
-    kai_ai_submit r = request(kPrompt, 4, 1 + uint32_t(below(12)), KAI_AI_NONBLOCK | KAI_AI_INT8);
+    uint32_t predict = mode == 0 && i + 1 == n ? long_predict : 1 + uint32_t(below(12));
+    kai_ai_submit r = request(kPrompt, 4, predict, KAI_AI_NONBLOCK | KAI_AI_INT8);
     ids[i] = ai_submit(&r);
   }
-  if (mode == 0 && ids[n - 1] > 0) ai_wait(ids[n - 1], out, KAI_AI_MAX_OUTPUT, nullptr);   // killed queued/running
+  if (mode == 0) {
+    while (ids[n - 1] > 0 && state_of(ids[n - 1]) == KAI_AI_QUEUED) sleep(1);
+    char one = 1;
+    write(running, &one, 1);
+    if (ids[n - 1] > 0) ai_wait(ids[n - 1], out, KAI_AI_MAX_OUTPUT, nullptr);   // killed while it runs
+  }
   if (mode == 1) {   // finished but never collected
     for (uint32_t i = 0; i < n; i++)
       while (ids[i] > 0 && state_of(ids[i]) <= KAI_AI_RUNNING) sleep(1);
@@ -154,14 +165,21 @@ void test_kill_storm(uint32_t clients) {
   bool ok = id > 0 && ai_wait(id, before, 8, nullptr) == 8;
   uint64_t seen_queued = 0, seen_running = 0, seen_finished = 0;
   uint32_t killed = 0, unstarted = 0;
+  int running[2];
+  if (pipe(running) < 0) ok = false;
   for (uint32_t c = 0; c < clients; c++) {
     int pid = fork();
-    if (pid == 0) storm_client(c % 3);
+    if (pid == 0) storm_client(c % 3, running[1]);
     if (pid < 0) {
       unstarted++;
       continue;
     }
-    sleep(int(below(15)));
+    if (c % 3 == 0) {   // its long request is running now (see storm_client)
+      char one;
+      read(running[0], &one, 1);
+    } else {
+      sleep(int(below(15)));
+    }
     kai_ai_info in = info_now();
     seen_queued += in.queued;
     seen_running += in.running;
@@ -174,6 +192,8 @@ void test_kill_storm(uint32_t clients) {
     while (wait(&status) != pid) {}
     killed++;
   }
+  close(running[0]);
+  close(running[1]);
   kai_ai_info in = info_now();
   // The last killed client's running requests hold their slots until their
   // worker's next iteration boundary.
@@ -186,10 +206,11 @@ void test_kill_storm(uint32_t clients) {
          killed, unstarted, seen_queued, seen_running, seen_finished);
   check(ok && in.in_flight == 0 && in.queued == 0, "after the kill storm nothing is in flight",
         "in_flight %ld queued %ld", long(in.in_flight), long(in.queued));
-  // Running and finished-uncollected requests are always there when a kill
-  // lands. Queued ones only when the clients' requests outnumber the batch
-  // slots at that moment, which the scheduler's quick admission makes a
-  // matter of timing: they are reported above, not required.
+  // Running requests are there by construction (every third client's long
+  // one), finished-uncollected ones pile up from the others. Queued ones
+  // only when the clients' requests outnumber the batch slots at that
+  // moment, which the scheduler's quick admission makes a matter of timing:
+  // they are reported above, not required.
   check(seen_running > 0 && seen_finished > 0,
         "the kills hit running and finished-uncollected requests",
         "queued %ld, running %ld, finished %ld", long(seen_queued), long(seen_running), long(seen_finished));
