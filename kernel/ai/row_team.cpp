@@ -4,8 +4,9 @@
 // worker_sleeping_), and the other calls wakeup() only then: wakeup()
 // visits every slot of the process table, taking each one's lock (some
 // 20 us under QEMU), and a product is handed off hundreds of times per
-// token, usually to a thread that is still spinning. Parts are claimed with a compare-and-swap on next_ and counted
-// with an atomic add on done_, without the lock. Before sleeping, each side
+// token, usually to a thread that is still spinning. Parts are claimed
+// with a compare-and-swap on next_ and counted with an atomic add on done_,
+// without the lock. Before sleeping, each side
 // spins on its counter for at most kSpinNs; it then takes the lock and
 // checks again, so the spin is only a faster path to the same answer.
 #include "row_team.h"
@@ -149,11 +150,8 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs
       worker_sleeping_ = false;
     }
   }
-  adapt(clock_ns() - posted, macs);
-}
-
-void RowTeam::adapt(uint64_t pass_ns, uint64_t macs) {
-  window_ns_ += pass_ns;
+  // The width control's measurement (end_of_forward judges it).
+  window_ns_ += clock_ns() - posted;
   window_macs_ += macs;
   window_passes_++;
 }
@@ -176,7 +174,6 @@ void RowTeam::end_of_forward() {
     }
     if (ps + ps / kBetterBy < settled_ps_per_mac_) {
       // The neighbour was faster: settle there, probe again soon.
-      (width_ > settled_width_ ? widened_ : narrowed_)++;
       settled_width_ = width_;
       settled_ps_per_mac_ = ps;
       probe_windows_ = kProbeWindows;

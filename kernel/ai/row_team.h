@@ -76,11 +76,8 @@ class RowTeam {
 
   uint32_t parts() const { return threads_; }   // threads (harts) in the team
   uint32_t chunks() const { return chunks_; }   // parts a product is split into
-  // Threads that currently take part (1..parts()), and how often the width
-  // went down and up (see the top).
+  // Threads that currently take part (1..parts(); see the top).
   uint32_t width() const { return __atomic_load_n(&width_, __ATOMIC_RELAXED); }
-  uint32_t narrowed() const { return narrowed_; }
-  uint32_t widened() const { return widened_; }
 
   // Runs fn(arg, c) for c in [0, chunks()) and returns when all are done.
   // macs: the job's size, for the width control.
@@ -89,8 +86,6 @@ class RowTeam {
  private:
   static void helper_main(void* self_and_part);
   void helper_loop(uint32_t index);
-  // After each product of `macs` multiply-adds that took pass_ns.
-  void adapt(uint64_t pass_ns, uint64_t macs);
  public:
   // The worker calls it after each forward pass: closes a window when it
   // holds enough work, and decides the width (see the top).
@@ -119,7 +114,6 @@ class RowTeam {
   // Width control. width_ is written by the worker under lock_ and read by
   // helpers with atomic loads; helpers at index >= width_ sleep on &width_.
   uint32_t width_ = 1;
-  uint32_t narrowed_ = 0, widened_ = 0;
   // The worker's own bookkeeping (only the worker touches it): the window
   // being measured, the time per multiply-add (ps) last measured at the
   // width in use and at the probe's, and when to probe next.
