@@ -228,6 +228,7 @@ $(B)/host-asan/%.cpp.o: %.cpp
 # The sharing options and the fair policy's counters (sharing.cpp, fair_share.cpp).
 AI_HOST_SRCS += kernel/ai/fair_share.cpp kernel/ai/sharing.cpp
 $(B)/host/unit_tests: $(patsubst %,$(B)/host-asan/%.o,$(LIB_SRCS) $(AI_HOST_SRCS) $(HOST_TEST_SRCS))
+	@mkdir -p $(dir $@)
 	$(HOSTCXX) $(HOST_CXXFLAGS) $(ASAN) -o $@ $^ $(CATCH2_LIBS)
 
 # ---------------------------------------------------------------- models (tools/)
