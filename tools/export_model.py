@@ -325,10 +325,10 @@ def write_tok(tok_path, out_dir, vocab_size, eos_ids=None):
     return f"TOK.BIN from {os.path.abspath(tok_path)} ({len(d['pieces'])} tokens, eos {d['eos']})"
 
 
-def write_bundle(src, out_dir, prompt_ids=None, predict=16, tok=None, extra=None,
-                 prompt_text=None):
-    """Stream `src` (embedding(), layer(i), final_norm(), cfg) into a bundle, then
-    compute PMT/EXP with the reference.  Returns (prompt ids, expected ids)."""
+def write_weights(src, out_dir):
+    """Stream `src` (embedding(), layer(i), final_norm(), cfg) into a bundle's
+    weight files, one tensor group at a time, so a big model never sits in
+    memory whole.  Returns the BundleWriter, for write_sample."""
     cfg = src.cfg
     w = B.BundleWriter(out_dir, cfg)
     w.header()
@@ -336,6 +336,14 @@ def write_bundle(src, out_dir, prompt_ids=None, predict=16, tok=None, extra=None
     for i in range(cfg.n_layers):
         w.layer(i, src.layer(i))
     w.final_norm(src.final_norm())
+    return w
+
+
+def write_bundle(src, out_dir, prompt_ids=None, predict=16, tok=None, extra=None,
+                 prompt_text=None):
+    """write_weights, then compute PMT/EXP with the reference.  Returns
+    (prompt ids, expected ids)."""
+    w = write_weights(src, out_dir)
     return write_sample(w, prompt_ids, predict, tok, extra, prompt_text)
 
 

@@ -134,16 +134,9 @@ def main(argv=None):
     if not os.path.exists(os.path.join(a.out, "CHAT.TXT")):
         print(f"make_chat_model: error: {extra['chat_template']}", file=sys.stderr)
         return 1
-    src = ChatSynth(cfg, 2)
-    w = B.BundleWriter(a.out, cfg)
-    w.header()
-    w.embedding(src.embedding())
-    for i in range(cfg.n_layers):
-        w.layer(i, src.layer(i))
-    w.final_norm(src.final_norm())
     tok = T.load(tok_path)
     text = "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n"
-    pmt, exp = X.write_sample(w, tok.encode(text), 16, tok, extra, text)
+    pmt, exp = X.write_bundle(ChatSynth(cfg, 2), a.out, tok.encode(text), 16, tok, extra, text)
     print(f"wrote {a.out}: prompt {' '.join(map(str, pmt))} -> {' '.join(map(str, exp))}")
     return 0
 

@@ -243,12 +243,7 @@ def main(argv=None):
             shutil.copyfile(a.tokenizer, os.path.join(a.hf_out, "tokenizer.json"))
     elif os.path.exists(os.path.join(a.out, "TOK.BIN")):
         os.remove(os.path.join(a.out, "TOK.BIN"))   # a stale tokenizer must not pair with new weights
-    w = B.BundleWriter(a.out, cfg)
-    w.header()
-    w.embedding(src.embedding())
-    for i in range(cfg.n_layers):
-        w.layer(i, src.layer(i))
-    w.final_norm(src.final_norm())
+    w = X.write_weights(src, a.out)
     t_gen = time.time() - t0
     extra["generation_seconds"] = round(t_gen, 2)
     pmt, exp = X.write_sample(w, prompt, predict, None, extra)
