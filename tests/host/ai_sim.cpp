@@ -61,6 +61,25 @@ uint64_t fnv_mix(uint64_t h, uint32_t v) {
 
 bool is_running(const ai::Request& r) { return r.state == ai::RequestState::Running; }
 
+// The victim rule for memory (a request needed KV blocks and a running one
+// of its model gives them up): the victim is the youngest running request
+// of its model, or whatever SimOptions::victim_rule accepts. A schedule
+// picks a victim in two ways, and both are checked here: a request of its
+// own worker is preempted at once (it is Queued again, so it is not among
+// `running`), one on another worker is only marked (it is still Running,
+// so it is among them itself). Admission numbers are never reused, so
+// "every other one was admitted earlier" is the rule in both cases.
+void require_legal_memory_victim(const ai::Request& victim, const SimOptions& opt) {
+  std::vector<const ai::Request*> running;   // the victim's model's running requests, now
+  for (const auto& o : ai::slots)
+    if (is_running(o) && o.model == victim.model) running.push_back(&o);
+  if (opt.victim_rule) {
+    SIM_REQUIRE(opt.victim_rule(victim, running));
+    return;
+  }
+  for (const ai::Request* o : running) SIM_REQUIRE((o == &victim || o->admitted_seq < victim.admitted_seq));
+}
+
 }  // namespace
 
 Sim::Sim(const SimOptions& o) : opt_(o) {
@@ -294,28 +313,13 @@ void Sim::check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64
         priority_preempted_now = true;
         priority_victims.push_back(i);
       } else if (!b.preempt_requested) {
-        // Chosen here (memory pressure): it was the youngest running request of its model.
-        std::vector<const ai::Request*> running;
-        for (const auto& o : ai::slots)
-          if (is_running(o) && o.model == r.model) running.push_back(&o);
-        if (opt_.victim_rule) {
-          SIM_REQUIRE(opt_.victim_rule(r, running));
-        } else {
-          for (const ai::Request* o : running) SIM_REQUIRE(o->admitted_seq < r.admitted_seq);
-        }
+        require_legal_memory_victim(r, opt_);   // chosen here, for memory
       }
     }
     if (r.preempt_requested && !b.preempt_requested && is_running(r)) {
       events_.push_back({Event::MarkPreempt, r.id, r.owner_pid, r.worker, now, r.fed});
       SIM_REQUIRE(r.worker != w);   // a request of this worker is preempted at once
-      std::vector<const ai::Request*> running;
-      for (const auto& o : ai::slots)
-        if (is_running(o) && o.model == r.model) running.push_back(&o);
-      if (opt_.victim_rule) {
-        SIM_REQUIRE(opt_.victim_rule(r, running));
-      } else {
-        for (const ai::Request* o : running) SIM_REQUIRE(o->admitted_seq <= r.admitted_seq);
-      }
+      require_legal_memory_victim(r, opt_);
     }
   }
   // Preempted for priority (ai.preempt_gap): under the priority policy
