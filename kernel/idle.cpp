@@ -1,5 +1,6 @@
 // Idle harts: idle_wait() (the scheduler, when it found nothing to run) and
-// wake_idle_harts() (wakeup(), when it made threads runnable).
+// wake_idle_harts() (wakeup(), fork(), kthread_create() and kill, when they
+// made threads runnable).
 //
 // The handshake, with Cpu::idle as the flag (accessed with atomics only):
 //

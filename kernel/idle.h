@@ -13,5 +13,6 @@
 void idle_wait(bool (*anything_runnable)());
 
 // Wakes up to `threads` idle harts (one per newly runnable thread). Called by
-// wakeup(); cheap when no hart is idle.
+// wakeup() and by the other places in proc.cpp that make a thread Runnable
+// (fork, kthread_create, kill); cheap when no hart is idle.
 void wake_idle_harts(uint32_t threads);

@@ -212,6 +212,8 @@ void user_init() {
   safestrcpy(p->name, "init", sizeof p->name);
   init_process = p;
   p->sid = p->pid;   // init leads session 1; everything it starts inherits it
+  // No wake_idle_harts() here, unlike every other place that makes a thread
+  // Runnable: no other hart has started yet, and this one enters scheduler() next.
   p->state = ProcState::Runnable;
   p->lock.release();
 }
@@ -224,6 +226,7 @@ ErrorOr<int> kthread_create(const char* name, void (*fn)(void*), void* arg) {
   int pid = p->pid;
   p->state = ProcState::Runnable;
   p->lock.release();
+  wake_idle_harts(1);   // an idle hart starts it now, not at its next tick (idle.cpp)
   return pid;
 }
 
@@ -272,6 +275,7 @@ ErrorOr<int> fork() {
     SpinlockGuard guard(child->lock);
     child->state = ProcState::Runnable;
   }
+  wake_idle_harts(1);   // an idle hart starts the child now, not at its next tick (idle.cpp)
   return pid;
 }
 
@@ -330,10 +334,28 @@ ErrorOr<int> wait(UserPtr<int> status) {
   }
 }
 
+namespace {
+
+// Marks p killed (p->lock held). A sleeping p is made Runnable, so that it
+// sees the flag and exits; then this returns true, and the caller, once it
+// has released p->lock, wakes an idle hart for it (the handshake in idle.cpp:
+// state change first, then the look at the idle harts).
+bool mark_killed(Process& p) {
+  p.killed = true;
+  if (p.state != ProcState::Sleeping) return false;
+  p.state = ProcState::Runnable;
+  return true;
+}
+
+}  // namespace
+
 void set_killed(Process* p) {
-  SpinlockGuard guard(p->lock);
-  p->killed = true;
-  if (p->state == ProcState::Sleeping) p->state = ProcState::Runnable;
+  bool made_runnable;
+  {
+    SpinlockGuard guard(p->lock);
+    made_runnable = mark_killed(*p);
+  }
+  if (made_runnable) wake_idle_harts(1);
 }
 
 bool current_killed() {
@@ -346,14 +368,18 @@ bool current_killed() {
 ErrorOr<void> kill(int pid) {
   if (pid <= 0) return Errno::NoProcess;
   for (auto& p : procs) {
-    SpinlockGuard guard(p.lock);
-    if (p.pid == pid && p.state != ProcState::Unused) {
+    bool made_runnable;
+    {
+      // Checked and marked under one hold of p.lock: released in between,
+      // the slot could be freed and given to another process.
+      SpinlockGuard guard(p.lock);
+      if (p.pid != pid || p.state == ProcState::Unused) continue;
       // Kernel threads are part of the kernel, and killing init would halt it.
       if (p.is_kthread || &p == init_process) return Errno::Perm;
-      p.killed = true;
-      if (p.state == ProcState::Sleeping) p.state = ProcState::Runnable;
-      return {};
+      made_runnable = mark_killed(p);
     }
+    if (made_runnable) wake_idle_harts(1);
+    return {};
   }
   return Errno::NoProcess;
 }
@@ -497,9 +523,9 @@ void scheduler() {
       p.lock.release();
     }
     // Nothing runnable: wait for an interrupt instead of spinning, so an idle
-    // hart leaves its host CPU to the busy ones: an IPI that wakeup() sends
-    // to an idle hart when it makes a thread runnable, a timer tick (10 ms)
-    // or a device (kernel/idle.cpp, docs/kernel.md).
+    // hart leaves its host CPU to the busy ones: an IPI that wakeup(), fork(),
+    // kthread_create() or a kill sends to an idle hart when it makes a thread
+    // runnable, a timer tick (10 ms) or a device (kernel/idle.cpp, docs/kernel.md).
     if (!ran) idle_wait(anything_runnable);
   }
 }
@@ -532,6 +558,11 @@ void sched() {
   this_cpu()->intena = intena;
 }
 
+// No wake_idle_harts() here: this hart's scheduler runs a Runnable thread
+// next. If that is not p, it is one that was Runnable already, and every
+// hart idle since then was sent an IPI for it (or for another newly Runnable
+// thread): that hart wakes and finds p. An IPI here would only wake a hart
+// to race this one for p, at every timer tick.
 void yield() {
   Process* p = current_process();
   SpinlockGuard guard(p->lock);
