@@ -48,7 +48,10 @@ int main(int argc, char** argv) {
                       : strcmp(a, "--prompt") == 0  ? &o.prompt
                       : strcmp(a, "--predict") == 0 ? &o.predict : nullptr;
     if (strcmp(a, "--model") == 0 && i + 1 < argc) {
-      strlcpy(o.model, argv[++i], sizeof o.model);
+      if (strlcpy(o.model, argv[++i], sizeof o.model) >= sizeof o.model) {
+        fprintf(2, "aipreempt: --model: '%s' is longer than %d characters\n", argv[i], int(sizeof o.model) - 1);
+        return 2;
+      }
     } else if (field && i + 1 < argc) {
       uint32_t lo = field == &o.requests ? 2 : 1;
       uint32_t hi = field == &o.requests ? kMax : field == &o.predict ? kMaxPredict : KAI_AI_MAX_PROMPT;

@@ -71,8 +71,12 @@ int main(int argc, char** argv) {
     const char* a = argv[i];
     if (strcmp(a, "--int8") == 0) opt.flags |= KAI_AI_INT8;
     else if (i + 1 >= argc) usage(a);
-    else if (strcmp(a, "--model") == 0) strlcpy(opt.model, argv[++i], sizeof opt.model);
-    else if (strcmp(a, "--requests") == 0) opt.requests = number_option("aipriority", a, argv[++i], 2, kMaxRequests);
+    else if (strcmp(a, "--model") == 0) {
+      if (strlcpy(opt.model, argv[++i], sizeof opt.model) >= sizeof opt.model) {
+        fprintf(2, "aipriority: --model: '%s' is longer than %d characters\n", argv[i], int(sizeof opt.model) - 1);
+        return 2;
+      }
+    } else if (strcmp(a, "--requests") == 0) opt.requests = number_option("aipriority", a, argv[++i], 2, kMaxRequests);
     else if (strcmp(a, "--prompt") == 0) opt.prompt = number_option("aipriority", a, argv[++i], 1, KAI_AI_MAX_PROMPT);
     else if (strcmp(a, "--predict") == 0) opt.predict = number_option("aipriority", a, argv[++i], 2, 512);
     else usage(a);
