@@ -138,8 +138,8 @@ void first_process_start() {
     kprintf("kai: cannot mount the root file system; no /bin/init to run.\n"
             "kai: the kernel keeps running (idle). Build an image with `make fsimg`.\n");
     for (;;) {
-      SpinlockGuard guard(ticks_lock);
-      sleep(&ticks, ticks_lock);
+      SpinlockGuard guard(timer_lock);
+      sleep(&timer_tick, timer_lock);
     }
   }
   // The AI service loads its models in its own kernel threads; the shell
@@ -152,8 +152,8 @@ void first_process_start() {
   if (result.is_error()) {
     kprintf("kai: exec /bin/init failed (errno %d); idling.\n", static_cast<int>(result.error()));
     for (;;) {
-      SpinlockGuard guard(ticks_lock);
-      sleep(&ticks, ticks_lock);
+      SpinlockGuard guard(timer_lock);
+      sleep(&timer_tick, timer_lock);
     }
   }
   p->trapframe->x[REG_A0] = result.value();

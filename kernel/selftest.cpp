@@ -24,9 +24,9 @@ void fp_worker(void* arg) {
   volatile double step = static_cast<double>(seed);
   for (int i = 1; i <= 1000000; i++) sum += step;
   {
-    SpinlockGuard guard(ticks_lock);   // sleep one tick: another thread runs meanwhile
-    uint64_t t0 = ticks;
-    while (ticks == t0) sleep(&ticks, ticks_lock);
+    SpinlockGuard guard(timer_lock);   // sleep until the next tick: another thread runs meanwhile
+    uint64_t t0 = uptime_ticks();
+    while (uptime_ticks() == t0) sleep(&timer_tick, timer_lock);
   }
   for (int i = 1; i <= 1000000; i++) sum += step;
   SpinlockGuard guard(st_lock);

@@ -37,21 +37,18 @@ SyscallResult sys_sbrk() { return TRY(grow_process(arg_int(0))); }
 SyscallResult sys_sleep() {
   int64_t n = arg_int(0);
   if (n < 0) return Errno::Invalid;
-  // A deadline on the monotonic clock, not a count of hart 0's ticks: any
-  // hart's timer interrupt can end the sleep (see clock_interrupt).
-  uint64_t deadline = clock_ns() + static_cast<uint64_t>(n) * (1000000000ull / TICK_HZ);
-  SpinlockGuard guard(ticks_lock);
+  // A deadline on the monotonic clock: any hart's timer interrupt can end
+  // the sleep (see clock_interrupt), and uptime() reads the same clock.
+  uint64_t deadline = clock_ns() + static_cast<uint64_t>(n) * TICK_NS;
+  SpinlockGuard guard(timer_lock);
   while (clock_ns() < deadline) {
     if (current_killed()) return Errno::Interrupted;
-    sleep(&ticks, ticks_lock);
+    sleep(&timer_tick, timer_lock);
   }
   return 0;
 }
 
-SyscallResult sys_uptime() {
-  SpinlockGuard guard(ticks_lock);
-  return ticks;
-}
+SyscallResult sys_uptime() { return uptime_ticks(); }
 
 SyscallResult sys_clock_ns() { return clock_ns(); }
 

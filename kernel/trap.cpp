@@ -22,8 +22,8 @@ extern "C" void kernelvec();
 int plic_claim();
 void plic_complete(int irq);
 
-Spinlock ticks_lock{"ticks"};
-uint64_t ticks = 0;
+Spinlock timer_lock{"timer"};
+char timer_tick;
 
 namespace {
 
@@ -33,13 +33,16 @@ uint64_t timer_interval() { return g_boot.timebase_hz / TICK_HZ; }
 
 void clock_interrupt() {
   {
-    // Hart 0 counts ticks; every hart wakes the sleepers, which compare the
-    // clock with their deadline. So sleep() keeps time even while hart 0
-    // runs late (under QEMU a host can starve one vCPU thread for a while).
-    SpinlockGuard guard(ticks_lock);
-    if (cpu_index() == 0) ticks++;
-    wakeup(&ticks);
+    // Every hart wakes the sleepers, which compare the clock with their
+    // deadline. So sleep() keeps time even while one hart runs late (under
+    // QEMU a busy host can starve one vCPU thread for a while).
+    SpinlockGuard guard(timer_lock);
+    wakeup(&timer_tick);
   }
+  // The next interrupt one tick from now, not one tick after this one was
+  // due: a hart that ran late does not then take a burst of catch-up
+  // interrupts. Nothing counts these interrupts (see uptime_ticks()), so a
+  // late one costs no time.
   sbi::set_timer(read_time() + timer_interval());
 }
 
@@ -104,6 +107,17 @@ uint64_t clock_ns() {
   uint64_t t = read_time(), hz = g_boot.timebase_hz;
   return (t / hz) * 1000000000ull + (t % hz) * 1000000000ull / hz;
 }
+
+// The tick count is the clock divided by the tick length, not a count of
+// timer interrupts. A count falls behind the clock: an interrupt can arrive
+// late (a busy host delays QEMU's vCPU threads; a hart with interrupts off
+// takes it later), the next one is armed a whole tick after the late one
+// ran, and so every delay adds up. On a loaded host such a count grew by 16
+// during a sleep(20) that lasted 200 ms by the clock. Taken from the clock,
+// uptime() agrees with sleep() by construction: sleep(n) returns only once
+// clock_ns() has passed a deadline n ticks on, so uptime() has grown by n
+// or more.
+uint64_t uptime_ticks() { return clock_ns() / TICK_NS; }
 
 extern "C" void usertrap() {
   if (read_sstatus() & SSTATUS_SPP) panic("usertrap: not from user mode");

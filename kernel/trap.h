@@ -3,12 +3,19 @@
 #include <stdint.h>
 #include "spinlock.h"
 
-extern Spinlock ticks_lock;
-extern uint64_t ticks;          // 10 ms timer ticks since boot (hart 0's count)
+// Time is the time CSR, which counts from the machine's start: clock_ns()
+// reads it in ns, uptime_ticks() in ticks of 1/TICK_HZ s (TICK_NS).
+uint64_t clock_ns();            // monotonic ns from the time CSR
+uint64_t uptime_ticks();        // clock_ns() / TICK_NS: what uptime() returns
+
+// Every timer interrupt, on any hart, does wakeup(&timer_tick) under
+// timer_lock. A thread that waits for time (sleep(), idle loops) sleeps on
+// &timer_tick and compares the clock with its deadline each time it wakes.
+extern Spinlock timer_lock;
+extern char timer_tick;         // only its address is used: the sleep channel
 
 void trap_inithart();           // stvec, sie, first timer
 [[noreturn]] void usertrapret();
-uint64_t clock_ns();            // monotonic ns from the time CSR
 
 void plic_init();
 void plic_inithart();

@@ -42,7 +42,7 @@ int execvp(const char* name, const char* const argv[]);
 int getpid();
 long sbrk(long increment);                    // old program break, or -errno
 int sleep(int ticks);                         // one tick = 10 ms
-long uptime();                                // ticks since boot
+long uptime();                                // clock_ns() in ticks: agrees with sleep()
 uint64_t clock_ns();                          // monotonic nanoseconds
 int halt();                                   // powers the machine off
 int setfg(int pid);                           // ^C on the console kills pid (0: nobody)
