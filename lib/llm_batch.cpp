@@ -44,7 +44,7 @@ BatchLayout batch_layout(const Config& c, uint32_t m) {
   L.pair = L.take(size_t((m + 1) / 2) * max_cols(c) * 8);
   L.cross = L.take(size_t(max_cols(c)) / 2 * 8 + 8);
   L.acts = L.take(m * sizeof(ActVec));
-  L.att = L.take(size_t(c.runtime_seq_len) * f);
+  L.att = L.take(size_t(kMaxParts) * floats_row(c.runtime_seq_len) * f);   // one row per part
   L.tmp = L.take(size_t(c.lin_v_dim) * f);
   L.best = L.take(size_t(kMaxParts + 1) * m * sizeof(ArgMax));
   L.which = L.take(m * 4);
@@ -94,6 +94,7 @@ ErrorOr<void, Error> Batch::init(const Model& model, void* mem, size_t size, uin
   cross_ = reinterpret_cast<uint64_t*>(base + L.cross);
   acts_ = reinterpret_cast<ActVec*>(base + L.acts);
   att_ = F(L.att);
+  att_stride_ = floats_row(c.runtime_seq_len);
   tmp_ = F(L.tmp);
   part_best_ = reinterpret_cast<ArgMax*>(base + L.best);
   which_ = reinterpret_cast<uint32_t*>(base + L.which);
@@ -152,9 +153,41 @@ ActVec Batch::prepare_one(const float* x, uint32_t len, uint32_t slot) {
   return a;
 }
 
-// The inputs of one product: item i's vector is x + i * stride.
+// The inputs of one product: item i's vector is x + i * stride, each
+// quantised on whichever hart runs its item, then packed (one pass over the
+// columns, integer work).
 const ActVec* Batch::prepare(const float* x, size_t stride, uint32_t len) {
-  for (uint32_t i = 0; i < n_; i++) acts_[i] = prepare_one(x + i * stride, len, i);
+  struct Job {
+    const float* x;
+    size_t stride;
+    uint32_t len;
+  } job{x, stride, len};
+  for_each(n_, [](Batch& b, void* arg, uint32_t i, uint32_t) {
+    auto* j = static_cast<Job*>(arg);
+    b.acts_[i] = b.prepare_one(j->x + i * j->stride, j->len, i);
+  }, &job, 0);
+  if (ops_->kind == MatvecKind::Int8) pack_int8_batch(acts_, n_, pair_, max_cols(*cfg_), cross_);
+  return acts_;
+}
+
+const ActVec* Batch::next_input(const NextInput& step) {
+  for_each(n_, [](Batch& b, void* arg, uint32_t i, uint32_t) {
+    auto* st = static_cast<const NextInput*>(arg);
+    const Config& c = *b.cfg_;
+    float* x = b.x_ + i * b.dim_stride_;
+    if (st->add_output) {
+      const float* o = b.xb2_ + i * b.dim_stride_;
+      for (uint32_t d = 0; d < c.dim; d++) x[d] += o[d];
+    }
+    Session* s = b.items_[i].session;
+    if (st->observed_layer >= 0 && s->obs_) s->obs_(s->obs_ctx_, b.pos_[i], uint32_t(st->observed_layer), x, c.dim);
+    if (st->norm) {
+      float* xb = b.xb_ + i * b.dim_stride_;
+      rmsnorm(xb, x, st->norm, c.dim, c.rms_eps);
+      b.acts_[i] = b.prepare_one(xb, c.dim, i);
+    }
+  }, const_cast<NextInput*>(&step), 0);
+  if (!step.norm) return nullptr;
   if (ops_->kind == MatvecKind::Int8) pack_int8_batch(acts_, n_, pair_, max_cols(*cfg_), cross_);
   return acts_;
 }
@@ -210,6 +243,26 @@ uint32_t parts_of(const Parallel* p) {
   return p->parts < kMaxParts ? p->parts : kMaxParts;
 }
 }  // namespace
+
+struct Batch::EachJob {
+  Batch* batch;
+  EachFn fn;
+  void* arg;
+  uint32_t count, parts;
+  static void part(void* self, uint32_t part) {
+    auto* j = static_cast<EachJob*>(self);
+    uint32_t k0 = uint32_t(uint64_t(j->count) * part / j->parts);
+    uint32_t k1 = uint32_t(uint64_t(j->count) * (part + 1) / j->parts);
+    for (uint32_t k = k0; k < k1; k++) j->fn(*j->batch, j->arg, k, part);
+  }
+};
+
+void Batch::for_each(uint32_t count, EachFn fn, void* arg, uint64_t macs) {
+  uint32_t parts = count < 2 || observed_ ? 1 : parts_of(par_);
+  EachJob job{this, fn, arg, count, parts};
+  if (parts == 1) EachJob::part(&job, 0);
+  else par_->run(par_->ctx, parts, EachJob::part, &job, macs);
+}
 
 // Charges one product with w to the items of the pass: rows x cols
 // multiply-adds each, and each its share of the bytes of w (read once).
@@ -280,30 +333,29 @@ ErrorOr<void, Error> Batch::forward(BatchItem* items, uint32_t n) {
     for (uint32_t d = 0; d < c.dim; d++) x[d] = emb.at(items[i].token, d);
     work(i).weight_bytes += emb.f ? 4 * uint64_t(c.dim) : c.dim + 4;
   }
+  observed_ = false;
+  for (uint32_t i = 0; i < n; i++) observed_ = observed_ || items[i].session->obs_;
+  // Pre-norm: each block sees the residual stream at unit RMS; its output
+  // is added to the stream (residual) before the next block's norm.
+  NextInput first;
+  first.norm = model_->layer(0).in_norm;
+  const ActVec* a = next_input(first);
   for (uint32_t l = 0; l < c.n_layers; l++) {
     LayerView L = model_->layer(l);
     uint32_t slot = items[0].session->slot_[l];  // same model: same slots in every session
-    // Pre-norm: the mixer sees the residual stream at unit RMS.
-    for (uint32_t i = 0; i < n; i++) rmsnorm(xb_ + i * dim_stride_, x_ + i * dim_stride_, L.in_norm, c.dim, c.rms_eps);
     // Mixer: attention over the KV cache, or the DeltaNet recurrence; out in xb2.
-    if (c.is_linear(l)) deltanet(L, slot);
-    else attention(L, slot);
-    // Residual: the block adds to the stream instead of replacing it.
-    for (uint32_t i = 0; i < n; i++) {
-      float* x = x_ + i * dim_stride_;
-      const float* o = xb2_ + i * dim_stride_;
-      for (uint32_t d = 0; d < c.dim; d++) x[d] += o[d];
-    }
-    // MLP on the normed stream, added the same way.
-    for (uint32_t i = 0; i < n; i++) rmsnorm(xb_ + i * dim_stride_, x_ + i * dim_stride_, L.post_norm, c.dim, c.rms_eps);
-    mlp(L);
-    for (uint32_t i = 0; i < n; i++) {
-      float* x = x_ + i * dim_stride_;
-      const float* o = xb2_ + i * dim_stride_;
-      for (uint32_t d = 0; d < c.dim; d++) x[d] += o[d];
-      Session* s = items[i].session;
-      if (s->obs_) s->obs_(s->obs_ctx_, pos_[i], l, x, c.dim);
-    }
+    if (c.is_linear(l)) deltanet(L, slot, a);
+    else attention(L, slot, a);
+    NextInput after_mixer;
+    after_mixer.add_output = true;
+    after_mixer.norm = L.post_norm;
+    a = next_input(after_mixer);
+    mlp(L, a);
+    NextInput after_mlp;
+    after_mlp.add_output = true;
+    after_mlp.observed_layer = int32_t(l);
+    after_mlp.norm = l + 1 < c.n_layers ? model_->layer(l + 1).in_norm : nullptr;
+    a = next_input(after_mlp);
   }
   // Final norm: the classifier's input, kept by each session for its last item.
   uint32_t m = 0;

@@ -105,14 +105,38 @@ class Batch {
   ErrorOr<void, Error> check(const BatchItem* items, uint32_t n) const;
   ActVec prepare_one(const float* x, uint32_t len, uint32_t slot);
   const ActVec* prepare(const float* x, size_t stride, uint32_t len);
+  // Runs fn(*this, arg, k, part) for every k in [0, count), the range cut
+  // into one piece per Parallel part (part p: [count p / P, count (p+1) / P)),
+  // so float work that is independent per item (norms, quantising) or per
+  // (item, head) (attention) runs on every hart of a row team. Serial on the
+  // caller when there is no Parallel, when count < 2, or when a session has
+  // an observer (its callback sees the items in order). Each k is computed
+  // the same way wherever it runs: the split changes no bit.
+  using EachFn = void (*)(Batch& b, void* arg, uint32_t k, uint32_t part);
+  struct EachJob;
+  void for_each(uint32_t count, EachFn fn, void* arg, uint64_t macs);
+  // Between two blocks, per item: x += xb2 (the block's output joins the
+  // residual stream), the observer's look after a layer, then the next
+  // block's input: xb = rmsnorm(x) * norm, prepared for the kernels.
+  struct NextInput {
+    bool add_output = false;
+    int32_t observed_layer = -1;    // >= 0: observers see x after this layer
+    const float* norm = nullptr;    // nullptr: no next block (the final norm is separate)
+  };
+  const ActVec* next_input(const NextInput& step);
   // y[i] = w a[i] for every item; with swiglu_gate (same stride as y),
   // then swiglu_gate[i] = silu(swiglu_gate[i]) * y[i], row by row.
   void project(const Matrix& w, const ActVec* a, float* y, size_t y_stride, float* swiglu_gate = nullptr);
   void classify(const float* rows, size_t stride, const uint32_t* which, uint32_t m, ArgMax* best);
   void charge_matrix(const Matrix& w);
-  void attention(const LayerView& L, uint32_t slot);
-  void deltanet(const LayerView& L, uint32_t slot);
-  void mlp(const LayerView& L);
+  // Each block takes its prepared input (the items' xb) and leaves its
+  // output in xb2.
+  void attention(const LayerView& L, uint32_t slot, const ActVec* a);
+  void deltanet(const LayerView& L, uint32_t slot, const ActVec* a);
+  void mlp(const LayerView& L, const ActVec* a);
+  // One (item, head) pair of attention (llm_forward.cpp).
+  struct HeadJob;
+  static void attend_head(Batch& b, void* job, uint32_t pair, uint32_t part);
   WorkCounts& work(uint32_t item) const;
 
   const Model* model_ = nullptr;
@@ -125,6 +149,7 @@ class Batch {
   BatchItem* items_ = nullptr;
   uint32_t n_ = 0;
   uint32_t* pos_ = nullptr;         // [max_items] position of item i in its session
+  bool observed_ = false;           // a session of the pass has an observer
 
   // Activations, one row per item, each row padded to a 64-byte multiple
   // (the *_stride_ values, in floats):
@@ -149,7 +174,8 @@ class Batch {
   uint64_t* cross_ = nullptr; // [max_cols / 2] a lone item packed crosswise (matmul_int8.cpp)
   ActVec* acts_ = nullptr;    // [max_items] the prepared inputs of the current product
   // Per pass, shared by the items (used one item at a time):
-  float* att_ = nullptr;      // [runtime_seq_len] attention scores of one head
+  float* att_ = nullptr;      // [kMaxParts][att_stride_] attention scores of one head, per part
+  size_t att_stride_ = 0;
   float* tmp_ = nullptr;      // [lin_v_dim] DeltaNet S^T k then delta
   ArgMax* part_best_ = nullptr;  // [kMaxParts + 1][max_items] classifier winners per row range, then overall
   uint32_t* which_ = nullptr;    // [max_items] items that want a next token

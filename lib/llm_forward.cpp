@@ -9,77 +9,96 @@
 
 namespace llm {
 
-void Batch::attention(const LayerView& L, uint32_t slot) {
+// What every (item, head) pair of one attention block shares.
+struct Batch::HeadJob {
+  const LayerView* L;
+  uint32_t slot;
+  float inv_sqrt;   // 1 / sqrt(head_dim)
+};
+
+// Attention of item i, query head h (pair = i * n_heads + h): q's norm and
+// RoPE, softmax(q.k / sqrt(hd)) over positions 0..pos, then the
+// probability-weighted sum of the values into ao. It reads only its own
+// head's query and the cache rows already written, and writes only its own
+// head's slice of ao (and its part's row of scores), so pairs can run on any
+// hart in any order.
+void Batch::attend_head(Batch& b, void* arg, uint32_t pair, uint32_t part) {
+  const auto& job = *static_cast<const HeadJob*>(arg);
+  const Config& c = *b.cfg_;
+  uint32_t i = pair / c.n_heads, h = pair % c.n_heads;
+  uint32_t hd = c.head_dim, pos = b.pos_[i];
+  uint32_t qstride = c.attn_gate() ? 2 * hd : hd;
+  uint32_t kvh = h / (c.n_heads / c.n_kv_heads);   // GQA: query heads share a KV head
+  const Session& s = *b.items_[i].session;
+  float* qh = b.q_ + i * b.q_stride_ + h * qstride;
+  // RoPE (after qwen's per-head q norm): position enters as a rotation, so
+  // q.k depends on the distance between two tokens.
+  if (job.L->q_norm) rmsnorm(qh, qh, job.L->q_norm, hd, c.rms_eps);
+  rope(qh, b.model_->rope_row(pos), c.rot_dim());
+  float* att = b.att_ + part * b.att_stride_;
+  for (uint32_t t = 0; t <= pos; t++) att[t] = dot(qh, s.kv_rows(job.slot, t).k + kvh * hd, hd) * job.inv_sqrt;
+  softmax(att, pos + 1);
+  float* out = b.ao_ + i * b.ao_stride_ + h * hd;
+  zero_floats(out, hd);
+  for (uint32_t t = 0; t <= pos; t++) {
+    const float* vt = s.kv_rows(job.slot, t).v + kvh * hd;
+    float p = att[t];
+    for (uint32_t d = 0; d < hd; d++) out[d] += p * vt[d];
+  }
+  if (c.attn_gate()) {  // qwen: the output gate lets a head switch itself off
+    const float* gate = qh + hd;
+    for (uint32_t d = 0; d < hd; d++) out[d] *= sigmoid_f(gate[d]);
+  }
+}
+
+void Batch::attention(const LayerView& L, uint32_t slot, const ActVec* a) {
   const Config& c = *cfg_;
   uint32_t hd = c.head_dim, kvd = c.kv_dim();
   // Projections: queries (qwen: per head query rows then gate rows), keys,
   // values of every item from its normed input xb.
-  const ActVec* a = prepare(xb_, dim_stride_, c.dim);
   project(L.wq, a, q_, q_stride_);
   project(L.wk, a, k_, kv_stride_);
   project(L.wv, a, v_, kv_stride_);
-  uint32_t qstride = c.attn_gate() ? 2 * hd : hd;
-  uint32_t group = c.n_heads / c.n_kv_heads;  // query heads per KV head (GQA)
-  float inv_sqrt = 1.0f / sqrt_f(float(hd));
+  // First every item's key (norm, RoPE) and value go into the cache, in
+  // item order: a later token of a prompt chunk attends to the rows its
+  // predecessors write here.
+  uint64_t macs = 0;
   for (uint32_t i = 0; i < n_; i++) {
     Session& s = *items_[i].session;
     WorkCounts& wc = work(i);
     uint32_t pos = pos_[i];
-    float* q = q_ + i * q_stride_;
     float* k = k_ + i * kv_stride_;
-    // RoPE (after qwen's per-head q/k norm): position enters as a rotation,
-    // so q.k depends on the distance between two tokens.
     const float* cs = model_->rope_row(pos);
-    for (uint32_t h = 0; h < c.n_heads; h++) {
-      float* qh = q + h * qstride;
-      if (L.q_norm) rmsnorm(qh, qh, L.q_norm, hd, c.rms_eps);
-      rope(qh, cs, c.rot_dim());
-    }
     for (uint32_t h = 0; h < c.n_kv_heads; h++) {
       float* kh = k + h * hd;
       if (L.k_norm) rmsnorm(kh, kh, L.k_norm, hd, c.rms_eps);
       rope(kh, cs, c.rot_dim());
     }
-    // Cache this token's key and value: later tokens attend to them.
     KvRows mine = s.kv_rows(slot, pos);
     copy_floats(mine.k, k, kvd);
     copy_floats(mine.v, v_ + i * kv_stride_, kvd);
     wc.kv_write_bytes += 2 * uint64_t(kvd) * 4;
-    // Attention per head: softmax(q.k / sqrt(hd)) over positions 0..pos,
-    // then the probability-weighted sum of the values.
-    float* ao = ao_ + i * ao_stride_;
-    for (uint32_t h = 0; h < c.n_heads; h++) {
-      const float* qh = q + h * qstride;
-      uint32_t kvh = h / group;
-      for (uint32_t t = 0; t <= pos; t++) att_[t] = dot(qh, s.kv_rows(slot, t).k + kvh * hd, hd) * inv_sqrt;
-      softmax(att_, pos + 1);
-      float* out = ao + h * hd;
-      zero_floats(out, hd);
-      for (uint32_t t = 0; t <= pos; t++) {
-        const float* vt = s.kv_rows(slot, t).v + kvh * hd;
-        float p = att_[t];
-        for (uint32_t d = 0; d < hd; d++) out[d] += p * vt[d];
-      }
-      if (c.attn_gate()) {  // qwen: the output gate lets a head switch itself off
-        const float* gate = q + h * qstride + hd;
-        for (uint32_t d = 0; d < hd; d++) out[d] *= sigmoid_f(gate[d]);
-      }
-      wc.macs += 2 * uint64_t(pos + 1) * hd;  // q.k and p.v
-      if (h % group == 0) wc.kv_read_bytes += 2 * uint64_t(pos + 1) * hd * 4;
-    }
+    // Counted here, not in the pairs (they may run at once on several harts):
+    // q.k and p.v per query head; each KV head's rows read once.
+    uint64_t item_macs = 2 * uint64_t(pos + 1) * hd * c.n_heads;
+    wc.macs += item_macs;
+    wc.kv_read_bytes += 2 * uint64_t(pos + 1) * hd * 4 * c.n_kv_heads;
+    macs += item_macs;
   }
+  // Then every (item, head) pair, on the row team's harts.
+  HeadJob job{&L, slot, 1.0f / sqrt_f(float(hd))};
+  for_each(n_ * c.n_heads, attend_head, &job, macs);
   // Output projection of the concatenated heads.
   const ActVec* o = prepare(ao_, ao_stride_, c.q_dim());
   project(L.wo, o, xb2_, dim_stride_);
 }
 
-void Batch::deltanet(const LayerView& L, uint32_t slot) {
+void Batch::deltanet(const LayerView& L, uint32_t slot, const ActVec* a) {
   const Config& c = *cfg_;
   uint32_t K = c.conv_kernel, cd = c.conv_dim(), nv = c.lin_v_heads, nk = c.lin_k_heads;
   uint32_t dk = c.lin_k_dim, dv = c.lin_v_dim, kd = c.key_dim();
   // Projections: q|k|v (into the conv), the output gate z, and per value
   // head a (decay) and b (write strength beta).
-  const ActVec* a = prepare(xb_, dim_stride_, c.dim);
   project(L.in_qkv, a, q_, q_stride_);
   project(L.in_z, a, z_, z_stride_);
   project(L.in_a, a, ab_, ab_stride_);
@@ -156,9 +175,8 @@ void Batch::deltanet(const LayerView& L, uint32_t slot) {
 }
 
 // SwiGLU MLP: down(silu(gate(h)) * up(h)).
-void Batch::mlp(const LayerView& L) {
+void Batch::mlp(const LayerView& L, const ActVec* a) {
   const Config& c = *cfg_;
-  const ActVec* a = prepare(xb_, dim_stride_, c.dim);
   project(L.gate, a, hb_, hid_stride_);
   project(L.up, a, hb2_, hid_stride_, hb_);   // and hb_ = silu(gate) * up, in the same parts
   const ActVec* h = prepare(hb_, hid_stride_, c.hidden_dim);

@@ -70,9 +70,12 @@ void start() {
   option_u32("ai.aging_ms", 1, 3600000, &aging_ms);
   aging_ns = uint64_t(aging_ms) * 1000000;
 
-  // Harts per iteration: all but one by default (one stays free for the
-  // shell and the clients), at least one.
-  uint32_t harts = ncpu > 1 ? static_cast<uint32_t>(ncpu) - 1 : 1;
+  // Harts per iteration: all of them by default. A row team's helpers are
+  // ordinary preemptible threads, so the shell and the clients still get
+  // their turn on every hart, and the team's width control (row_team.h)
+  // stops using harts that do not make a pass faster (more harts than host
+  // cores under QEMU).
+  uint32_t harts = static_cast<uint32_t>(ncpu);
   option_u32("ai.harts", 1, kMaxTeamParts, &harts);
 
   trace_boot();   // before the loader, so that model loading is traced
