@@ -153,6 +153,13 @@ ActVec Batch::prepare_one(const float* x, uint32_t len, uint32_t slot) {
   return a;
 }
 
+// The int8 kernels take the m prepared vectors acts_[0..m) packed
+// (pack_int8_batch); float vectors are used as they are.
+const ActVec* Batch::pack_prepared(uint32_t m) {
+  if (ops_->kind == MatvecKind::Int8) pack_int8_batch(acts_, m, pair_, max_cols(*cfg_), cross_);
+  return acts_;
+}
+
 // The inputs of one product: item i's vector is x + i * stride, each
 // quantised on whichever hart runs its item, then packed (one pass over the
 // columns, integer work).
@@ -162,16 +169,15 @@ const ActVec* Batch::prepare(const float* x, size_t stride, uint32_t len) {
     size_t stride;
     uint32_t len;
   } job{x, stride, len};
-  for_each(n_, [](Batch& b, void* arg, uint32_t i, uint32_t) {
-    auto* j = static_cast<Job*>(arg);
+  for_each(n_, [](Batch& b, const void* arg, uint32_t i, uint32_t) {
+    auto* j = static_cast<const Job*>(arg);
     b.acts_[i] = b.prepare_one(j->x + i * j->stride, j->len, i);
   }, &job, 0);
-  if (ops_->kind == MatvecKind::Int8) pack_int8_batch(acts_, n_, pair_, max_cols(*cfg_), cross_);
-  return acts_;
+  return pack_prepared(n_);
 }
 
 const ActVec* Batch::next_input(const NextInput& step) {
-  for_each(n_, [](Batch& b, void* arg, uint32_t i, uint32_t) {
+  for_each(n_, [](Batch& b, const void* arg, uint32_t i, uint32_t) {
     auto* st = static_cast<const NextInput*>(arg);
     const Config& c = *b.cfg_;
     float* x = b.x_ + i * b.dim_stride_;
@@ -186,10 +192,8 @@ const ActVec* Batch::next_input(const NextInput& step) {
       rmsnorm(xb, x, st->norm, c.dim, c.rms_eps);
       b.acts_[i] = b.prepare_one(xb, c.dim, i);
     }
-  }, const_cast<NextInput*>(&step), 0);
-  if (!step.norm) return nullptr;
-  if (ops_->kind == MatvecKind::Int8) pack_int8_batch(acts_, n_, pair_, max_cols(*cfg_), cross_);
-  return acts_;
+  }, &step, 0);
+  return step.norm ? pack_prepared(n_) : nullptr;
 }
 
 // Every matrix product of the pass, for the n_ items in a_[0..n_).
@@ -247,7 +251,7 @@ uint32_t parts_of(const Parallel* p) {
 struct Batch::EachJob {
   Batch* batch;
   EachFn fn;
-  void* arg;
+  const void* arg;
   uint32_t count, parts;
   static void part(void* self, uint32_t part) {
     auto* j = static_cast<EachJob*>(self);
@@ -257,7 +261,7 @@ struct Batch::EachJob {
   }
 };
 
-void Batch::for_each(uint32_t count, EachFn fn, void* arg, uint64_t macs) {
+void Batch::for_each(uint32_t count, EachFn fn, const void* arg, uint64_t macs) {
   uint32_t parts = count < 2 || observed_ ? 1 : parts_of(par_);
   EachJob job{this, fn, arg, count, parts};
   if (parts == 1) EachJob::part(&job, 0);
@@ -300,7 +304,7 @@ void Batch::classify(const float* rows, size_t stride, const uint32_t* which, ui
   }
   // Prepare only the classified items' vectors (acts_[j] for which[j]).
   for (uint32_t j = 0; j < m; j++) acts_[j] = prepare_one(rows + which[j] * stride, c.dim, j);
-  if (ops_->kind == MatvecKind::Int8) pack_int8_batch(acts_, m, pair_, max_cols(c), cross_);
+  pack_prepared(m);
   RowJob job{ops_, &emb, acts_, m, parts_of(par_), nullptr, 0, part_best_};
   if (job.parts == 1) RowJob::argmax_part(&job, 0);
   else par_->run(par_->ctx, job.parts, RowJob::argmax_part, &job, uint64_t(emb.rows) * emb.cols * m);
@@ -337,25 +341,17 @@ ErrorOr<void, Error> Batch::forward(BatchItem* items, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) observed_ = observed_ || items[i].session->obs_;
   // Pre-norm: each block sees the residual stream at unit RMS; its output
   // is added to the stream (residual) before the next block's norm.
-  NextInput first;
-  first.norm = model_->layer(0).in_norm;
-  const ActVec* a = next_input(first);
+  const ActVec* a = next_input({.norm = model_->layer(0).in_norm});
   for (uint32_t l = 0; l < c.n_layers; l++) {
     LayerView L = model_->layer(l);
     uint32_t slot = items[0].session->slot_[l];  // same model: same slots in every session
     // Mixer: attention over the KV cache, or the DeltaNet recurrence; out in xb2.
     if (c.is_linear(l)) deltanet(L, slot, a);
     else attention(L, slot, a);
-    NextInput after_mixer;
-    after_mixer.add_output = true;
-    after_mixer.norm = L.post_norm;
-    a = next_input(after_mixer);
+    a = next_input({.add_output = true, .norm = L.post_norm});
     mlp(L, a);
-    NextInput after_mlp;
-    after_mlp.add_output = true;
-    after_mlp.observed_layer = int32_t(l);
-    after_mlp.norm = l + 1 < c.n_layers ? model_->layer(l + 1).in_norm : nullptr;
-    a = next_input(after_mlp);
+    const float* next_norm = l + 1 < c.n_layers ? model_->layer(l + 1).in_norm : nullptr;
+    a = next_input({.add_output = true, .observed_layer = int32_t(l), .norm = next_norm});
   }
   // Final norm: the classifier's input, kept by each session for its last item.
   uint32_t m = 0;

@@ -105,6 +105,7 @@ class Batch {
   ErrorOr<void, Error> check(const BatchItem* items, uint32_t n) const;
   ActVec prepare_one(const float* x, uint32_t len, uint32_t slot);
   const ActVec* prepare(const float* x, size_t stride, uint32_t len);
+  const ActVec* pack_prepared(uint32_t m);
   // Runs fn(*this, arg, k, part) for every k in [0, count), the range cut
   // into one piece per Parallel part (part p: [count p / P, count (p+1) / P)),
   // so float work that is independent per item (norms, quantising) or per
@@ -112,9 +113,9 @@ class Batch {
   // caller when there is no Parallel, when count < 2, or when a session has
   // an observer (its callback sees the items in order). Each k is computed
   // the same way wherever it runs: the split changes no bit.
-  using EachFn = void (*)(Batch& b, void* arg, uint32_t k, uint32_t part);
+  using EachFn = void (*)(Batch& b, const void* arg, uint32_t k, uint32_t part);
   struct EachJob;
-  void for_each(uint32_t count, EachFn fn, void* arg, uint64_t macs);
+  void for_each(uint32_t count, EachFn fn, const void* arg, uint64_t macs);
   // Between two blocks, per item: x += xb2 (the block's output joins the
   // residual stream), the observer's look after a layer, then the next
   // block's input: xb = rmsnorm(x) * norm, prepared for the kernels.
@@ -136,7 +137,7 @@ class Batch {
   void mlp(const LayerView& L, const ActVec* a);
   // One (item, head) pair of attention (llm_forward.cpp).
   struct HeadJob;
-  static void attend_head(Batch& b, void* job, uint32_t pair, uint32_t part);
+  static void attend_head(Batch& b, const void* job, uint32_t pair, uint32_t part);
   WorkCounts& work(uint32_t item) const;
 
   const Model* model_ = nullptr;

@@ -22,7 +22,7 @@ struct Batch::HeadJob {
 // head's query and the cache rows already written, and writes only its own
 // head's slice of ao (and its part's row of scores), so pairs can run on any
 // hart in any order.
-void Batch::attend_head(Batch& b, void* arg, uint32_t pair, uint32_t part) {
+void Batch::attend_head(Batch& b, const void* arg, uint32_t pair, uint32_t part) {
   const auto& job = *static_cast<const HeadJob*>(arg);
   const Config& c = *b.cfg_;
   uint32_t i = pair / c.n_heads, h = pair % c.n_heads;
