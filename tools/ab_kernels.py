@@ -25,15 +25,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import qemu_run  # noqa: E402
+from perf import BATCH, MODEL, ONE_REQUEST, PROMPT_IDS  # noqa: E402  (the same requests as make perf)
 
-PROMPT_IDS = "504 3575 282 4649 314"
-WARM_UP = f"ai --model SMOL --int8 --predict 2 {PROMPT_IDS}"
+WARM_UP = f"ai --model {MODEL} --int8 --predict 2 {PROMPT_IDS}"
 CASES = {
     # name: (command, runs per boot, regex of the figure, unit, higher is better)
-    "one": (f"ai --model SMOL --int8 --timing --predict 16 {PROMPT_IDS}", 3,
-            re.compile(r"tpot_us=(\d+)"), "TPOT ms", False),
-    "batch8": ("aibench --model SMOL --int8 --clients 8 --requests 1 --prompt 4 --predict 16", 2,
-               re.compile(r"([\d.]+) tokens/s"), "tokens/s", True),
+    "one": (ONE_REQUEST, 3, re.compile(r"tpot_us=(\d+)"), "TPOT ms", False),
+    "batch8": (BATCH, 2, re.compile(r"([\d.]+) tokens/s"), "tokens/s", True),
 }
 
 
