@@ -21,6 +21,7 @@ kernelvec:
   frcsr t0
   sd    t0, 512(sp)
 
+  mv    a0, sp        # kerneltrap(frame): the saved registers, x_i at frame[i]
   call  kerneltrap
 
   ld    t0, 512(sp)

@@ -2,6 +2,7 @@
 // From user mode: trampoline uservec -> usertrap() -> usertrapret() -> userret.
 // From kernel mode: kernelvec -> kerneltrap().
 #include "trap.h"
+#include "ai/trace.h"
 #include "boot.h"
 #include "console.h"
 #include "cpu.h"
@@ -44,6 +45,23 @@ void clock_interrupt() {
   // interrupts. Nothing counts these interrupts (see uptime_ticks()), so a
   // late one costs no time.
   sbi::set_timer(read_time() + timer_interval());
+}
+
+// The sampling profiler (`aitrace start samples`): every timer interrupt
+// notes where its hart was, in the AI trace ring. Timer interrupts come
+// TICK_HZ times a second of real time, so the share of samples that land in
+// a function is the share of real time spent there: what exact mode's
+// instruction counts cannot show (QEMU runs some instructions, floats and
+// loads, far slower than others). A hart that was idle is sampled in the
+// idle loop with pid 0. The sample lands where interrupts come on again, so
+// code that runs with interrupts off (holding a spinlock) is counted at the
+// point it releases the lock; the return address ra (low 32 bits) then
+// names who released it.
+void sample_this_hart(uint64_t pc, uint64_t ra, uint32_t mode) {
+  if (!ai::trace::enabled(KAI_TRACE_SAMPLE)) return;
+  Process* p = this_cpu()->proc;
+  ai::trace::record(KAI_TRACE_SAMPLE, 0, 0, uint32_t(pc), uint32_t(pc >> 32), mode,
+                    p ? uint32_t(p->pid) : 0, uint32_t(ra));
 }
 
 [[noreturn]] void stop_this_hart() {
@@ -95,7 +113,7 @@ const char* exception_name(uint64_t cause) {
 }  // namespace
 
 extern "C" void usertrap();
-extern "C" void kerneltrap();
+extern "C" void kerneltrap(const uint64_t* frame);
 
 void trap_inithart() {
   KAI_CSR_WRITE(stvec, reinterpret_cast<uint64_t>(kernelvec));
@@ -137,6 +155,7 @@ extern "C" void usertrap() {
             exception_name(scause & ~SCAUSE_INTERRUPT), read_stval(), read_sepc());
     set_killed(p);
   }
+  if (intr == Interrupt::Timer) sample_this_hart(p->trapframe->epc, p->trapframe->x[1], KAI_TRACE_MODE_USER);
   if (current_killed()) exit(-1);
   if (intr == Interrupt::Timer) yield();
   usertrapret();
@@ -166,7 +185,8 @@ void usertrapret() {
   __builtin_unreachable();
 }
 
-extern "C" void kerneltrap() {
+// frame: the registers kernelvec saved, x_i at frame[i].
+extern "C" void kerneltrap(const uint64_t* frame) {
   uint64_t sepc = read_sepc(), sstatus = read_sstatus(), scause = read_scause();
   if (!(sstatus & SSTATUS_SPP)) panic("kerneltrap: not from supervisor mode");
   if (intr_get()) panic("kerneltrap: interrupts enabled");
@@ -178,6 +198,7 @@ extern "C" void kerneltrap() {
           p ? (p->is_kthread ? "kthread" : "pid") : "no process", p ? p->pid : 0,
           p ? p->name : "-");
   }
+  if (intr == Interrupt::Timer) sample_this_hart(sepc, frame[1], KAI_TRACE_MODE_KERNEL);
   if (intr == Interrupt::Timer && this_cpu()->proc &&
       this_cpu()->proc->state == ProcState::Running)
     yield();

@@ -67,6 +67,12 @@ struct kai_trace_event {
 //   PART_END      ... and ends
 //   LOAD          model loading at boot: phase = KAI_TRACE_LOAD_*
 //   STARTED       recording started: capacity and class mask
+//   SAMPLE        a timer interrupt found this hart running at pc = pc_hi:pc_lo;
+//                 mode = KAI_TRACE_MODE_*, pid = the process running (0: none,
+//                 the hart was idle), ra_lo = the low 32 bits of its return
+//                 address (names the caller of a leaf function). A sampling
+//                 profiler: where the real time goes, TICK_HZ samples per
+//                 second per hart (tools/hotspots.py)
 #define KAI_TRACE_EVENTS(X)                                                           \
   X(1, SUBMIT, REQUESTS, "model", "prompt", "predict", "priority", "queue")          \
   X(2, ADMIT, REQUESTS, "worker", "policy", "queue", "running", "")                  \
@@ -84,7 +90,8 @@ struct kai_trace_event {
   X(14, PART_BEGIN, PARTS, "worker", "part", "", "", "")                             \
   X(15, PART_END, PARTS, "worker", "part", "", "", "")                               \
   X(16, LOAD, LOAD, "model", "phase", "", "", "")                                    \
-  X(17, STARTED, ALL, "capacity", "classes", "", "", "")
+  X(17, STARTED, ALL, "capacity", "classes", "", "", "")                             \
+  X(18, SAMPLE, SAMPLES, "pc_lo", "pc_hi", "mode", "pid", "ra_lo")
 
 enum kai_trace_type : uint16_t {
 #define KAI_TRACE_ENUM_(number, name, cls, a0, a1, a2, a3, a4) KAI_TRACE_##name = number,
@@ -93,15 +100,17 @@ enum kai_trace_type : uint16_t {
 };
 
 // Classes of events, for the start command's mask. Row-team parts come two
-// per matrix product (hundreds per iteration), so they are off unless asked.
+// per matrix product (hundreds per iteration), and samples a hundred per
+// second per hart, so both are off unless asked.
 #define KAI_TRACE_CLASS_REQUESTS   0x01
 #define KAI_TRACE_CLASS_ITERATIONS 0x02
 #define KAI_TRACE_CLASS_TOKENS     0x04
 #define KAI_TRACE_CLASS_KV         0x08
 #define KAI_TRACE_CLASS_PARTS      0x10
 #define KAI_TRACE_CLASS_LOAD       0x20
-#define KAI_TRACE_CLASS_ALL        0x3f
-#define KAI_TRACE_CLASS_DEFAULT    (KAI_TRACE_CLASS_ALL & ~KAI_TRACE_CLASS_PARTS)
+#define KAI_TRACE_CLASS_SAMPLES    0x40
+#define KAI_TRACE_CLASS_ALL        0x7f
+#define KAI_TRACE_CLASS_DEFAULT    (KAI_TRACE_CLASS_ALL & ~KAI_TRACE_CLASS_PARTS & ~KAI_TRACE_CLASS_SAMPLES)
 
 // ITEM phase
 #define KAI_TRACE_PHASE_PREFILL 1   // prompt tokens (or, after a preemption, the context again)
@@ -109,6 +118,10 @@ enum kai_trace_type : uint16_t {
 
 // PREEMPT cause
 #define KAI_TRACE_CAUSE_KV_FULL 1   // no free or evictable KV block for a running request
+
+// SAMPLE mode
+#define KAI_TRACE_MODE_KERNEL 0     // supervisor code (pc in kernel.elf)
+#define KAI_TRACE_MODE_USER   1     // user code of process pid (pc in its program)
 
 // LOAD phase
 #define KAI_TRACE_LOAD_PROBED  1    // the bundle's header is read and checked

@@ -10,6 +10,9 @@ tools/trace.py) on the tiny llama model in exact mode:
   - two boots running the same workload give the same trace, byte for byte
     (event numbers and instruction counts from the workload's first event;
     clock readings to within one 100 ns step of the time CSR);
+  - the sampling profiler: `aitrace start samples` records only timer
+    samples, and their kernel pcs fall in named kernel functions, the AI
+    worker's among them (tools/hotspots.py); samples are off by default;
   - bad reads: EFAULT for bad pointers, a cursor behind the oldest event
     reports the drops (aitrace check); ai.trace=0 is refused at boot with a
     message, and then there is no ring to read; a bad aitrace command line
@@ -28,6 +31,9 @@ TOOL = os.path.join(ROOT, "tools", "trace.py")
 _spec = importlib.util.spec_from_file_location("kai_trace", TOOL)   # stdlib has a `trace` too
 kai_trace = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(kai_trace)
+_spec = importlib.util.spec_from_file_location("kai_hotspots", os.path.join(ROOT, "tools", "hotspots.py"))
+hotspots = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(hotspots)
 
 BUDGET, MAX_BATCH = 8, 4
 # Eight KV blocks of 16 positions: the three concurrent requests' prompts fit
@@ -178,6 +184,43 @@ def test_json_nests_and_png_is_drawn(workload):
 def test_bad_reads(workload):
     _, _, check = workload
     assert "aitrace check: 17 passed, 0 failed" in check, check
+
+
+def test_samples_are_off_unless_asked(workload):
+    _, text, _ = workload
+    events = kai_trace.parse(text)
+    assert events and not any(e.name == "SAMPLE" for e in events)
+
+
+def test_samples_name_where_the_harts_were(image):
+    """Timer samples while the AI worker computes: only SAMPLE events (the
+    class asked for), about one per tick, and every kernel pc of a running
+    thread lies in a named function of kernel.elf, most of them in the
+    model's code (lib/, namespace llm)."""
+    with boot(image, "ai.trace=4096") as s:
+        assert s.wait_log(r"ai: model LLAMA ready", timeout=120), s.transcript
+        run_in_session(s, "ai --model LLAMA --predict 1 1 2 3", timeout=120)   # programs into the cache
+        for cmd in ("aitrace stop", "aitrace clear", "aitrace start samples"):
+            run_in_session(s, cmd, timeout=60)
+        t0 = time.monotonic()
+        out = run_in_session(s, f"ai --model LLAMA --timing --predict 50 {prompt(40, 5)}", timeout=300)
+        run_in_session(s, "aitrace stop", timeout=60)
+        text = run_in_session(s, "aitrace", timeout=300)
+        s.halt()
+    events = kai_trace.parse(text)
+    assert {e.name for e in events} == {"STARTED", "SAMPLE"}, text[:2000]
+    samples = [e for e in events if e.name == "SAMPLE"]
+    m = re.search(r"total_us=(\d+)", out)
+    assert m, out
+    total_us = int(m.group(1))
+    # Exact mode: the clock is virtual, 100 ticks per second of it.
+    assert len(samples) >= total_us // 10_000 // 2, (len(samples), total_us, time.monotonic() - t0)
+    kernel = hotspots.Symbols.from_elf(KERNEL)
+    running = [kernel.name((e["pc_hi"] << 32) | e["pc_lo"]) for e in samples
+               if e["pid"] != 0 and e["mode"] == 0]
+    assert running and not [n for n in running if n.startswith("0x")], running
+    in_model = [n for n in running if n.startswith("llm::") or "llm::" in n.split("(")[0]]
+    assert len(in_model) * 2 > len(running), running
 
 
 def test_zero_ring_is_refused_at_boot(image):

@@ -2,8 +2,9 @@
 //   aitrace                      prints every event held, oldest first
 //   aitrace --from SEQ           ... from event number SEQ on
 //   aitrace start [CLASSES]      starts recording: a comma list of requests,
-//                                iterations, tokens, kv, parts, load, or all
-//                                (default: all but parts)
+//                                iterations, tokens, kv, parts, load,
+//                                samples, or all (default: all but parts
+//                                and samples)
 //   aitrace stop | clear         stops recording | forgets every event
 //   aitrace check                checks the kernel's answers to bad reads
 // One line per event, which tools/trace.py reads back from a transcript:
@@ -42,13 +43,13 @@ constexpr ClassName kClasses[] = {
     {"requests", KAI_TRACE_CLASS_REQUESTS}, {"iterations", KAI_TRACE_CLASS_ITERATIONS},
     {"tokens", KAI_TRACE_CLASS_TOKENS},     {"kv", KAI_TRACE_CLASS_KV},
     {"parts", KAI_TRACE_CLASS_PARTS},       {"load", KAI_TRACE_CLASS_LOAD},
-    {"all", KAI_TRACE_CLASS_ALL},
+    {"samples", KAI_TRACE_CLASS_SAMPLES},   {"all", KAI_TRACE_CLASS_ALL},
 };
 
 int usage(const char* unexpected = nullptr) {
   if (unexpected) fprintf(2, "aitrace: unexpected argument '%s'\n", unexpected);
   fprintf(2, "usage: aitrace [--from SEQ] | start [CLASSES] | stop | clear | check\n"
-             "  CLASSES: a comma list of requests,iterations,tokens,kv,parts,load or all\n");
+             "  CLASSES: a comma list of requests,iterations,tokens,kv,parts,load,samples or all\n");
   return 2;
 }
 
@@ -74,7 +75,7 @@ uint32_t parse_classes(const char* list) {
         if (!strcmp(word, c.name)) mask |= c.bit, found = true;
     }
     if (!found) {
-      fprintf(2, "aitrace: start: '%.*s' is not a class (requests, iterations, tokens, kv, parts, load, all)\n",
+      fprintf(2, "aitrace: start: '%.*s' is not a class (requests, iterations, tokens, kv, parts, load, samples, all)\n",
               int(n), p);
       return 0;
     }
