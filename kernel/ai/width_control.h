@@ -35,8 +35,8 @@
 // of 2 that was faster at 2 moved to 1 and, after its probes up lost to
 // noise as well, could stay there for hundreds of windows. For a wrong move
 // to happen now, two probe windows must each be lucky against a reference
-// measured just before them. A loss, which keeps things as they are, needs
-// no confirmation: it costs nothing to stay.
+// measured just before them. A loss needs no confirmation: it changes
+// nothing, and an unlucky one is retried at the next probe.
 //
 // The width changes only who computes which part of a product, never the
 // parts themselves, so the results are the same bits at every width.
