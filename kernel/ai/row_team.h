@@ -73,8 +73,8 @@ class RowTeam {
   static void helper_main(void* self_and_part);
   void helper_loop(uint32_t index);
  public:
-  // The worker calls it after each forward pass: closes a window when it
-  // holds enough work, and decides the width (see the top).
+  // The worker calls it after each forward pass: closes the window when it
+  // holds kWindowMacs multiply-adds, and sets the width WidthControl picks.
   void end_of_forward();
  private:
   void set_width(uint32_t width);
