@@ -2,8 +2,9 @@
 //   on_window      one closed window: a settled window becomes the reference
 //                  and counts down to a probe; a probe window is judged; a
 //                  recheck window becomes the reference and the probe repeats
-//   judge_probe    not comparable: not judged; lost: back, wait twice as
-//                  long; won: recheck, or adopt after kProbeWins wins
+//   judge_probe    not comparable: not judged (give up after kMaxUnjudged);
+//                  lost: back, wait twice as long; won: recheck, or adopt
+//                  after kProbeWins wins
 // No lock: only the team's worker thread calls it (RowTeam::end_of_forward).
 #include "width_control.h"
 
@@ -49,6 +50,7 @@ void WidthControl::start_probe() {
   probe_down_ = !probe_down_;
   neighbour_ = down ? w - 1 : w + 1;
   wins_ = 0;
+  unjudged_ = 0;
   phase_ = Phase::Probe;
   width_ = neighbour_;
 }
@@ -56,7 +58,12 @@ void WidthControl::start_probe() {
 void WidthControl::judge_probe(const WidthWindow& w) {
   if (!comparable(product_size(w))) {
     // Not judged: a fresh reference at the settled width, then the same
-    // probe again (wins_ stays as it was).
+    // probe again (wins_ stays as it was); or, after kMaxUnjudged of them,
+    // no verdict: the next attempt after the usual wait.
+    if (++unjudged_ >= kMaxUnjudged) {
+      back_to_settled(probe_interval_);
+      return;
+    }
     phase_ = Phase::Recheck;
     width_ = settled_width_;
     return;

@@ -28,7 +28,10 @@
 //   - A probe whose window did other work than its reference (mean product
 //     size differs by more than 1/8: a prompt chunk against a decode step)
 //     is not judged, neither win nor loss: one window back at the settled
-//     width, then the same probe again.
+//     width, then the same probe again. After kMaxUnjudged such windows in
+//     one attempt it gives up (no verdict, no longer wait): when the work
+//     changes kind every window, an attempt would otherwise run every other
+//     window at the neighbour's width for as long as that lasts.
 //
 // Why two wins: on a shared host the real time of one window can be off by
 // more than 5% either way. When one lucky window at width 1 decided, a team
@@ -57,6 +60,7 @@ constexpr uint32_t kProbeWindows = 4;       // settled windows before a probe, a
 constexpr uint32_t kMaxProbeWindows = 32;
 constexpr uint64_t kBetterBy = 20;          // a probe must be 5% (1/20) faster to win
 constexpr uint32_t kProbeWins = 2;          // wins in a row that adopt a neighbour
+constexpr uint32_t kMaxUnjudged = 3;        // probe windows not judged before an attempt gives up
 
 // One closed measurement window, as RowTeam measured it.
 struct WidthWindow {
@@ -106,6 +110,7 @@ class WidthControl {
   Phase phase_ = Phase::Settled;
   uint32_t neighbour_ = 1;         // the width being tried (Probe, Recheck)
   uint32_t wins_ = 0;              // judged probes of neighbour_ won in a row
+  uint32_t unjudged_ = 0;          // probe windows of this attempt not judged
   bool probe_down_ = true;         // which neighbour the next attempt tries
   // The reference: the latest window at the settled width.
   uint64_t reference_ps_ = 0;      // 0: none measured yet

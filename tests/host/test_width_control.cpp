@@ -11,7 +11,7 @@
 //   - a team of 3 on a host where 2 is best settles at 2 and then tries
 //     both neighbours in turn;
 //   - a probe window with other work than its reference (a prompt chunk) is
-//     neither a win nor a loss;
+//     neither a win nor a loss, and after 3 of them the attempt gives up;
 //   - each lost probe doubles the wait before the next, up to 32 windows;
 //     an adoption resets it to 4.
 #include <catch2/catch.hpp>
@@ -152,6 +152,20 @@ TEST_CASE("a probe window with other work than its reference is not judged", "[w
     CHECK(widths == concat({times(4, 2), {1, 2, 1}}));
     CHECK(control.probe_interval() == 8);
     CHECK(run(control, 10, host) == concat({times(8, 2), {1, 2}}));
+  }
+  SECTION("when every probe window is other work, an attempt gives up after three") {
+    WidthControl control(2);
+    // The work changes kind exactly when the width does: every window at
+    // width 1 is a prompt chunk. Without a limit the team would run every
+    // other window at width 1 for good.
+    Host host = [](int, uint32_t w) { return w == 1 ? chunk_window(3000) : decode_window(1000); };
+    auto widths = run(control, 28, host);
+    // Three unjudged probes (with rechecks between), then the usual wait
+    // of 4, not doubled: no verdict was reached.
+    auto attempt = std::vector<uint32_t>{1, 2, 1, 2, 1};
+    CHECK(widths == concat({times(4, 2), attempt, times(4, 2), attempt, times(4, 2), attempt, {2}}));
+    CHECK(control.settled_width() == 2);
+    CHECK(control.probe_interval() == 4);
   }
 }
 
