@@ -30,6 +30,10 @@ case repeated R times (default 5), reported as median [min..max]:
 Each case also gets nanoseconds of real time per counted instruction (its
 real time over its exact-mode instruction count): a case that runs slow for
 its work stands out (code that crosses pages, a hand-off that waits).
+After each boot's measurements `aistat` prints the engine's row team,
+`harts=H harts_in_use=W`: the width control (kernel/ai/width_control.h) may
+have settled on fewer harts than ai.harts, and the table's last column shows
+it next to each warm case of that boot.
 Every real-time boot runs `calib` (a fixed integer loop) first and last;
 a boot whose calibration moved, or ran slower than the median of all the
 boots' calibrations, by more than 15% is flagged as run on a noisy host
@@ -71,6 +75,7 @@ COLDWARM_LINE = re.compile(r"^coldwarm,(\d+),(cold|warm),(\d+),(\d+),(\d+),(\d+)
 AI_TIMING = re.compile(r"timing model=\S+ path=warm .*?ttft_us=(\d+) .*?tpot_us=(\d+) .*?total_us=(\d+)")
 AIBENCH_DONE = re.compile(r"requests: (\d+) done, (\d+) failed.*?wall ([\d.]+) s")
 CALIB_LINE = re.compile(r"calib: (\d+) iterations in (\d+) us")
+AISTAT_TEAM = re.compile(r"^engine: .*?\b(harts=\d+ harts_in_use=\d+)", re.M)
 JIT = {"tbs": re.compile(r"^TB count\s+(\d+)", re.M),
        "cross_page": re.compile(r"^cross page TB count\s+(\d+) \((\d+)%\)", re.M),
        "direct": re.compile(r"^direct jump count\s+(\d+) \((\d+)%\)", re.M)}
@@ -105,6 +110,10 @@ class Boot:
     def calib(self):
         m = CALIB_LINE.search(self.run(CALIB, 600))
         return int(m.group(2)) if m else None
+
+    def row_team(self):
+        """aistat's 'harts=H harts_in_use=W' (the row team now), or None."""
+        return row_team_of(self.run("aistat", 120))
 
     def info_jit(self):
         """QEMU's translation statistics from the monitor (HMP), or {}."""
@@ -155,6 +164,12 @@ def coldwarm_runs(text):
     return [r for _, r in sorted(runs.items()) if "cold" in r and "warm" in r]
 
 
+def row_team_of(text):
+    """'harts=H harts_in_use=W' from aistat's engine line, or None."""
+    m = AISTAT_TEAM.search(text)
+    return m.group(1) if m else None
+
+
 def batch_cost_us(text):
     """Microseconds of wall time per generated token of one aibench run."""
     m = AIBENCH_DONE.search(text)
@@ -195,6 +210,9 @@ def exact_boot(args):
 def real_boots(args):
     """Real-time figures, one boot per configuration."""
     cases, boots, jit = {}, [], {}
+    # The row team after each boot's measurements (aistat), by the cases
+    # that boot measured. Not the cold path: llmrun is one process on one hart.
+    team = cases["row team"] = {}
     with tempfile.TemporaryDirectory() as tmp:
         b = Boot(args, 1, monitor=os.path.join(tmp, "monitor.sock"))
         try:
@@ -206,6 +224,7 @@ def real_boots(args):
             cases["pairs"] = pairs
             cases["batch8"] = [c for c in (batch_cost_us(b.run(BATCH, args.timeout))
                                            for _ in range(args.repeat)) if c]
+            team.update(dict.fromkeys(("warm ttft", "warm tpot", "batch8"), b.row_team()))
             after = b.calib()
             jit = b.info_jit()
             boots.append((b.label, before, after))
@@ -219,9 +238,12 @@ def real_boots(args):
             runs = [r for r in runs if r]
             cases[f"smp{smp} harts{harts} ttft"] = [r["ttft"] for r in runs]
             cases[f"smp{smp} harts{harts} tpot"] = [r["tpot"] for r in runs]
+            measured = [f"smp{smp} harts{harts} ttft", f"smp{smp} harts{harts} tpot"]
             if (smp, harts) == (2, 2):
                 cases["smp2 harts2 batch8"] = [c for c in (batch_cost_us(b.run(BATCH, args.timeout))
                                                            for _ in range(args.repeat)) if c]
+                measured.append("smp2 harts2 batch8")
+            team.update(dict.fromkeys(measured, b.row_team()))
             after = b.calib()
             boots.append((b.label, before, after))
         finally:
@@ -233,6 +255,7 @@ def real_boots(args):
         before = b.calib()
         cases["batch8 max_batch1"] = [c for c in (batch_cost_us(b.run(BATCH, args.timeout))
                                                   for _ in range(args.repeat)) if c]
+        team["batch8 max_batch1"] = b.row_team()
         after = b.calib()
         boots.append((b.label, before, after))
     finally:
@@ -286,9 +309,11 @@ def report(exact, real, boots, jit, repeat, started, up_before, up_after):
              f"model {MODEL} (SmolLM2-135M shape), int8 activations, prompt of 5 tokens, "
              f"{PREDICT} generated; real time: median [min..max] of {repeat} runs",
              "",
-             f"| case | -smp | ai.harts | real time, ms | instructions (exact) | ns per instruction |",
-             "|---|---|---|---|---|---|"]
+             f"| case | -smp | ai.harts | real time, ms | instructions (exact) | ns per instruction "
+             f"| row team after the boot (aistat) |",
+             "|---|---|---|---|---|---|---|"]
     per_instr = {}
+    team = real.get("row team") or {}
     for label, rcase, ecase, smp, harts in ROWS:
         vals = real.get(rcase) or []
         ins = exact.get(ecase) if ecase else None
@@ -301,7 +326,7 @@ def report(exact, real, boots, jit, repeat, started, up_before, up_after):
         if nspi:
             per_instr[(label, smp, harts)] = nspi
         lines.append(f"| {label} | {smp} | {harts} | {rt} | {f'{ins / 1e6:.1f} M' if ins else '-'} | "
-                     f"{f'{nspi:.3f}' if nspi else '-'} |")
+                     f"{f'{nspi:.3f}' if nspi else '-'} | {team.get(rcase) or '-'} |")
     lines.append("")
     pairs = real.get("pairs") or []
     for text in (ratio_line("warm/cold TPOT (paired runs, -smp 1)",

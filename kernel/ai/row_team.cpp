@@ -61,7 +61,8 @@ uint32_t RowTeam::start(uint32_t worker, uint32_t parts) {
   }
   SpinlockGuard guard(lock_);
   threads_ = started;
-  width_ = settled_width_ = started;
+  control_ = WidthControl(started);
+  width_ = control_.width();
   worker_ = worker;
   uint32_t chunks = started == 1 ? 1 : started * kChunksPerHart;
   chunks_ = chunks < kMaxChunks ? chunks : kMaxChunks;
@@ -150,50 +151,17 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs
       worker_sleeping_ = false;
     }
   }
-  // The width control's measurement (end_of_forward judges it).
-  window_ns_ += clock_ns() - posted;
-  window_macs_ += macs;
-  window_passes_++;
+  // The width control's measurement (end_of_forward closes the window).
+  window_.ns += clock_ns() - posted;
+  window_.macs += macs;
+  window_.products++;
 }
 
 void RowTeam::end_of_forward() {
-  if (threads_ <= 1 || window_macs_ < kWindowMacs) return;
-  uint64_t ps = window_ns_ * 1000 / window_macs_;
-  uint64_t per_pass = window_macs_ / window_passes_;
-  window_passes_ = 0;
-  window_ns_ = window_macs_ = 0;
-  // Same kind of work as the reference window: mean product size within 1/8.
-  uint64_t ref = settled_macs_per_pass_;
-  bool comparable = per_pass + per_pass / 8 >= ref && ref + ref / 8 >= per_pass;
-  if (probing_) {
-    probing_ = false;
-    if (!comparable) {
-      set_width(settled_width_);   // judge it another time
-      windows_to_probe_ = 1;
-      return;
-    }
-    if (ps + ps / kBetterBy < settled_ps_per_mac_) {
-      // The neighbour was faster: settle there, probe again soon.
-      settled_width_ = width_;
-      settled_ps_per_mac_ = ps;
-      probe_windows_ = kProbeWindows;
-    } else {
-      // Not faster: back, and wait longer before the next probe.
-      if (probe_windows_ < kMaxProbeWindows) probe_windows_ *= 2;
-      set_width(settled_width_);
-    }
-    windows_to_probe_ = probe_windows_;
-    return;
-  }
-  settled_ps_per_mac_ = ps;   // the latest figure at the settled width
-  settled_macs_per_pass_ = per_pass;
-  if (--windows_to_probe_ > 0) return;
-  // Probe a neighbour: alternately one thread fewer and one more.
-  uint32_t w = settled_width_;
-  bool down = probe_down_ ? w > 1 : w >= threads_;
-  probe_down_ = !probe_down_;
-  probing_ = true;
-  set_width(down ? w - 1 : w + 1);
+  if (threads_ <= 1 || window_.macs < kWindowMacs) return;
+  uint32_t next = control_.on_window(window_);
+  window_ = WidthWindow{};
+  if (next != width()) set_width(next);
 }
 
 void RowTeam::set_width(uint32_t width) {

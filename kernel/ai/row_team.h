@@ -21,24 +21,14 @@
 // sleep. Results do not depend on who runs a part, or on how many parts
 // there are: each output row is computed by exactly one part, the same way.
 //
-// How many threads take part: under QEMU each hart is a host thread, and
-// with more harts than free host cores (`-smp 4` on a 2-core host, or a busy
-// host) a helper's hart can be descheduled by the host for milliseconds in
-// the middle of a part it claimed. Claiming cannot help with that part: the
-// whole pass waits for it, hundreds of times per token, and a team of 3 on
-// 2 host cores ran twice as slow as a team of 2. The kernel cannot see how
-// many host cores it has, so it measures: over windows of whole forward
-// passes (at least kWindowMacs multiply-adds, so a window holds every kind
-// of product in its usual mix), the worker computes the real time per
-// multiply-add at the current width, and every kProbeWindows windows it
-// tries one window at a neighbouring width (one thread fewer or more, in
-// turn). It keeps a width that was faster by more than 1/kBetterBy; a probe
-// whose window had other work than the window before it (a prompt chunk
-// against a decode step: products of another size) is not judged. Helpers beyond the width sleep
-// and claim nothing. A failed probe doubles the wait before the next one
-// (up to kMaxProbeWindows), so a steady host costs few probes.
-// The width changes only who computes which part, never the parts
-// themselves: results are the same bits at every width.
+// How many threads take part (the team's *width*): with more harts than
+// free host cores, a helper whose hart the host deschedules in the middle of
+// a part holds up the whole pass, so fewer threads can be faster. The worker
+// measures the real time of its products over windows of whole forward
+// passes, and WidthControl (width_control.h, where the rule and its reasons
+// are) decides from them which width to use next. Helpers beyond the width
+// sleep and claim nothing. The width changes only who computes which part,
+// never the parts themselves: results are the same bits at every width.
 //
 // Hand-off speed: a pass posts a job per matrix product, hundreds per token,
 // so a helper must see a job within microseconds. Each waiting side first
@@ -50,6 +40,7 @@
 #include <stdint.h>
 #include "../error.h"
 #include "../spinlock.h"
+#include "width_control.h"
 
 namespace ai {
 
@@ -60,11 +51,6 @@ constexpr uint32_t kMaxChunks = 16;      // == llm::kMaxParts: the runtime uses 
 // a busy host thread under QEMU, taken from harts that compute when there
 // are more harts than host cores.
 constexpr uint64_t kSpinNs = 20'000;
-// Width control (see the top).
-constexpr uint64_t kWindowMacs = 100'000'000;   // a SmolLM2-135M decode step is 135 M
-constexpr uint32_t kProbeWindows = 4;        // windows between probes, at first
-constexpr uint32_t kMaxProbeWindows = 256;   // ... and at most (about a minute of passes)
-constexpr uint64_t kBetterBy = 20;           // a probe must be 5% faster to be kept
 
 class RowTeam {
  public:
@@ -87,8 +73,8 @@ class RowTeam {
   static void helper_main(void* self_and_part);
   void helper_loop(uint32_t index);
  public:
-  // The worker calls it after each forward pass: closes a window when it
-  // holds enough work, and decides the width (see the top).
+  // The worker calls it after each forward pass: closes the window when it
+  // holds kWindowMacs multiply-adds, and sets the width WidthControl picks.
   void end_of_forward();
  private:
   void set_width(uint32_t width);
@@ -114,17 +100,10 @@ class RowTeam {
   // Width control. width_ is written by the worker under lock_ and read by
   // helpers with atomic loads; helpers at index >= width_ sleep on &width_.
   uint32_t width_ = 1;
-  // The worker's own bookkeeping (only the worker touches it): the window
-  // being measured, the time per multiply-add (ps) last measured at the
-  // width in use and at the probe's, and when to probe next.
-  uint32_t window_passes_ = 0;
-  uint64_t window_ns_ = 0, window_macs_ = 0;
-  uint64_t settled_ps_per_mac_ = 0;   // at settled_width_ (0: not measured yet)
-  uint64_t settled_macs_per_pass_ = 0;   // the kind of work it was measured on
-  uint32_t settled_width_ = 1;
-  bool probing_ = false;              // this window runs at a neighbouring width
-  bool probe_down_ = true;            // which neighbour the next probe tries
-  uint32_t windows_to_probe_ = kProbeWindows, probe_windows_ = kProbeWindows;
+  // The worker's own (only the worker touches them): the window being
+  // measured, and the control that judges each closed window.
+  WidthWindow window_;
+  WidthControl control_;
 };
 
 }  // namespace ai

@@ -1,8 +1,10 @@
 """tools/perf.py (`make perf`) reads what the guest and QEMU print correctly
 and reports each case as median [min..max] with nanoseconds per counted
 instruction, paired warm/cold ratios, QEMU's cross-page block count and the
-host-noise flags. Guest output here is written by hand in the programs'
-formats (coldwarm --csv, aibench, ai --timing, calib, QEMU's `info jit`)."""
+host-noise flags, and next to each warm case the row team's harts in use
+that `aistat` printed after that boot. Guest output here is written by hand
+in the programs' formats (coldwarm --csv, aibench, ai --timing, calib,
+aistat, QEMU's `info jit`)."""
 import datetime
 import os
 import sys
@@ -51,7 +53,9 @@ def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
     pairs = perf.coldwarm_runs(COLDWARM_OUT)
     real = {"cold tpot": [170000, 172000, 250000], "warm tpot": [180000, 171000, 175000],
             "pairs": pairs, "smp2 harts1 tpot": [400000, 410000], "smp2 harts2 tpot": [220000, 230000],
-            "batch8 max_batch1": [180000, 190000, 200000], "smp2 harts2 batch8": [60000, 62000, 70000]}
+            "batch8 max_batch1": [180000, 190000, 200000], "smp2 harts2 batch8": [60000, 62000, 70000],
+            "row team": {"smp2 harts2 tpot": "harts=2 harts_in_use=1",
+                         "smp2 harts2 batch8": "harts=2 harts_in_use=1"}}
     exact = {"cold tpot": 433_000_000, "warm tpot": 435_000_000, "one tpot": 440_000_000,
              "perfbench": {"decode@1": (134_790_912, 432_398_700)}}
     jit = {"tbs": (3339,), "cross_page": (7, 1), "direct": (1862, 55)}
@@ -61,7 +65,10 @@ def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
     assert "make perf, 2026-12-03 14:00 UTC" in text and "load 0.10" in text
     # cold TPOT: median 172 ms of [170..250]; 172000 us / 433e6 instructions = 0.397 ns
     assert "| cold TPOT (llmrun) | 1 | 1 | 172.0 [170.0..250.0] | 433.0 M | 0.397 |" in text
-    assert "| one request TPOT | 2 | 2 | 225.0 [220.0..230.0] | 440.0 M | 0.511 |" in text
+    assert "| one request TPOT | 2 | 2 | 225.0 [220.0..230.0] | 440.0 M | 0.511 | harts=2 harts_in_use=1 |" in text
+    # no aistat for this case's boot (here: none given): a dash, not a guess
+    assert "| one request TPOT | 2 | 1 | 405.0 [400.0..410.0] | 440.0 M | 0.920 | - |" in text
+    assert text.count("harts_in_use=1") == 2
     # paired ratios: 180/170 and 171/172
     assert "warm/cold TPOT (paired runs, -smp 1) = 1.027 [0.994..1.059]" in text
     assert "ai.harts=2 / ai.harts=1 at -smp 2 = 0.556" in text
@@ -77,3 +84,18 @@ def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
 def test_info_jit_parsing():
     got = {k: tuple(int(g) for g in rx.search(INFO_JIT).groups()) for k, rx in perf.JIT.items()}
     assert got == {"tbs": (3339,), "cross_page": (7, 1), "direct": (1862, 55)}
+
+
+AISTAT_OUT = """models: 1
+  SMOL     llama    ready   dim=576 layers=30 vocab=49152 seq=256 params=134515008 bytes=134876160 load_ms=900
+queue: capacity=64 workers=1 queued=0 running=0
+scheduling: policy=fcfs aging_ms=0 max_per_process=0 preempt_gap=0
+requests: submitted=5 completed=5 failed=0 cancelled=0 rejected=0 in_flight=0
+engine: max_batch=8 budget=32 harts=3 harts_in_use=2 iterations=90 mean_batch=1.00 tokens_per_iteration=1.04
+kv: block=16 blocks_total=512 used=0 cached=3 prefix_cache=on prefix_hits=4 prefix_tokens=64 preemptions=0
+"""
+
+
+def test_row_team_from_aistat():
+    assert perf.row_team_of(AISTAT_OUT) == "harts=3 harts_in_use=2"
+    assert perf.row_team_of("aistat: no such device\n") is None

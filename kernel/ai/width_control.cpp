@@ -1,0 +1,99 @@
+// The width control's rule (width_control.h has it in words):
+//   on_window      one closed window: a settled window becomes the reference
+//                  and counts down to a probe; a probe window is judged; a
+//                  recheck window becomes the reference and the probe repeats
+//   judge_probe    not comparable: not judged (give up after kMaxUnjudged);
+//                  lost: back, wait twice as long; won: recheck, or adopt
+//                  after kProbeWins wins
+// No lock: only the team's worker thread calls it (RowTeam::end_of_forward).
+#include "width_control.h"
+
+namespace ai {
+
+uint32_t WidthControl::on_window(const WidthWindow& w) {
+  if (threads_ <= 1 || w.macs == 0 || w.products == 0) return width_;
+  switch (phase_) {
+    case Phase::Settled:
+      take_reference(w);
+      if (--windows_to_probe_ == 0) start_probe();
+      break;
+    case Phase::Recheck:
+      take_reference(w);
+      phase_ = Phase::Probe;
+      width_ = neighbour_;
+      break;
+    case Phase::Probe:
+      judge_probe(w);
+      break;
+  }
+  return width_;
+}
+
+// Same kind of work as the reference: mean product size within 1/8. A
+// prompt chunk's products are many times a decode step's, and run at
+// another speed per multiply-add whatever the width.
+bool WidthControl::comparable(uint64_t size) const {
+  uint64_t ref = reference_product_;
+  return size + size / 8 >= ref && ref + ref / 8 >= size;
+}
+
+void WidthControl::take_reference(const WidthWindow& w) {
+  reference_ps_ = ps_per_mac(w);
+  reference_product_ = product_size(w);
+}
+
+void WidthControl::start_probe() {
+  // Alternately one thread fewer and one more; at either end, the only
+  // neighbour there is.
+  uint32_t w = settled_width_;
+  bool down = probe_down_ ? w > 1 : w >= threads_;
+  probe_down_ = !probe_down_;
+  neighbour_ = down ? w - 1 : w + 1;
+  wins_ = 0;
+  unjudged_ = 0;
+  phase_ = Phase::Probe;
+  width_ = neighbour_;
+}
+
+void WidthControl::judge_probe(const WidthWindow& w) {
+  if (!comparable(product_size(w))) {
+    // Not judged: a fresh reference at the settled width, then the same
+    // probe again (wins_ stays as it was); or, after kMaxUnjudged of them,
+    // no verdict: the next attempt after the usual wait.
+    if (++unjudged_ >= kMaxUnjudged) {
+      back_to_settled(probe_interval_);
+      return;
+    }
+    phase_ = Phase::Recheck;
+    width_ = settled_width_;
+    return;
+  }
+  uint64_t ps = ps_per_mac(w);
+  if (ps + ps / kBetterBy >= reference_ps_) {
+    // Lost (or not clearly faster): back at once, and probe half as often.
+    probe_interval_ = probe_interval_ * 2 < kMaxProbeWindows ? probe_interval_ * 2 : kMaxProbeWindows;
+    back_to_settled(probe_interval_);
+    return;
+  }
+  if (++wins_ < kProbeWins) {
+    // Won once: check against a fresh measurement at the settled width.
+    phase_ = Phase::Recheck;
+    width_ = settled_width_;
+    return;
+  }
+  // Won every time: the neighbour is the new settled width, with this
+  // window as its reference; probe again soon (the host may have changed,
+  // and the other neighbour may be better still).
+  settled_width_ = neighbour_;
+  take_reference(w);
+  probe_interval_ = kProbeWindows;
+  back_to_settled(probe_interval_);
+}
+
+void WidthControl::back_to_settled(uint32_t windows_to_probe) {
+  phase_ = Phase::Settled;
+  width_ = settled_width_;
+  windows_to_probe_ = windows_to_probe;
+}
+
+}  // namespace ai

@@ -1,0 +1,122 @@
+// The row team's width control: how many threads of a team (kernel/ai/
+// row_team.h) take part in a forward pass. RowTeam measures; this class
+// decides. Pure arithmetic: no lock, no clock, no kernel header, so the host
+// tests (tests/host/test_width_control.cpp) feed it windows directly.
+//
+// Why a team measures its width at all: under QEMU each hart is a host
+// thread, and with more harts than free host cores (`-smp 4` on a 2-core
+// host, or a busy host) a helper can be descheduled for milliseconds in the
+// middle of a part it claimed, and the whole pass waits for it. A team of 3
+// on 2 host cores ran twice as slow as a team of 2. The kernel cannot see how
+// many host cores there are, so the team measures real time.
+//
+// The rule, as a student should remember it:
+//   - A *window* is a run of whole forward passes holding at least
+//     kWindowMacs multiply-adds (so it holds every kind of product in its
+//     usual mix). For each window RowTeam reports the real time its products
+//     took, the multiply-adds they did, and how many products there were.
+//   - The team runs at its *settled* width. Every settled window becomes
+//     the fresh reference: time per multiply-add, and mean product size.
+//   - Every so many windows it *probes* a neighbouring width (one thread
+//     fewer or one more, in turn) for one window.
+//   - A probe *wins* if it was faster than the reference by more than
+//     1/kBetterBy (5%). A neighbour is adopted only after kProbeWins wins in
+//     a row: probe, one window back at the settled width (a fresh
+//     reference), probe again. A single loss ends the attempt at once: back
+//     to the settled width, and the wait before the next probe doubles (up
+//     to kMaxProbeWindows).
+//   - A probe whose window did other work than its reference (mean product
+//     size differs by more than 1/8: a prompt chunk against a decode step)
+//     is not judged, neither win nor loss: one window back at the settled
+//     width, then the same probe again. After kMaxUnjudged such windows in
+//     one attempt it gives up (no verdict, no longer wait): when the work
+//     changes kind every window, an attempt would otherwise run every other
+//     window at the neighbour's width for as long as that lasts.
+//
+// Why two wins: on a shared host the real time of one window can be off by
+// more than 5% either way. When one lucky window at width 1 decided, a team
+// of 2 that was faster at 2 moved to 1 and, after its probes up lost to
+// noise as well, could stay there for hundreds of windows. For a wrong move
+// to happen now, two probe windows must each be lucky against a reference
+// measured just before them. A loss needs no confirmation: it changes
+// nothing, and an unlucky one is retried at the next probe.
+//
+// The width changes only who computes which part of a product, never the
+// parts themselves, so the results are the same bits at every width.
+#pragma once
+#include <stdint.h>
+
+namespace ai {
+
+constexpr uint64_t kWindowMacs = 100'000'000;   // a SmolLM2-135M decode step is 135 M
+constexpr uint32_t kProbeWindows = 4;       // settled windows before a probe, at first
+// ... and at most. A window is about one decode step, a fraction of a second
+// of real time under QEMU, so 32 windows is seconds. A probe that loses
+// costs one window at a slower width, so probing every 32 windows costs at
+// most about 3% of them; and when the host changes (a program on it stops)
+// the team finds the better width within 32 windows rather than the minute
+// that 256 windows took. The longer cap guarded against moves on one lucky
+// window; two wins in a row now do that.
+constexpr uint32_t kMaxProbeWindows = 32;
+constexpr uint64_t kBetterBy = 20;          // a probe must be 5% (1/20) faster to win
+constexpr uint32_t kProbeWins = 2;          // wins in a row that adopt a neighbour
+constexpr uint32_t kMaxUnjudged = 3;        // probe windows not judged before an attempt gives up
+
+// One closed measurement window, as RowTeam measured it.
+struct WidthWindow {
+  uint64_t ns = 0;         // real time the window's products took
+  uint64_t macs = 0;       // multiply-adds they did
+  uint32_t products = 0;   // matrix products (jobs posted to the team)
+};
+
+class WidthControl {
+ public:
+  enum class Phase : uint8_t {
+    Settled,   // running at the settled width, counting down to a probe
+    Probe,     // this window runs at the neighbour being tried
+    Recheck,   // a probe won: one window at the settled width for a fresh reference
+  };
+
+  constexpr WidthControl() = default;
+  // A team of `threads` threads (>= 1): starts settled at the full width.
+  explicit constexpr WidthControl(uint32_t threads)
+      : threads_(threads ? threads : 1), width_(threads_), settled_width_(threads_) {}
+
+  // The window that just closed ran at width(). Judges it and returns the
+  // width for the next window (also width() from now on). A window with no
+  // products or no multiply-adds is ignored.
+  uint32_t on_window(const WidthWindow& window);
+
+  uint32_t width() const { return width_; }                  // for the next window
+  uint32_t settled_width() const { return settled_width_; }
+  Phase phase() const { return phase_; }
+  // Settled windows between the end of a lost probe and the next probe.
+  uint32_t probe_interval() const { return probe_interval_; }
+
+ private:
+  // Time per multiply-add in picoseconds (ns alone would round a SmolLM2
+  // decode step's ~1.5 ns to 1 or 2).
+  static uint64_t ps_per_mac(const WidthWindow& w) { return w.ns * 1000 / w.macs; }
+  static uint64_t product_size(const WidthWindow& w) { return w.macs / w.products; }
+  bool comparable(uint64_t product_size) const;
+  void take_reference(const WidthWindow& w);
+  void start_probe();
+  void judge_probe(const WidthWindow& w);
+  void back_to_settled(uint32_t windows_to_probe);
+
+  uint32_t threads_ = 1;
+  uint32_t width_ = 1;             // what the next window runs at
+  uint32_t settled_width_ = 1;
+  Phase phase_ = Phase::Settled;
+  uint32_t neighbour_ = 1;         // the width being tried (Probe, Recheck)
+  uint32_t wins_ = 0;              // judged probes of neighbour_ won in a row
+  uint32_t unjudged_ = 0;          // probe windows of this attempt not judged
+  bool probe_down_ = true;         // which neighbour the next attempt tries
+  // The reference: the latest window at the settled width.
+  uint64_t reference_ps_ = 0;      // 0: none measured yet
+  uint64_t reference_product_ = 0;
+  uint32_t windows_to_probe_ = kProbeWindows;
+  uint32_t probe_interval_ = kProbeWindows;
+};
+
+}  // namespace ai
