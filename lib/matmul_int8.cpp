@@ -24,7 +24,11 @@
 //           loaded once as a byte and multiplied into every packed word. 4
 //           rows x 2 packed words per step: 4 weight loads + 2 activation
 //           loads + 8 multiplies + 8 adds per column = 22 instructions for 24
-//           multiply-adds (triples) or 16 (pairs).
+//           multiply-adds (triples) or 16 (pairs). 4 rows x 3 words (7 to 9
+//           items: a batch of 8 in one sweep) share the 4 weight loads among
+//           36 lanes: 31 instructions, 7 of them loads. Under QEMU a load
+//           (a software TLB lookup) costs more real time than an add, so the
+//           loads per multiply-add count most (docs/runtime.md).
 //   cross   (one item, two columns in the lanes): 8 weights come in one
 //           64-bit load; XOR 0x80 per byte makes them unsigned (u = w + 128),
 //           and two masks pick lanes (u[j], u[j+4]). The activation word is
@@ -88,8 +92,9 @@ inline void take_lanes(uint64_t acc, int64_t* tot, const uint32_t* h) {
   }
 }
 
-// Totals of a block of 4 rows x up to 6 items: [row][item].
-using Totals = int64_t[4][6];
+// Totals of a block of 4 rows x up to 9 items: [row][item].
+constexpr uint32_t kMaxBlockItems = 9;
+using Totals = int64_t[4][kMaxBlockItems];
 
 // The hot loops: one block of columns (count a multiple of 8) of 4 weight
 // rows (p0, row stride n) times one or two packed words per column (pa, pb,
@@ -124,6 +129,41 @@ template <int L>
   take_lanes<L>(s1a, tot[1], h); take_lanes<L>(s1b, tot[1] + L, h + L);
   take_lanes<L>(s2a, tot[2], h); take_lanes<L>(s2b, tot[2] + L, h + L);
   take_lanes<L>(s3a, tot[3], h); take_lanes<L>(s3b, tot[3] + L, h + L);
+}
+
+// The same for three packed words per column (pc after pb's items).
+template <int L>
+[[gnu::noinline, gnu::optimize("sched-pressure")]] void block_4x3(const int8_t* p0, size_t n, const int64_t* pa,
+                                                                  const int64_t* pb, const int64_t* pc,
+                                                                  uint32_t count, const uint32_t* h, Totals& tot) {
+  const int8_t *p1 = p0 + n, *p2 = p1 + n, *p3 = p2 + n;
+  const int64_t* end = pa + count;
+  uint64_t s0a = 0, s0b = 0, s0c = 0, s1a = 0, s1b = 0, s1c = 0;
+  uint64_t s2a = 0, s2b = 0, s2c = 0, s3a = 0, s3b = 0, s3c = 0;
+  // always_inline: GCC judged this bigger body not worth inlining, and a
+  // call per column with every sum in memory ran four times slower.
+  auto column = [&](uint32_t j) __attribute__((always_inline)) {
+    uint64_t a = uint64_t(pa[j]), b = uint64_t(pb[j]), c = uint64_t(pc[j]);
+    uint64_t v0 = weight(p0, j), v1 = weight(p1, j), v2 = weight(p2, j), v3 = weight(p3, j);
+    mac_lanes(s0a, v0, a); mac_lanes(s0b, v0, b); mac_lanes(s0c, v0, c);
+    mac_lanes(s1a, v1, a); mac_lanes(s1b, v1, b); mac_lanes(s1c, v1, c);
+    mac_lanes(s2a, v2, a); mac_lanes(s2b, v2, b); mac_lanes(s2c, v2, c);
+    mac_lanes(s3a, v3, a); mac_lanes(s3b, v3, b); mac_lanes(s3c, v3, c);
+    in_registers(s0a, s0b, s0c, s1a);
+    in_registers(s1b, s1c, s2a, s2b);
+    in_registers(s2c, s3a, s3b, s3c);
+    // No load may move across a column's end: hoisted to the top of the
+    // loop, the loads of later columns ran out of registers and spilled.
+    asm volatile("" ::: "memory");
+  };
+  for (; pa < end; pa += 8, pb += 8, pc += 8, p0 += 8, p1 += 8, p2 += 8, p3 += 8) {
+    column(0); column(1); column(2); column(3);
+    column(4); column(5); column(6); column(7);
+  }
+  take_lanes<L>(s0a, tot[0], h); take_lanes<L>(s0b, tot[0] + L, h + L); take_lanes<L>(s0c, tot[0] + 2 * L, h + 2 * L);
+  take_lanes<L>(s1a, tot[1], h); take_lanes<L>(s1b, tot[1] + L, h + L); take_lanes<L>(s1c, tot[1] + 2 * L, h + 2 * L);
+  take_lanes<L>(s2a, tot[2], h); take_lanes<L>(s2b, tot[2] + L, h + L); take_lanes<L>(s2c, tot[2] + 2 * L, h + 2 * L);
+  take_lanes<L>(s3a, tot[3], h); take_lanes<L>(s3b, tot[3] + L, h + L); take_lanes<L>(s3c, tot[3] + 2 * L, h + 2 * L);
 }
 
 template <int L>
@@ -162,14 +202,16 @@ void block_rows4(const Matrix& w, const ActVec* x, uint32_t m, uint32_t r, float
   uint32_t n = w.cols, g = group_of(w, x[0]);
   const int8_t* w0 = w.q + size_t(r) * n;
   const int64_t* pa = packed<L>(x[0]);
-  const int64_t* pb = V == 2 ? packed<L>(x[L]) : nullptr;
+  const int64_t* pb = V >= 2 ? packed<L>(x[L]) : nullptr;
+  const int64_t* pc = V == 3 ? packed<L>(x[2 * L]) : nullptr;
   Totals tot = {};
-  uint32_t h[6] = {};
+  uint32_t h[kMaxBlockItems] = {};
   uint32_t gi = 0;
   for (uint32_t c0 = 0; c0 < n; c0 += g, gi++) {
     uint32_t c1 = c0 + g < n ? c0 + g : n;
     for (uint32_t i = 0; i < m; i++) h[i] = kMaxShift - x[i].shift[gi];
-    if constexpr (V == 2) block_4x2<L>(w0 + c0, n, pa + c0, pb + c0, c1 - c0, h, tot);
+    if constexpr (V == 3) block_4x3<L>(w0 + c0, n, pa + c0, pb + c0, pc + c0, c1 - c0, h, tot);
+    else if constexpr (V == 2) block_4x2<L>(w0 + c0, n, pa + c0, pb + c0, c1 - c0, h, tot);
     else block_4x1<L>(w0 + c0, n, pa + c0, c1 - c0, h, tot);
   }
   for (uint32_t k = 0; k < 4; k++) {
@@ -198,23 +240,25 @@ void row_one_word(const Matrix& w, const ActVec* x, uint32_t m, uint32_t r, floa
   for (uint32_t i = 0; i < m; i++) y[i * stride] = finish_int8(tot[i], x[i], w.scale(r));
 }
 
-// Rows r..r+rows-1 (rows <= 4) times the items of up to two packed words
-// starting at x[0]; returns how many items it did.
+// Rows r..r+rows-1 (rows <= 4) times the items of up to three packed words
+// (two for pairs) starting at x[0]; returns how many items it did.
 template <int L>
 uint32_t packed_items(const Matrix& w, const ActVec* x, uint32_t left, uint32_t r, uint32_t rows, float* y,
                       size_t stride) {
   bool two = left > L && packed<L>(x[L]) != nullptr;
-  uint32_t m = two ? (left < 2 * L ? left : 2 * L) : (left < L ? left : L);
+  // Three words only for triples: 9 items fill Totals; pairs keep to 4.
+  bool three = L == 3 && two && left > 2 * L && packed<L>(x[2 * L]) != nullptr;
+  uint32_t words = three ? 3 : two ? 2 : 1;
+  uint32_t m = left < words * L ? left : words * L;
   if (rows == 4) {
-    if (two) block_rows4<L, 2>(w, x, m, r, y, stride);
+    if (three) block_rows4<L, 3>(w, x, m, r, y, stride);
+    else if (two) block_rows4<L, 2>(w, x, m, r, y, stride);
     else block_rows4<L, 1>(w, x, m, r, y, stride);
     return m;
   }
-  for (uint32_t k = 0; k < rows; k++) {
-    uint32_t m1 = two ? L : m;
-    row_one_word<L>(w, x, m1, r + k, y + k, stride);
-    if (two) row_one_word<L>(w, x + L, m - L, r + k, y + L * stride + k, stride);
-  }
+  for (uint32_t k = 0; k < rows; k++)
+    for (uint32_t i = 0; i < m; i += L)
+      row_one_word<L>(w, x + i, m - i < L ? m - i : L, r + k, y + i * stride + k, stride);
   return m;
 }
 

@@ -159,13 +159,17 @@ TEST_CASE("packed int8 matmul is bit-identical to the plain int8 kernel", "[matv
     for (uint32_t group : {0u, 8u, 32u, 64u, 128u}) {
       for (int extreme = 0; extreme < 4; extreme++) {
         uint32_t rows = 11;
-        QMat q = make_qmat(rng, rows, cols, 0);
+        // The packed kernels need 8-byte aligned weight rows (else the plain
+        // kernel runs and would be compared with itself): the 44 bytes of
+        // row scales in front of the weights are padded to 48.
+        QMat q = make_qmat(rng, rows, cols, 4);
+        REQUIRE(reinterpret_cast<uintptr_t>(q.m.q) % 8 == 0);
         if (extreme) {  // every weight at +-127 (mixed, all +, all -)
           auto* qv = const_cast<int8_t*>(q.m.q);
           for (size_t i = 0; i < size_t(rows) * cols; i++)
             qv[i] = extreme == 1 ? ((i % 3) ? -127 : 127) : extreme == 2 ? 127 : -127;
         }
-        constexpr uint32_t kItems = 9;
+        constexpr uint32_t kItems = 12;
         std::vector<std::vector<float>> xs(kItems, std::vector<float>(cols));
         std::vector<std::vector<int8_t>> qs(kItems, std::vector<int8_t>(cols + 8));
         std::vector<std::vector<uint8_t>> sh(kItems, std::vector<uint8_t>(cols));
@@ -180,6 +184,7 @@ TEST_CASE("packed int8 matmul is bit-identical to the plain int8 kernel", "[matv
         for (uint32_t n = 1; n <= kItems; n++) {
           INFO("cols " << cols << " group " << group << " extreme " << extreme << " items " << n);
           std::vector<llm::ActVec> packed(acts.begin(), acts.begin() + n);
+          for (const auto& a : packed) REQUIRE(reinterpret_cast<uintptr_t>(a.q) % 8 == 0);
           llm::pack_int8_batch(packed.data(), n, pairs.data(), cols, cross.data());
           uint32_t g = group ? group : cols;
           REQUIRE((packed[0].triple != nullptr) == (n >= 2 && g <= 64));
