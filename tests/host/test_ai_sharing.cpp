@@ -254,7 +254,7 @@ TEST_CASE("fair policy in the scheduler: four backlogged processes of random sha
     std::vector<Shape> shapes;
     for (int k = 0; k < 4; k++) {
       uint32_t p_hi = 1 + seeds() % 40, o_hi = 1 + seeds() % 20;
-      shapes.push_back({1 + seeds() % p_hi, p_hi, 1 + seeds() % o_hi, o_hi});
+      shapes.push_back({uint32_t(1 + seeds() % p_hi), p_hi, uint32_t(1 + seeds() % o_hi), o_hi});
     }
     uint32_t max_batch = 1 + seeds() % 4;
     uint32_t budget = max_batch + seeds() % 17;
