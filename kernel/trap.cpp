@@ -56,7 +56,9 @@ void clock_interrupt() {
 // idle loop with pid 0. The sample lands where interrupts come on again, so
 // code that runs with interrupts off (holding a spinlock) is counted at the
 // point it releases the lock; the return address ra (low 32 bits) then
-// names who released it.
+// names who released it. Under QEMU an interrupt is taken only between two
+// translated blocks, so the time of a function's last block (its epilogue)
+// is credited to the return address in its caller.
 void sample_this_hart(uint64_t pc, uint64_t ra, uint32_t mode) {
   if (!ai::trace::enabled(KAI_TRACE_SAMPLE)) return;
   Process* p = this_cpu()->proc;
