@@ -25,15 +25,13 @@ import time
 import pytest
 
 from kai_boot import KERNEL, ROOT, make_image, need_built, need_model, programs, qemu_run, run_in_session
+import hotspots  # noqa: E402  (tools/, on the path through kai_boot)
 
 WORK = os.path.join(ROOT, "build", "test-trace")
 TOOL = os.path.join(ROOT, "tools", "trace.py")
 _spec = importlib.util.spec_from_file_location("kai_trace", TOOL)   # stdlib has a `trace` too
 kai_trace = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(kai_trace)
-_spec = importlib.util.spec_from_file_location("kai_hotspots", os.path.join(ROOT, "tools", "hotspots.py"))
-hotspots = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(hotspots)
 
 BUDGET, MAX_BATCH = 8, 4
 # Eight KV blocks of 16 positions: the three concurrent requests' prompts fit

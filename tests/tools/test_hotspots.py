@@ -5,16 +5,15 @@ process unless a program is named, splits the samples where interrupts come
 on again by caller, and refuses a log without samples or a bad --top. The
 symbol table and the samples below are written by hand, and so are the
 expected counts."""
-import importlib.util
 import os
 import subprocess
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "tools", "hotspots.py")
 PYTHON = "/usr/bin/python3"
-_spec = importlib.util.spec_from_file_location("kai_hotspots", TOOL)
-hotspots = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(hotspots)
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import hotspots  # noqa: E402
 
 # nm -C -n -S --defined-only: address, size, type, name. A data symbol and a
 # symbol without a size are not functions.
