@@ -23,6 +23,7 @@ struct Cpu {
   bool intena = false;          // were interrupts on before push_interrupts_off()?
   uint64_t hartid = 0;          // SBI/PLIC hart id
   bool started = false;
+  bool tick_stopped = false;    // tickless idle: timer masked until resume_tick() (trap.cpp)
   uint32_t idle = 0;            // 1: in the scheduler's wfi, waiting for work (idle.cpp; atomics
                                 // only, and 32 bits: RV64 swaps words, not bytes)
   // Names of the spinlocks this hart holds (innermost last), for panic messages.

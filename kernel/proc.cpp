@@ -139,7 +139,7 @@ void first_process_start() {
             "kai: the kernel keeps running (idle). Build an image with `make fsimg`.\n");
     for (;;) {
       SpinlockGuard guard(timer_lock);
-      sleep(&timer_tick, timer_lock);
+      sleep_until_tick();
     }
   }
   // The AI service loads its models in its own kernel threads; the shell
@@ -153,7 +153,7 @@ void first_process_start() {
     kprintf("kai: exec /bin/init failed (errno %d); idling.\n", static_cast<int>(result.error()));
     for (;;) {
       SpinlockGuard guard(timer_lock);
-      sleep(&timer_tick, timer_lock);
+      sleep_until_tick();
     }
   }
   p->trapframe->x[REG_A0] = result.value();
@@ -510,6 +510,7 @@ void scheduler() {
         // (see the lock rule above).
         p.state = ProcState::Running;
         c->proc = &p;
+        resume_tick();   // a running thread is preempted at its tick
         swtch(&c->context, &p.context);
         // Back here because the process called sched(): it holds p->lock
         // again, and p->state says why it stopped (Runnable after yield,

@@ -26,7 +26,7 @@ void fp_worker(void* arg) {
   {
     SpinlockGuard guard(timer_lock);   // sleep until the next tick: another thread runs meanwhile
     uint64_t t0 = uptime_ticks();
-    while (uptime_ticks() == t0) sleep(&timer_tick, timer_lock);
+    while (uptime_ticks() == t0) sleep_until_tick();
   }
   for (int i = 1; i <= 1000000; i++) sum += step;
   SpinlockGuard guard(st_lock);

@@ -43,7 +43,7 @@ SyscallResult sys_sleep() {
   SpinlockGuard guard(timer_lock);
   while (clock_ns() < deadline) {
     if (current_killed()) return Errno::Interrupted;
-    sleep(&timer_tick, timer_lock);
+    sleep_until_tick();
   }
   return 0;
 }

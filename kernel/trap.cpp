@@ -24,7 +24,16 @@ int plic_claim();
 void plic_complete(int irq);
 
 Spinlock timer_lock{"timer"};
-char timer_tick;
+namespace {
+char timer_tick;               // only its address is used: the sleep channel
+uint32_t tick_sleepers;        // threads in sleep_until_tick() (timer_lock)
+}  // namespace
+
+void sleep_until_tick() {
+  tick_sleepers++;
+  sleep(&timer_tick, timer_lock);
+  tick_sleepers--;
+}
 
 namespace {
 
@@ -32,13 +41,34 @@ enum class Interrupt { None, External, Timer };
 
 uint64_t timer_interval() { return g_boot.timebase_hz / TICK_HZ; }
 
+// Tickless idle. A hart with nothing to run needs no tick: the tick exists
+// to preempt a running thread, and an idle hart is woken by an IPI when a
+// thread becomes runnable (idle.cpp). Under QEMU each tick of an idle hart
+// wakes a host thread that takes QEMU's global lock to deliver the
+// interrupt and then scans the process table under its locks, and with
+// more harts than host cores (-smp 4 on 2 cores) that thread runs instead
+// of one that computes. So when the tick finds its hart idle (no thread:
+// the scheduler's loop), the hart masks its timer interrupt (sie.STIE; the
+// interrupt stays pending, wfi ignores it) and stops re-arming it, until
+// resume_tick() before the next thread. Hart 0 always ticks: someone must
+// wake the threads that sleep for time. So does every hart while the
+// sampling profiler runs: it samples the idle harts too.
+bool stop_tick_here() {
+  return this_cpu()->proc == nullptr && cpu_index() != 0 && !ai::trace::enabled(KAI_TRACE_SAMPLE);
+}
+
 void clock_interrupt() {
   {
-    // Every hart wakes the sleepers, which compare the clock with their
-    // deadline. So sleep() keeps time even while one hart runs late (under
-    // QEMU a busy host can starve one vCPU thread for a while).
+    // Every ticking hart wakes the sleepers, which compare the clock with
+    // their deadline. So sleep() keeps time even while one hart runs late
+    // (under QEMU a busy host can starve one vCPU thread for a while).
     SpinlockGuard guard(timer_lock);
-    wakeup(&timer_tick);
+    if (tick_sleepers) wakeup(&timer_tick);
+  }
+  if (stop_tick_here()) {
+    KAI_CSR_CLEAR(sie, SIE_STIE);
+    this_cpu()->tick_stopped = true;
+    return;
   }
   // The next interrupt one tick from now, not one tick after this one was
   // due: a hart that ran late does not then take a burst of catch-up
@@ -88,6 +118,9 @@ Interrupt device_interrupt(uint64_t scause) {
   }
   if (code == IRQ_S_SOFT) {
     KAI_CSR_CLEAR(sip, SIE_SSIE);
+    // The profiler was started (ai/trace.cpp sends every idle hart an IPI):
+    // an idle hart ticks again, to be sampled.
+    if (ai::trace::enabled(KAI_TRACE_SAMPLE)) resume_tick();
     return Interrupt::External;
   }
   return Interrupt::None;
@@ -121,6 +154,15 @@ void trap_inithart() {
   KAI_CSR_WRITE(stvec, reinterpret_cast<uint64_t>(kernelvec));
   KAI_CSR_SET(sie, SIE_SEIE | SIE_STIE | SIE_SSIE);
   sbi::set_timer(read_time() + timer_interval());
+}
+
+// Interrupts off (the scheduler holds the next thread's lock).
+void resume_tick() {
+  Cpu* c = this_cpu();
+  if (!c->tick_stopped) return;
+  c->tick_stopped = false;
+  sbi::set_timer(read_time() + timer_interval());   // replaces the pending interrupt
+  KAI_CSR_SET(sie, SIE_STIE);
 }
 
 uint64_t clock_ns() {

@@ -8,11 +8,17 @@
 uint64_t clock_ns();            // monotonic ns from the time CSR
 uint64_t uptime_ticks();        // clock_ns() / TICK_NS: what uptime() returns
 
-// Every timer interrupt, on any hart, does wakeup(&timer_tick) under
-// timer_lock. A thread that waits for time (sleep(), idle loops) sleeps on
-// &timer_tick and compares the clock with its deadline each time it wakes.
+// A thread that waits for time (sleep(), idle loops) holds timer_lock and
+// calls sleep_until_tick() in a loop, comparing the clock with its deadline
+// each time it wakes. Every timer interrupt, on any hart, wakes such
+// threads (only when there are some: wakeup() visits every process slot).
 extern Spinlock timer_lock;
-extern char timer_tick;         // only its address is used: the sleep channel
+void sleep_until_tick();        // caller holds timer_lock; returns holding it
+
+// Tickless idle (trap.cpp, clock_interrupt): an idle hart other than hart 0
+// stops its tick until it has a thread to run again; the scheduler calls
+// resume_tick() before it switches to a thread.
+void resume_tick();
 
 void trap_inithart();           // stvec, sie, first timer
 [[noreturn]] void usertrapret();

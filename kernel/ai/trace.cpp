@@ -7,6 +7,7 @@
 #include "../boot.h"
 #include "../cpu.h"
 #include "../fdt.h"
+#include "../idle.h"
 #include "../kalloc.h"
 #include "../printf.h"
 #include "../trap.h"
@@ -79,9 +80,14 @@ bool make_ring(uint32_t n) {
 }
 
 void start(uint32_t mask) {
-  SpinlockGuard guard(ring_lock);
-  __atomic_store_n(&trace::classes, mask, __ATOMIC_RELAXED);
-  put(KAI_TRACE_STARTED, 0, 0, capacity, mask, 0, 0, 0);
+  {
+    SpinlockGuard guard(ring_lock);
+    __atomic_store_n(&trace::classes, mask, __ATOMIC_RELAXED);
+    put(KAI_TRACE_STARTED, 0, 0, capacity, mask, 0, 0, 0);
+  }
+  // Samples come from timer ticks, and an idle hart has stopped its tick
+  // (tickless idle, trap.cpp): an IPI makes each idle hart start it again.
+  if (mask & trace::class_of(KAI_TRACE_SAMPLE)) wake_idle_harts(NCPU);
 }
 
 // Copies events [cursor, ...) to the user, in chunks small enough for the

@@ -3,7 +3,8 @@
 //                  and counts down to a probe; a probe window is judged; a
 //                  recheck window becomes the reference and the probe repeats
 //   judge_probe    not comparable: not judged (give up after kMaxUnjudged);
-//                  lost: back, wait twice as long; won: recheck, or adopt
+//                  lost: back, wait twice as long (longer after a clear
+//                  loss: windows_to_afford); won: recheck, or adopt
 //                  after kProbeWins wins
 // No lock: only the team's worker thread calls it (RowTeam::end_of_forward).
 #include "width_control.h"
@@ -70,8 +71,12 @@ void WidthControl::judge_probe(const WidthWindow& w) {
   }
   uint64_t ps = ps_per_mac(w);
   if (ps + ps / kBetterBy >= reference_ps_) {
-    // Lost (or not clearly faster): back at once, and probe half as often.
-    probe_interval_ = probe_interval_ * 2 < kMaxProbeWindows ? probe_interval_ * 2 : kMaxProbeWindows;
+    // Lost (or not clearly faster): back at once, and probe at most half as
+    // often; after a clear loss, rarely enough that probing costs little.
+    uint32_t wait = probe_interval_ * 2;
+    uint32_t affordable = windows_to_afford(ps);
+    if (wait < affordable) wait = affordable;
+    probe_interval_ = wait < kMaxProbeWindows ? wait : kMaxProbeWindows;
     back_to_settled(probe_interval_);
     return;
   }
@@ -88,6 +93,15 @@ void WidthControl::judge_probe(const WidthWindow& w) {
   take_reference(w);
   probe_interval_ = kProbeWindows;
   back_to_settled(probe_interval_);
+}
+
+// Settled windows per probe that keep a probe as slow as this one (ps per
+// multiply-add against the reference) at 1/kProbeShare of the time:
+// ceil(loss * kProbeShare), loss = (ps - reference) / reference.
+uint32_t WidthControl::windows_to_afford(uint64_t ps) const {
+  if (ps <= reference_ps_ || reference_ps_ == 0) return 0;
+  uint64_t windows = ((ps - reference_ps_) * kProbeShare + reference_ps_ - 1) / reference_ps_;
+  return windows < kMaxProbeWindows ? uint32_t(windows) : kMaxProbeWindows;
 }
 
 void WidthControl::back_to_settled(uint32_t windows_to_probe) {

@@ -23,8 +23,9 @@
 //     1/kBetterBy (5%). A neighbour is adopted only after kProbeWins wins in
 //     a row: probe, one window back at the settled width (a fresh
 //     reference), probe again. A single loss ends the attempt at once: back
-//     to the settled width, and the wait before the next probe doubles (up
-//     to kMaxProbeWindows).
+//     to the settled width, and the wait before the next probe at least
+//     doubles, and is at least long enough that probes that lose by as much
+//     cost no more than 1/kProbeShare of the time (up to kMaxProbeWindows).
 //   - A probe whose window did other work than its reference (mean product
 //     size differs by more than 1/8: a prompt chunk against a decode step)
 //     is not judged, neither win nor loss: one window back at the settled
@@ -59,6 +60,13 @@ constexpr uint32_t kProbeWindows = 4;       // settled windows before a probe, a
 // window; two wins in a row now do that.
 constexpr uint32_t kMaxProbeWindows = 32;
 constexpr uint64_t kBetterBy = 20;          // a probe must be 5% (1/20) faster to win
+// A lost probe window cost `loss` (0.8: 80% slower than the reference) of
+// a window more than the settled width would have. Waiting loss *
+// kProbeShare windows before the next probe keeps that below 1/kProbeShare
+// (3%) of the time. Doubling alone took 4, 8, 16 windows to get there: on a
+// 2-core host where 2 harts are 1.8x faster than 1, a student's first
+// request after boot ran two or three probe windows at half speed.
+constexpr uint64_t kProbeShare = 32;
 constexpr uint32_t kProbeWins = 2;          // wins in a row that adopt a neighbour
 constexpr uint32_t kMaxUnjudged = 3;        // probe windows not judged before an attempt gives up
 
@@ -102,6 +110,7 @@ class WidthControl {
   void take_reference(const WidthWindow& w);
   void start_probe();
   void judge_probe(const WidthWindow& w);
+  uint32_t windows_to_afford(uint64_t probe_ps) const;
   void back_to_settled(uint32_t windows_to_probe);
 
   uint32_t threads_ = 1;

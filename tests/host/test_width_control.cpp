@@ -12,7 +12,9 @@
 //     both neighbours in turn;
 //   - a probe window with other work than its reference (a prompt chunk) is
 //     neither a win nor a loss, and after 3 of them the attempt gives up;
-//   - each lost probe doubles the wait before the next, up to 32 windows;
+//   - each lost probe at least doubles the wait before the next, up to 32
+//     windows; a clear loss makes it long enough that such probes cost at
+//     most 1/32 of the windows (an 80% slower probe: 26 windows, not 8);
 //     an adoption resets it to 4.
 #include <catch2/catch.hpp>
 
@@ -87,13 +89,13 @@ TEST_CASE("a team where two threads are faster stays at two despite one lucky pr
   Host host = [](int i, uint32_t w) { return i == 4 ? decode_window(800) : two_faster(w); };
   auto widths = run(control, 100, host);
   // 4 settled windows; probe 1 (won, by luck); 2 for a fresh reference;
-  // probe 1 again (lost): back to 2 at once, then probes after 8, 16, 32,
-  // 32 settled windows, each lost.
-  auto expected = concat({times(4, 2), {1, 2, 1}, times(8, 2), {1}, times(16, 2), {1}, times(32, 2), {1},
-                          times(32, 2), {1, 2}});
+  // probe 1 again (lost, 1800 against 1000 ps: 80% slower): back to 2 at
+  // once, then probes after ceil(0.8 * 32) = 26, then 32 (the cap), 32
+  // settled windows, each lost.
+  auto expected = concat({times(4, 2), {1, 2, 1}, times(26, 2), {1}, times(32, 2), {1}, times(32, 2), {1}});
   CHECK(widths == expected);
   CHECK(control.settled_width() == 2);
-  CHECK(off_width(widths, 2) == std::vector<int>{4, 6, 15, 32, 65, 98});
+  CHECK(off_width(widths, 2) == std::vector<int>{4, 6, 33, 66, 99});
 }
 
 TEST_CASE("a team where one thread is faster in every window moves to one after two won probes", "[width]") {
@@ -107,20 +109,23 @@ TEST_CASE("a team where one thread is faster in every window moves to one after 
   CHECK(control.phase() == WidthControl::Phase::Recheck);
   auto rest = run(control, 40, host);
   // Recheck at 2, second win at 1: settled at 1. Probes up (the only
-  // neighbour) then lose, after 4 windows (reset on adoption), then 8, 16.
-  auto expected = concat({{2, 1}, times(4, 1), {2}, times(8, 1), {2}, times(16, 1), {2}, times(7, 1)});
+  // neighbour) then lose by 300/700 = 43%, after 4 windows (reset on
+  // adoption), then ceil(0.43 * 32) = 14, then 28 (doubled).
+  auto expected = concat({{2, 1}, times(4, 1), {2}, times(14, 1), {2}, times(18, 1)});
   CHECK(rest == expected);
   CHECK(control.settled_width() == 1);
-  CHECK(control.probe_interval() == 32);
+  CHECK(control.probe_interval() == 28);
 }
 
 TEST_CASE("a team of three on a host where two is best settles at two and probes both neighbours", "[width]") {
   WidthControl control(3);
   Host host = [](int, uint32_t w) { return decode_window(w == 2 ? 1000 : w == 1 ? 1600 : 2000); };
   auto widths = run(control, 50, host);
-  // Down to 2 after two wins; then one fewer and one more in turn, each lost.
-  auto expected = concat({times(4, 3), {2, 3, 2}, times(4, 2), {3}, times(8, 2), {1}, times(16, 2), {3},
-                          times(12, 2)});
+  // Down to 2 after two wins; then one more and one fewer in turn, each
+  // lost: 3 is 100% slower (wait 32, the cap), then 1 is 60% slower (again
+  // the cap: twice the last wait of 32), so 50 windows end before 3 is tried
+  // again.
+  auto expected = concat({times(4, 3), {2, 3, 2}, times(4, 2), {3}, times(32, 2), {1}, times(5, 2)});
   CHECK(widths == expected);
   CHECK(control.settled_width() == 2);
 }
@@ -136,8 +141,9 @@ TEST_CASE("a probe window with other work than its reference is not judged", "[w
       return two_faster(w);
     };
     auto widths = run(control, 20, host);
-    // Probe (won), recheck, chunk (not judged), recheck, probe (lost), 8 at 2, probe.
-    auto expected = concat({times(4, 2), {1, 2, 1, 2, 1}, times(8, 2), {1}, times(2, 2)});
+    // Probe (won), recheck, chunk (not judged), recheck, probe (lost by
+    // 80%), then 26 windows at 2.
+    auto expected = concat({times(4, 2), {1, 2, 1, 2, 1}, times(11, 2)});
     CHECK(widths == expected);
     CHECK(control.settled_width() == 2);
   }
@@ -147,11 +153,11 @@ TEST_CASE("a probe window with other work than its reference is not judged", "[w
     // wait would double and window 6 would not be a probe.
     Host host = [](int i, uint32_t w) { return i == 4 ? chunk_window(3000) : two_faster(w); };
     auto widths = run(control, 7, host);
-    // Chunk (not judged), recheck at 2, the same probe (lost): one loss, so
-    // the wait is 8, not 16.
+    // Chunk (not judged), recheck at 2, the same probe (lost by 80%): one
+    // loss, so the wait is 26; after two losses it would be 32.
     CHECK(widths == concat({times(4, 2), {1, 2, 1}}));
-    CHECK(control.probe_interval() == 8);
-    CHECK(run(control, 10, host) == concat({times(8, 2), {1, 2}}));
+    CHECK(control.probe_interval() == 26);
+    CHECK(run(control, 28, host) == concat({times(26, 2), {1, 2}}));
   }
   SECTION("when every probe window is other work, an attempt gives up after three") {
     WidthControl control(2);
@@ -169,27 +175,48 @@ TEST_CASE("a probe window with other work than its reference is not judged", "[w
   }
 }
 
-TEST_CASE("each lost probe doubles the wait before the next, up to 32 windows", "[width]") {
+namespace {
+
+// Settled windows between consecutive probes (and before the first) over
+// `n` windows of a host where the team stays at 2.
+std::vector<int> probe_gaps(const Host& host, int n, std::vector<uint32_t>* intervals) {
   WidthControl control(2);
-  Host host = [](int, uint32_t w) { return two_faster(w); };
-  std::vector<uint32_t> intervals;
   std::vector<uint32_t> widths;
-  for (int i = 0; i < 400; i++) {
+  for (int i = 0; i < n; i++) {
     widths.push_back(control.width());
     control.on_window(host(i, control.width()));
-    intervals.push_back(control.probe_interval());
+    intervals->push_back(control.probe_interval());
   }
-  // Settled windows between consecutive probes (and before the first).
   std::vector<int> gaps;
   int last = -1;
   for (int p : off_width(widths, 2)) {
     gaps.push_back(p - last - 1);
     last = p;
   }
-  REQUIRE(gaps.size() >= 8);
-  CHECK(std::vector<int>(gaps.begin(), gaps.begin() + 8) == std::vector<int>{4, 8, 16, 32, 32, 32, 32, 32});
+  return gaps;
+}
+
+}  // namespace
+
+TEST_CASE("each lost probe at least doubles the wait before the next, up to 32 windows", "[width]") {
+  std::vector<uint32_t> intervals;
+  SECTION("narrow losses: the wait doubles") {
+    // One thread is only 10% slower: ceil(0.1 * 32) = 4 windows would
+    // afford it, so doubling decides.
+    auto gaps = probe_gaps([](int, uint32_t w) { return decode_window(w == 2 ? 1000 : 1100); }, 400, &intervals);
+    REQUIRE(gaps.size() >= 8);
+    CHECK(std::vector<int>(gaps.begin(), gaps.begin() + 8) == std::vector<int>{4, 8, 16, 32, 32, 32, 32, 32});
+  }
+  SECTION("clear losses: the wait makes probing cheap at once") {
+    // One thread is 80% slower: 26 windows after the first loss, not 8.
+    auto gaps = probe_gaps([](int, uint32_t w) { return two_faster(w); }, 400, &intervals);
+    REQUIRE(gaps.size() >= 8);
+    CHECK(std::vector<int>(gaps.begin(), gaps.begin() + 8) == std::vector<int>{4, 26, 32, 32, 32, 32, 32, 32});
+    // The probes' extra time: 0.8 of a window per probe, against all windows.
+    double extra = 0.8 * double(gaps.size() - 1);
+    CHECK(extra / 400 < 1.0 / 32 + 0.01);
+  }
   for (uint32_t v : intervals) CHECK(v <= 32);
-  CHECK(control.probe_interval() == 32);
 }
 
 TEST_CASE("a team of one, and empty windows, change nothing", "[width]") {

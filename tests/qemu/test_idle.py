@@ -1,0 +1,78 @@
+"""Tickless idle (kernel/trap.cpp, clock_interrupt): a hart with nothing to
+run masks its timer interrupt, and one hart keeps ticking to wake the
+threads that sleep for time. Seen from outside the guest, through QEMU's
+monitor: each hart's `mie` register (QEMU shows the machine-level register;
+bit 5 is the supervisor timer enable, STIE, which the kernel sets and clears
+as sie.STIE). The sampling profiler needs every hart's tick, so starting it
+turns the idle harts' ticks back on, and after it stops they go quiet again.
+"""
+import os
+import re
+import socket
+import tempfile
+import time
+
+import pytest
+
+from kai_boot import IMAGE, KERNEL, need_built, qemu_run
+
+STIE = 1 << 5
+MIE = re.compile(r"\bmie\s+([0-9a-fA-F]+)")
+HARTS = 4
+
+
+def read_until(sock, marker):
+    data = b""
+    while marker not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode(errors="replace")
+
+
+def timer_enabled(monitor):
+    """For each hart (QEMU's cpu index), whether its timer interrupt is enabled."""
+    out = []
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(20)
+        s.connect(monitor)
+        read_until(s, b"(qemu)")
+        for cpu in range(HARTS):
+            s.sendall(f"cpu {cpu}\n".encode())
+            read_until(s, b"(qemu)")
+            s.sendall(b"info registers\n")
+            m = MIE.search(read_until(s, b"(qemu)"))
+            assert m, f"no mie in QEMU's registers of cpu {cpu}"
+            out.append(bool(int(m.group(1), 16) & STIE))
+    return out
+
+
+def test_idle_harts_stop_their_tick_and_the_profiler_restarts_it():
+    need_built("sleep", "aitrace")
+    if not os.path.exists(IMAGE):
+        pytest.skip("build/fs.img is missing: run `make`")
+    with tempfile.TemporaryDirectory() as tmp:
+        monitor = os.path.join(tmp, "monitor.sock")
+        with qemu_run.Session(IMAGE, KERNEL, smp=HARTS, memory="1G", snapshot=True, boot_timeout=180,
+                              append="ai.trace=4096", monitor=monitor) as s:
+            assert s.booted, s.transcript
+            # Half a second with nothing to run (the shell waits for a line;
+            # no thread sleeps for time, which would run at every tick):
+            # every hart has taken a tick while idle (ticks are 10 ms apart).
+            time.sleep(0.5)
+            quiet = timer_enabled(monitor)
+            assert quiet.count(True) == 1, f"one hart keeps time, the others stop ticking: {quiet}"
+            # The profiler samples at ticks, idle harts too.
+            assert s.command("aitrace start samples", 60)
+            time.sleep(0.2)
+            assert timer_enabled(monitor) == [True] * HARTS
+            assert s.command("aitrace stop", 60)
+            time.sleep(0.5)
+            again = timer_enabled(monitor)
+            assert again.count(True) == 1, f"after the profiler, idle harts stop ticking again: {again}"
+            # Time still passes for a sleeper, whose hart ticks while it runs.
+            start = time.monotonic()
+            assert s.command("sleep 30", 60)
+            assert time.monotonic() - start >= 0.3
+            assert "panic" not in s.transcript
