@@ -1,6 +1,7 @@
 // The Batch: scratch layout, request checks, the pass driver (embedding,
-// layers, final norm, classifier) and the seam to the matrix kernels (row
-// ranges over parts, work counts). The layer blocks are in llm_forward.cpp.
+// layers, final norm, classifier) and the seam to the matrix kernels (work
+// counts per matrix; the row split over parts is in llm_rows.cpp). The
+// layer blocks are in llm_forward.cpp.
 #include "llm_batch.h"
 #include "llm_math.h"
 #include "llm_session.h"
@@ -196,58 +197,6 @@ const ActVec* Batch::next_input(const NextInput& step) {
   return step.norm ? pack_prepared(n_) : nullptr;
 }
 
-// Every matrix product of the pass, for the n_ items in a_[0..n_).
-struct Batch::RowJob {
-  const MatvecOps* ops;
-  const Matrix* w;
-  const ActVec* a;
-  uint32_t n, parts;
-  float* y;          // matmul: y[i * stride + r]
-  size_t stride;
-  ArgMax* best;      // argmax: best[part * n + i]
-  // The SwiGLU epilogue (mlp's up product), or nullptr: after its rows of y
-  // = up(h), a part replaces gate[i * stride + r] by silu(gate) * y for the
-  // same rows. Element-wise, so where it runs changes no bit; done inside
-  // the part, it runs on every hart of the team instead of on one after
-  // the pass (under QEMU silu's float work costs about as much real time
-  // as a small product).
-  float* gate = nullptr;
-
-  // Part p gets the 4-row blocks [B p / parts, B (p+1) / parts).
-  void range(uint32_t part, uint32_t* r0, uint32_t* r1) const {
-    uint64_t blocks = (uint64_t(w->rows) + 3) / 4;
-    uint64_t b0 = blocks * part / parts, b1 = blocks * (part + 1) / parts;
-    *r0 = uint32_t(b0 * 4 < w->rows ? b0 * 4 : w->rows);
-    *r1 = uint32_t(b1 * 4 < w->rows ? b1 * 4 : w->rows);
-  }
-  static void matmul_part(void* arg, uint32_t part) {
-    auto* j = static_cast<RowJob*>(arg);
-    uint32_t r0, r1;
-    j->range(part, &r0, &r1);
-    if (r0 >= r1) return;
-    j->ops->matmul(*j->w, j->a, j->n, j->y + r0, j->stride, r0, r1);
-    if (j->gate)
-      for (uint32_t i = 0; i < j->n; i++) {
-        float* g = j->gate + i * j->stride;
-        const float* u = j->y + i * j->stride;
-        for (uint32_t r = r0; r < r1; r++) g[r] = silu_f(g[r]) * u[r];
-      }
-  }
-  static void argmax_part(void* arg, uint32_t part) {
-    auto* j = static_cast<RowJob*>(arg);
-    uint32_t r0, r1;
-    j->range(part, &r0, &r1);
-    if (r0 < r1) j->ops->argmax_batch(*j->w, j->a, j->n, j->best + size_t(part) * j->n, r0, r1);
-  }
-};
-
-namespace {
-uint32_t parts_of(const Parallel* p) {
-  if (!p || !p->run || p->parts <= 1) return 1;
-  return p->parts < kMaxParts ? p->parts : kMaxParts;
-}
-}  // namespace
-
 struct Batch::EachJob {
   Batch* batch;
   EachFn fn;
@@ -279,14 +228,23 @@ void Batch::charge_matrix(const Matrix& w) {
   }
 }
 
-// y[i] = w a[i] for every item: the one matrix x matrix product, its rows
-// split over the Parallel parts (each row computed the same way wherever it
-// runs, so the split never changes a bit).
-void Batch::project(const Matrix& w, const ActVec* a, float* y, size_t y_stride, float* swiglu_gate) {
-  charge_matrix(w);
-  RowJob job{ops_, &w, a, n_, parts_of(par_), y, y_stride, nullptr, swiglu_gate};
-  if (job.parts == 1) RowJob::matmul_part(&job, 0);
-  else par_->run(par_->ctx, job.parts, RowJob::matmul_part, &job, uint64_t(w.rows) * w.cols * n_);
+// Matrix x matrix products over the items, their rows split over the
+// Parallel parts (llm_rows.h: each row computed the same way wherever it
+// runs, so neither the split nor fusing products into one job changes a bit).
+void Batch::project(const Matrix& w, const ActVec* a, float* y, size_t y_stride) {
+  Product p{&w, y, y_stride};
+  project_all(&p, 1, a);
+}
+
+void Batch::project_all(const Product* list, uint32_t count, const ActVec* a) {
+  for (uint32_t k = 0; k < count; k++) charge_matrix(*list[k].w);
+  run_products(*ops_, par_, list, count, a, n_);
+}
+
+void Batch::project_swiglu(const Product& gate, const Product& up, const ActVec* a) {
+  charge_matrix(*gate.w);
+  charge_matrix(*up.w);
+  run_swiglu(*ops_, par_, gate, up, a, n_);
 }
 
 // The tied classifier for the m items which[0..m) (their normed vectors at
@@ -305,18 +263,7 @@ void Batch::classify(const float* rows, size_t stride, const uint32_t* which, ui
   // Prepare only the classified items' vectors (acts_[j] for which[j]).
   for (uint32_t j = 0; j < m; j++) acts_[j] = prepare_one(rows + which[j] * stride, c.dim, j);
   pack_prepared(m);
-  RowJob job{ops_, &emb, acts_, m, parts_of(par_), nullptr, 0, part_best_};
-  if (job.parts == 1) RowJob::argmax_part(&job, 0);
-  else par_->run(par_->ctx, job.parts, RowJob::argmax_part, &job, uint64_t(emb.rows) * emb.cols * m);
-  for (uint32_t j = 0; j < m; j++) {
-    best[j] = part_best_[j];
-    for (uint32_t p = 1; p < job.parts; p++) {
-      uint32_t r0, r1;
-      job.range(p, &r0, &r1);
-      const ArgMax& b = part_best_[size_t(p) * m + j];
-      if (r0 < r1 && argmax_beats(b.value, best[j].value)) best[j] = b;
-    }
-  }
+  run_argmax(*ops_, par_, emb, acts_, m, part_best_, best);
 }
 
 ErrorOr<void, Error> Batch::forward(BatchItem* items, uint32_t n) {

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "llm_model.h"
+#include "llm_rows.h"
 #include "matvec.h"
 
 namespace llm {
@@ -62,17 +63,6 @@ struct BatchItem {   // one token of one request
   uint32_t next;     // out: greedy next token (argmax, lowest index wins ties)
 };
 
-// Runs fn(arg, part) for part in [0, parts) possibly in parallel, returns when
-// all are done. The kernel implements it with harts, host tests with
-// std::thread; nullptr run (or parts 1) = serial on the caller. `macs` is the
-// job's size in multiply-adds, so a runner can tell how fast it went.
-struct Parallel {
-  uint32_t parts = 1;
-  void* ctx = nullptr;
-  void (*run)(void* ctx, uint32_t parts, void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs) = nullptr;
-};
-constexpr uint32_t kMaxParts = 16;  // parts beyond this are not used
-
 // Scratch for one forward pass over up to max_items tokens. Holds no request
 // state (that lives in the Sessions), so one Batch can serve any sessions of
 // its model, one pass at a time.
@@ -99,9 +89,6 @@ class Batch {
 
  private:
   friend class Session;
-  // Which row range of a product a part computes (row blocks of 4, so the
-  // kernels' 4-row blocking never straddles parts; any split is exact).
-  struct RowJob;
   ErrorOr<void, Error> check(const BatchItem* items, uint32_t n) const;
   ActVec prepare_one(const float* x, uint32_t len, uint32_t slot);
   const ActVec* prepare(const float* x, size_t stride, uint32_t len);
@@ -125,9 +112,15 @@ class Batch {
     const float* norm = nullptr;    // nullptr: no next block (the final norm is separate)
   };
   const ActVec* next_input(const NextInput& step);
-  // y[i] = w a[i] for every item; with swiglu_gate (same stride as y),
-  // then swiglu_gate[i] = silu(swiglu_gate[i]) * y[i], row by row.
-  void project(const Matrix& w, const ActVec* a, float* y, size_t y_stride, float* swiglu_gate = nullptr);
+  // The matrix products of a block over the items' prepared inputs a,
+  // charged to the items (charge_matrix, per matrix) and handed to the
+  // Parallel parts as ONE job each (llm_rows.h says why and how):
+  //   project        y[i] = w a[i] for every item: one product alone
+  //   project_all    independent products over the same inputs (q, k, v)
+  //   project_swiglu gate and up, then gate.y[i] = silu(gate.y[i]) * up.y[i]
+  void project(const Matrix& w, const ActVec* a, float* y, size_t y_stride);
+  void project_all(const Product* list, uint32_t count, const ActVec* a);
+  void project_swiglu(const Product& gate, const Product& up, const ActVec* a);
   void classify(const float* rows, size_t stride, const uint32_t* which, uint32_t m, ArgMax* best);
   void charge_matrix(const Matrix& w);
   // Each block takes its prepared input (the items' xb) and leaves its

@@ -1,6 +1,7 @@
 // The blocks of one layer for all items of a Batch pass: full attention,
 // Gated DeltaNet and the MLP. Each block is: the projections as matrix x
-// matrix products over the items (Batch::project), then the per-token work
+// matrix products over the items (Batch::project*; products that read the
+// same inputs go to the row team as one job), then the per-token work
 // item by item, in item order, so that a later token of a prompt chunk sees
 // the K/V rows and recurrent state its predecessors just wrote (causality).
 #include "llm_batch.h"
@@ -55,10 +56,9 @@ void Batch::attention(const LayerView& L, uint32_t slot, const ActVec* a) {
   const Config& c = *cfg_;
   uint32_t hd = c.head_dim, kvd = c.kv_dim();
   // Projections: queries (qwen: per head query rows then gate rows), keys,
-  // values of every item from its normed input xb.
-  project(L.wq, a, q_, q_stride_);
-  project(L.wk, a, k_, kv_stride_);
-  project(L.wv, a, v_, kv_stride_);
+  // values of every item from its normed input xb, in one job.
+  const Product qkv[] = {{&L.wq, q_, q_stride_}, {&L.wk, k_, kv_stride_}, {&L.wv, v_, kv_stride_}};
+  project_all(qkv, 3, a);
   // First every item's key (norm, RoPE) and value go into the cache, in
   // item order: a later token of a prompt chunk attends to the rows its
   // predecessors write here.
@@ -98,11 +98,10 @@ void Batch::deltanet(const LayerView& L, uint32_t slot, const ActVec* a) {
   uint32_t K = c.conv_kernel, cd = c.conv_dim(), nv = c.lin_v_heads, nk = c.lin_k_heads;
   uint32_t dk = c.lin_k_dim, dv = c.lin_v_dim, kd = c.key_dim();
   // Projections: q|k|v (into the conv), the output gate z, and per value
-  // head a (decay) and b (write strength beta).
-  project(L.in_qkv, a, q_, q_stride_);
-  project(L.in_z, a, z_, z_stride_);
-  project(L.in_a, a, ab_, ab_stride_);
-  project(L.in_b, a, ab_ + nv, ab_stride_);
+  // head a (decay) and b (write strength beta), in one job.
+  const Product in[] = {{&L.in_qkv, q_, q_stride_}, {&L.in_z, z_, z_stride_}, {&L.in_a, ab_, ab_stride_},
+                        {&L.in_b, ab_ + nv, ab_stride_}};
+  project_all(in, 4, a);
   float qscale = 1.0f / sqrt_f(float(dk));
   uint32_t per_k = nv / nk;
   for (uint32_t i = 0; i < n_; i++) {
@@ -177,8 +176,8 @@ void Batch::deltanet(const LayerView& L, uint32_t slot, const ActVec* a) {
 // SwiGLU MLP: down(silu(gate(h)) * up(h)).
 void Batch::mlp(const LayerView& L, const ActVec* a) {
   const Config& c = *cfg_;
-  project(L.gate, a, hb_, hid_stride_);
-  project(L.up, a, hb2_, hid_stride_, hb_);   // and hb_ = silu(gate) * up, in the same parts
+  // gate into hb, up into hb2, then hb = silu(gate) * up: one job.
+  project_swiglu({&L.gate, hb_, hid_stride_}, {&L.up, hb2_, hid_stride_}, a);
   const ActVec* h = prepare(hb_, hid_stride_, c.hidden_dim);
   project(L.down, h, xb2_, dim_stride_);
 }

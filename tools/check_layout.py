@@ -44,7 +44,10 @@ HOT = [re.compile(p) for p in (
     r"softplus_f|sqrt_f)\(",
     r"llm::\(anonymous namespace\)::exp_for_float",
     # the batched forward pass: attention, DeltaNet, MLP, projections, classifier
-    r"llm::Batch::(forward|prepare|prepare_one|project|classify|mlp|attention|deltanet)\(",
+    r"llm::Batch::(forward|prepare|prepare_one|project|project_all|project_swiglu|classify|mlp|attention|"
+    r"deltanet)\(",
+    # the row jobs the products go out as (llm_rows.cpp)
+    r"llm::run_(products|swiglu|argmax)\(", r"llm::\(anonymous namespace\)::(Products|Swiglu|Argmax)Job::",
     # the sampler's loops over the vocabulary
     r"llm::sample_token\(", r"llm::\(anonymous namespace\)::sift_down",
     # memory moves, and the file system's bulk copy

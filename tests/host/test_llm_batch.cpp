@@ -4,8 +4,10 @@
 // prompts split into chunks of every size 1..16, and for batches of 1..16
 // items mixing several sessions at different positions. On every test model
 // (tiny llama and qwen, q8 and f32, stories260K when exported), with float
-// and int8 activations. Also: the Batch's request checks, and Parallel row
-// ranges on std::threads giving the same bits as one thread.
+// and int8 activations. Also: the Batch's request checks, Parallel row
+// ranges on std::threads (and on a runner that runs the parts in a shuffled
+// order) giving the same bits as one thread, and how many jobs a layer
+// hands to the row team.
 #include <catch2/catch.hpp>
 
 #include <string.h>
@@ -138,6 +140,23 @@ void run_threads(void* ctx, uint32_t parts, void (*fn)(void*, uint32_t), void* a
   for (uint32_t p = 0; p < parts; p++) ts.emplace_back(fn, arg, p);
   for (auto& t : ts) t.join();
 }
+
+// A parallel hook that runs the parts one after another in a shuffled
+// order, and records each job's size (its multiply-adds).
+struct ShuffledRunner {
+  std::mt19937 rng{7};
+  std::vector<uint64_t> jobs;
+  static void run(void* ctx, uint32_t parts, void (*fn)(void*, uint32_t), void* arg, uint64_t macs) {
+    auto* r = static_cast<ShuffledRunner*>(ctx);
+    r->jobs.push_back(macs);
+    std::vector<uint32_t> order(parts);
+    for (uint32_t p = 0; p < parts; p++) order[p] = p;
+    std::shuffle(order.begin(), order.end(), r->rng);
+    for (uint32_t p : order) fn(arg, p);
+  }
+};
+
+uint64_t macs_of(const llm::Matrix& w) { return uint64_t(w.rows) * w.cols; }
 
 }  // namespace
 
@@ -292,6 +311,113 @@ TEST_CASE("Parallel row ranges on threads give the same bits as one thread", "[b
         s.s.logits(lg.data());
         REQUIRE(same_bits(lg.data(), ref.logits[len - 1].data(), lg.size() * 4));
       }
+    }
+  }
+  if (tested == 0) KAI_SKIP("no test models in " << models_dir() << " (make test-models)");
+}
+
+// Fused products (q|k|v, DeltaNet's four input products, gate|up) with
+// their rows cut into 1..4 parts, run in a shuffled order, against one token
+// at a time on one thread: every layer's residual stream, the logits and the
+// tokens, bit for bit. The items are a prompt chunk of one session, then a
+// batch of decode steps of three sessions at different positions.
+TEST_CASE("fused products on parts run in a shuffled order give the same bits as one thread", "[batch][parallel]") {
+  uint32_t tested = 0;
+  for (const char* name : kModels) {
+    Loaded m;
+    if (!load(name, &m)) continue;
+    tested++;
+    const llm::Config& c = m.model.config();
+    std::mt19937 rng(29);
+    const uint32_t kSessions = 3;
+    uint32_t len = std::min<uint32_t>(c.runtime_seq_len, 12);
+    std::vector<std::vector<uint32_t>> seqs;
+    for (uint32_t k = 0; k < kSessions; k++) seqs.push_back(random_tokens(rng, len, c.vocab_size));
+    for (const auto& opt : kOptions) {
+      std::vector<Reference> refs;
+      for (uint32_t k = 0; k < kSessions; k++) refs.push_back(reference(m.model, opt, seqs[k]));
+      for (uint32_t parts : {1u, 2u, 3u, 4u}) {
+        INFO(name << " matvec " << int(opt.matvec) << " group " << opt.int8_group << " parts " << parts);
+        ShuffledRunner runner;
+        llm::Parallel par{parts, &runner, ShuffledRunner::run};
+        BatchMem bm(m.model, 8, opt);
+        bm.b.set_parallel(&par);
+        std::vector<std::unique_ptr<Sess>> ss;
+        for (uint32_t k = 0; k < kSessions; k++) ss.push_back(std::make_unique<Sess>(m.model, opt));
+        // Session k's prompt: its first k + 2 tokens in one chunk.
+        for (uint32_t k = 0; k < kSessions; k++) {
+          std::vector<llm::BatchItem> items;
+          for (uint32_t t = 0; t < k + 2; t++) items.push_back({&ss[k]->s, seqs[k][t], llm::Phase::Prefill, false, 0});
+          items.back().want_next = true;
+          REQUIRE(!bm.b.forward(items.data(), uint32_t(items.size())).is_error());
+          REQUIRE(items.back().next == refs[k].next[k + 1]);
+        }
+        // Then the rest, one token of every session per pass.
+        for (uint32_t t = 2; t < len; t++) {
+          std::vector<llm::BatchItem> items;
+          for (uint32_t k = 0; k < kSessions; k++)
+            if (t >= k + 2) items.push_back({&ss[k]->s, seqs[k][t], llm::Phase::Decode, true, 0});
+          REQUIRE(!bm.b.forward(items.data(), uint32_t(items.size())).is_error());
+          for (const auto& it : items) {
+            uint32_t k = 0;
+            while (&ss[k]->s != it.session) k++;
+            REQUIRE(it.next == refs[k].next[t]);
+          }
+        }
+        std::vector<float> lg(c.vocab_size);
+        for (uint32_t k = 0; k < kSessions; k++) {
+          check_trace(ss[k]->trace, refs[k].trace, len);
+          ss[k]->s.logits(lg.data());
+          REQUIRE(same_bits(lg.data(), refs[k].logits[len - 1].data(), lg.size() * 4));
+        }
+        if (parts > 1) CHECK(!runner.jobs.empty());
+        else CHECK(runner.jobs.empty());
+      }
+    }
+  }
+  if (tested == 0) KAI_SKIP("no test models in " << models_dir() << " (make test-models)");
+}
+
+// Each job is a hand-off between harts, so the products that read the same
+// inputs go as one: per layer q|k|v (or DeltaNet's in_qkv|in_z|in_a|in_b),
+// o (out), gate|up, down; then the classifier. The expected jobs and their
+// sizes come from the model's matrices, listed here. With an observer the
+// float work between the products stays on the caller (Batch::for_each), so
+// every job the runner sees is a product.
+TEST_CASE("a layer hands four product jobs to the row team", "[batch][parallel]") {
+  uint32_t tested = 0;
+  for (const char* name : {"tiny-llama", "tiny-qwen"}) {
+    Loaded m;
+    if (!load(name, &m)) continue;
+    tested++;
+    const llm::Config& c = m.model.config();
+    for (uint32_t n : {1u, 3u}) {
+      INFO(name << " items " << n);
+      std::vector<uint64_t> want;
+      for (uint32_t l = 0; l < c.n_layers; l++) {
+        llm::LayerView L = m.model.layer(l);
+        if (c.is_linear(l)) {
+          want.push_back((macs_of(L.in_qkv) + macs_of(L.in_z) + macs_of(L.in_a) + macs_of(L.in_b)) * n);
+          want.push_back(macs_of(L.out) * n);
+        } else {
+          want.push_back((macs_of(L.wq) + macs_of(L.wk) + macs_of(L.wv)) * n);
+          want.push_back(macs_of(L.wo) * n);
+        }
+        want.push_back((macs_of(L.gate) + macs_of(L.up)) * n);
+        want.push_back(macs_of(L.down) * n);
+      }
+      want.push_back(macs_of(m.model.embedding()));   // the classifier: the last item only
+      ShuffledRunner runner;
+      llm::Parallel par{4, &runner, ShuffledRunner::run};
+      llm::SessionOptions opt{llm::MatvecKind::Int8, 32};
+      BatchMem bm(m.model, n, opt);
+      bm.b.set_parallel(&par);
+      Sess s(m.model, opt);   // has an observer
+      std::vector<llm::BatchItem> items;
+      for (uint32_t i = 0; i < n; i++) items.push_back({&s.s, 1 + i, llm::Phase::Prefill, i + 1 == n, 0});
+      REQUIRE(!bm.b.forward(items.data(), n).is_error());
+      CHECK(runner.jobs.size() == 4 * c.n_layers + 1);
+      CHECK(runner.jobs == want);
     }
   }
   if (tested == 0) KAI_SKIP("no test models in " << models_dir() << " (make test-models)");

@@ -55,7 +55,8 @@ def test_kernel_and_every_user_program_keep_code_inside_pages():
     kernel_hot = [f.name for f in check_layout.disassemble(KERNEL, CROSS + "objdump") if f.hot]
     for name in ("llm::int8_packed(", "::block_4x2<", "::cross_4(", "llm::Batch::attention(",
                  "llm::Batch::deltanet(", "llm::rmsnorm(", "llm::softmax(", "llm::rope(",
-                 "llm::Batch::classify(", "llm::sample_token(", "memcpy", "memset",
+                 "llm::Batch::classify(", "::ProductsJob::part(", "::SwigluJob::part(",
+                 "llm::sample_token(", "memcpy", "memset",
                  "::copy_fast("):
         assert any(name in hot for hot in kernel_hot), name
     assert hot_seen > 50
