@@ -391,6 +391,30 @@ void cross_1(const Matrix& w, const ActVec& x, uint32_t r, float* y) {
   y[0] = finish_int8(t0 - x.cross_fix, x, w.scale(r));
 }
 
+// Packs columns c0..c1 of the items x[0..lp) (lp <= L) into one packed word
+// per column, at o, o + step, ...; lanes past lp hold zeros. Once per
+// product, item and column, on one hart: a full word has its own loop
+// (3 loads, 2 shifts, 2 adds, 1 store per column).
+template <int L>
+void pack_columns(const ActVec* x, uint32_t lp, uint32_t c0, uint32_t c1, int64_t* o, size_t step) {
+  constexpr int64_t k1 = int64_t(1) << lane_bits(L);              // lane 1's place value
+  constexpr int64_t k2 = L == 3 ? int64_t(1) << (2 * lane_bits(L)) : 0;  // lane 2's (triples)
+  if (lp == uint32_t(L)) {
+    const int8_t *q0 = x[0].q, *q1 = x[1].q, *q2 = x[L - 1].q;
+    for (uint32_t c = c0; c < c1; c++, o += step) {
+      int64_t v = q0[c] + q1[c] * k1;
+      if constexpr (L == 3) v += q2[c] * k2;
+      *o = v;
+    }
+    return;
+  }
+  for (uint32_t c = c0; c < c1; c++, o += step) {  // the short last word of a batch
+    int64_t v = 0;
+    for (uint32_t l = lp; l-- > 0;) v = v * k1 + x[l].q[c];
+    *o = v;
+  }
+}
+
 }  // namespace
 
 uint32_t int8_packed(const Matrix& w, const ActVec* x, uint32_t left, uint32_t r, uint32_t rows, float* y,
@@ -443,27 +467,23 @@ void pack_int8_batch(ActVec* x, uint32_t n, int64_t* pair_mem, size_t pair_strid
     uint32_t items = n - b < kBlockWords * lanes ? n - b : kBlockWords * lanes;
     uint32_t words = (items + lanes - 1) / lanes;
     int64_t* out = pair_mem + size_t(b / lanes) * pair_stride;  // the block's words' room, contiguous
-    int64_t* o = out;
-    uint32_t gi = 0;
-    for (uint32_t c0 = 0; c0 < cols; c0 += g, gi++) {
-      uint32_t c1 = c0 + g < cols ? c0 + g : cols;
-      for (uint32_t c = c0; c < c1; c++) {
-        for (uint32_t v = 0; v < words; v++) {
-          int64_t val = 0;
-          for (uint32_t l = lanes; l-- > 0;) {
-            uint32_t i = b + v * lanes + l;
-            val = val * (int64_t(1) << bits) + (i < n ? x[i].q[c] : 0);
-          }
-          *o++ = val;
-        }
-      }
-      for (uint32_t v = 0; v < words; v++) {
+    for (uint32_t v = 0; v < words; v++) {
+      const ActVec* xv = x + b + v * lanes;
+      uint32_t lp = items - v * lanes < lanes ? items - v * lanes : lanes;  // items in this word
+      uint32_t gi = 0;
+      for (uint32_t c0 = 0; c0 < cols; c0 += g, gi++) {
+        uint32_t c1 = c0 + g < cols ? c0 + g : cols;
+        // Column c of group gi is at slot c + gi of the stream (each earlier
+        // group added one slot of gain words); a slot holds the block's words.
+        int64_t* o = out + size_t(c0 + gi) * words + v;
+        if (lanes == 3) pack_columns<3>(xv, lp, c0, c1, o, words);
+        else pack_columns<2>(xv, lp, c0, c1, o, words);
         uint64_t gains = 0;
-        for (uint32_t l = 0; l < lanes && b + v * lanes + l < n; l++) {
-          uint32_t h = kMaxShift - x[b + v * lanes + l].shift[gi];
+        for (uint32_t l = 0; l < lp; l++) {
+          uint32_t h = kMaxShift - xv[l].shift[gi];
           gains |= uint64_t(l == 0 ? 64 - bits - h : h) << (8 * l);
         }
-        *o++ = int64_t(gains);
+        out[size_t(c1 + gi) * words + v] = int64_t(gains);
       }
     }
     if (lanes == 3) x[b].triple = out;
