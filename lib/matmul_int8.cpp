@@ -147,18 +147,19 @@ using Totals = int64_t[4][kMaxBlockItems];
 // Out of line on purpose, so that only their own sums, pointers and loaded
 // values compete for registers (with the caller's loop state they spilled).
 //
-// Memory operations per group of 32 columns for 4 rows x 9 items, before the
-// group loop moved inside (a call per group) and after:
-//   before: loop 224 loads (7 per column) + 64 reloads of two spilled row
-//           pointers; caller 18 loads (9 items' shift pointers and shifts)
-//           + 9 stores (h[]); call: 12 callee-saved registers stored and
-//           loaded, 2 spilled pointers stored; epilogue 9 loads of h + 36
-//           loads and 36 stores of totals: about 360 loads, 60 stores.
-//   after:  loop 224 loads; 3 loads of the gain words; 36 loads and 36
-//           stores of totals: 263 loads, 36 stores (the callee-saved
-//           registers are saved once per row block, not per group).
-// and the lane split: 7 shifts per packed sum instead of 11 shifts and 2
-// subtractions.
+// Per group of 32 columns of 4 rows x 9 items (triples), counted in the
+// objdump of the kernel's build, before (a call per group, h[] made by the
+// caller) and now (a call per row block):
+//   before: 1566 instructions, 382 loads, 107 stores. The column loop 4 x
+//           (69 loads, 5 stores): 224 of the data, the rest spilled values;
+//           the call 83 loads, 77 stores: 12 callee-saved registers saved and
+//           restored, h[] read, 36 totals loaded and stored; the caller 23
+//           loads and 10 stores to make h[] from the 9 items' shift arrays.
+//   now:    1272 instructions, 272 loads, 37 stores. The column loop 4 x 57
+//           loads: 224 of the data and the loop's end; then 3 gain words, 36
+//           totals loaded and stored, 5 loads and 1 store of loop state.
+// The lane split went from 9 shifts and 2 subtractions per packed sum to 7
+// shifts (take_lanes).
 template <int L>
 [[gnu::noinline, gnu::optimize("sched-pressure")]] void block_4x3(const int8_t* p0, size_t n, const int64_t* q,
                                                                   uint32_t g, Totals& tot) {
