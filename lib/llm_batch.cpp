@@ -42,7 +42,7 @@ BatchLayout batch_layout(const Config& c, uint32_t m) {
   L.ab = L.take(m * floats_row(2 * c.lin_v_heads) * f);
   L.actq = L.take(m * pad64(max_cols(c)));
   L.shift = L.take(m * pad64(max_cols(c)));
-  L.pair = L.take(size_t((m + 1) / 2) * max_cols(c) * 8);
+  L.pair = L.take(size_t((m + 1) / 2) * int8_pack_stride(max_cols(c)) * 8);
   L.cross = L.take(size_t(max_cols(c)) / 2 * 8 + 8);
   L.acts = L.take(m * sizeof(ActVec));
   L.att = L.take(size_t(kMaxParts) * floats_row(c.runtime_seq_len) * f);   // one row per part
@@ -157,7 +157,7 @@ ActVec Batch::prepare_one(const float* x, uint32_t len, uint32_t slot) {
 // The int8 kernels take the m prepared vectors acts_[0..m) packed
 // (pack_int8_batch); float vectors are used as they are.
 const ActVec* Batch::pack_prepared(uint32_t m) {
-  if (ops_->kind == MatvecKind::Int8) pack_int8_batch(acts_, m, pair_, max_cols(*cfg_), cross_);
+  if (ops_->kind == MatvecKind::Int8) pack_int8_batch(acts_, m, pair_, int8_pack_stride(max_cols(*cfg_)), cross_);
   return acts_;
 }
 

@@ -164,7 +164,7 @@ class Batch {
   int8_t* actq_ = nullptr;    // [max_items][max_cols] int8 values
   uint8_t* shift_ = nullptr;  // [max_items][max_cols] power-of-two gain per group (<= one per value)
   size_t actq_stride_ = 0;
-  int64_t* pair_ = nullptr;   // [(max_items + 1) / 2][max_cols] items packed 2 or 3 per word (matmul_int8.cpp)
+  int64_t* pair_ = nullptr;   // [(max_items + 1) / 2][int8_pack_stride(max_cols)] items packed 2 or 3 per word (matmul_int8.cpp)
   uint64_t* cross_ = nullptr; // [max_cols / 2] a lone item packed crosswise (matmul_int8.cpp)
   ActVec* acts_ = nullptr;    // [max_items] the prepared inputs of the current product
   // Per pass, shared by the items (used one item at a time):

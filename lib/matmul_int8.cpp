@@ -9,26 +9,35 @@
 //   X = a + b * 2^B (+ c * 2^2B),  and  w * X = w*a + (w*b) * 2^B (+ (w*c) * 2^2B),
 // so a 64-bit sum of such products holds sum(w*a), sum(w*b), sum(w*c) side by
 // side. Why that is exact: a block of g int8 columns sums at most
-// g * 127 * 127 in magnitude (g = 32: 516,128 < 2^20). With B = 32 (pairs)
-// or B = 21 (triples, g <= 64: < 2^20) every lane's sum fits its lane as a
-// signed number, and the whole sum fits in 63 bits, so the 64-bit sum IS the
-// integer above; the lowest lane, sign-extended, is sum(w*a); subtracting it
-// and shifting right by B leaves the next lane; and so on. The block's
+// g * 127 * 127 in magnitude (g = 32: 516,128 < 2^19; g = 64: 1,032,256 <
+// 2^20). With B = 32 (pairs) or B = 21 (triples, g <= 64) every lane's sum
+// plus a bias of 2^(B-1) lies in [0, 2^B): a sum that starts at the bias
+// 2^(B-1) in every lane (lane_bias) never borrows from or carries into a
+// neighbour, and the whole sum is below 2^63 (triples) or 2^64 (pairs), so
+// the 64-bit sum IS that integer and each lane is a plain bit field: two
+// shifts take it out (take_lanes). The bias adds 2^(B-1) << h per block to
+// every total; it depends only on the item, so pack_int8_batch sums it once
+// per vector (ActVec::lane_fix) and the end subtracts it. The block's
 // power-of-two gains and the float end are the plain kernel's, so every
 // (row, item) result is bit-identical to it.
 //
 // Kernels:
 //   triples (3 items in 21-bit lanes, blocks of groups <= 64 values) and
 //   pairs   (2 items in 32-bit lanes, any group): the Batch packs the items'
-//           activations once per product (pack_int8_batch); each weight is
-//           loaded once as a byte and multiplied into every packed word. 4
-//           rows x 2 packed words per step: 4 weight loads + 2 activation
-//           loads + 8 multiplies + 8 adds per column = 22 instructions for 24
-//           multiply-adds (triples) or 16 (pairs). 4 rows x 3 words (7 to 9
-//           items: a batch of 8 in one sweep) share the 4 weight loads among
-//           36 lanes: 31 instructions, 7 of them loads. Under QEMU a load
-//           (a software TLB lookup) costs more real time than an add, so the
+//           activations once per product (pack_int8_batch) into blocks of up
+//           to three packed words (9 or 6 items), interleaved column by
+//           column, so one pointer walks all of them; each weight is loaded
+//           once as a byte and multiplied into every packed word. 4 rows x 3
+//           words (7 to 9 items: a batch of 8 in one sweep) share the 4
+//           weight loads among 36 lanes: per column 4 weight loads + 3
+//           activation loads + 12 multiplies + 12 adds = 31 instructions for
+//           36 multiply-adds (triples) or 24 (pairs). Under QEMU a load (a
+//           software TLB lookup) costs more real time than an add, so the
 //           loads per multiply-add count most (docs/runtime.md).
+//           After each group's columns the stream holds one gain word per
+//           packed word: the shift amounts of its lanes for that group, made
+//           once per product, so a kernel reads a group's gains with one load
+//           per word and walks the whole row in one call (block_4x3).
 //   cross   (one item, two columns in the lanes): 8 weights come in one
 //           64-bit load; XOR 0x80 per byte makes them unsigned (u = w + 128),
 //           and two masks pick lanes (u[j], u[j+4]). The activation word is
@@ -36,7 +45,7 @@
 //             (u[j] + u[j+4] * 2^32) * (q[j+4] + q[j] * 2^32)
 //               = u[j]q[j+4] + (u[j]q[j] + u[j+4]q[j+4]) * 2^32 + (.) * 2^64
 //           puts two products of the dot product in the high lane (the 2^64
-//           term vanishes modulo 2^64, the low lane is extracted as above).
+//           term vanishes modulo 2^64, the low lane is split off as below).
 //           sum(u q) - 128 * sum(q) = sum(w q): the correction depends only on
 //           the activations and is computed once per vector (cross_fix).
 //           Per 8 weights and row: load, xor, 4 masks, 3 shifts, 4
@@ -55,6 +64,17 @@ inline int64_t high_lane(uint64_t acc, int64_t low) { return int64_t(acc - uint6
 
 inline uint32_t group_of(const Matrix& w, const ActVec& x) { return x.group ? x.group : w.cols; }
 
+// Packed words: L lanes of lane_bits(L) bits; a packed block has at most
+// kBlockWords words (Totals holds their 9 or 6 items).
+constexpr uint32_t kBlockWords = 3;
+constexpr int lane_bits(int L) { return L == 3 ? 21 : 32; }
+// 2^(B-1) in every lane: the start of every block's sum (see the top).
+constexpr uint64_t lane_bias(int L) {
+  uint64_t b = 0;
+  for (int l = 0; l < L; l++) b |= uint64_t(1) << (lane_bits(L) * l + lane_bits(L) - 1);
+  return b;
+}
+
 // Two details make the compiler emit the loops as counted above:
 //  - in_registers(): an empty asm that "reads and writes" the sums. They must
 //    then sit in registers at that point, and the additions cannot be
@@ -72,193 +92,243 @@ inline void in_registers(uint64_t& a, uint64_t& b, uint64_t& c, uint64_t& d) {
 inline void mac_lanes(uint64_t& acc, uint64_t w, uint64_t packed) { acc += w * packed; }
 inline uint64_t weight(const int8_t* row, uint32_t c) { return uint64_t(int64_t(row[c])); }
 
-// Adds one block's lane sums (L lanes) into the items' totals, each shifted
-// by its item's power-of-two gain h for this block.
+// A gain word (pack_int8_batch): byte l is the shift that lane l's field
+// needs in take_lanes, h = kMaxShift - k for its item's block gain 2^k:
+// lane 0's field is taken from the top of the register, so its byte is
+// 64 - B - h (a right shift); the other lanes' bytes are h (a left shift).
+// A RISC-V shift reads only the low 6 bits of its amount, so `gains >> 8l`
+// serves as the amount as it is; the `& 63` says so in C++ (where a shift by
+// 64 or more is undefined). GCC folds it into a shift that is the amount's
+// only use; here 4 rows share an amount, and it keeps one `and` per lane.
+inline uint64_t lane_shift(uint64_t gains, int l) { return (gains >> (8 * l)) & 63; }
+
+// Adds one block's biased lane fields (L lanes) into the items' totals, each
+// shifted by its item's gain: 2 shifts per lane (3 for a middle lane), no
+// sign extension, no subtraction (the fields are unsigned, see the top).
+// Lane 0: (u << (64 - B)) has the field on top and zeros below, so a right
+// shift by 64 - B - h leaves field << h exactly.
 template <int L>
-inline void take_lanes(uint64_t acc, int64_t* tot, const uint32_t* h) {
-  if constexpr (L == 2) {
-    int64_t lo = low_lane(acc);
-    tot[0] += lo << h[0];
-    tot[1] += high_lane(acc, lo) << h[1];
-  } else {  // three 21-bit lanes: the sum is a true int64 (see the top)
-    int64_t v = int64_t(acc);
-    int64_t l0 = int64_t(uint64_t(v) << 43) >> 43;  // sign-extend the low 21 bits
-    int64_t rest = (v - l0) >> 21;
-    int64_t l1 = int64_t(uint64_t(rest) << 43) >> 43;
-    int64_t l2 = (rest - l1) >> 21;
-    tot[0] += l0 << h[0];
-    tot[1] += l1 << h[1];
-    tot[2] += l2 << h[2];
-  }
+inline void take_lanes(uint64_t u, int64_t* tot, uint64_t gains) {
+  constexpr int B = lane_bits(L);
+  tot[0] += int64_t((u << (64 - B)) >> lane_shift(gains, 0));
+  if constexpr (L == 3) tot[1] += int64_t(((u << (64 - 2 * B)) >> (64 - B)) << lane_shift(gains, 1));
+  tot[L - 1] += int64_t((u >> (B * (L - 1))) << lane_shift(gains, L - 1));
+}
+
+// At the end of a column loop's round trip: the pointers "change" in an
+// empty asm, so GCC keeps them in registers to the loop's end, instead of
+// recomputing their final values from the trip count after the loop
+// (which kept the start values alive in memory: 10 loads and stores per
+// group).
+inline void walked(const int8_t*& p0, const int8_t*& p1, const int8_t*& p2, const int8_t*& p3,
+                   const int64_t*& q) {
+  asm("" : "+r"(p0), "+r"(p1), "+r"(p2), "+r"(p3), "+r"(q));
+}
+
+// take_lanes in an epilogue, one sum after the other: the volatile asm
+// "writes" the sum after every memory access before it, so its split starts
+// only here and its totals are loaded only here. Without it GCC split all
+// the sums first and loaded all the totals early, and spilled both.
+template <int L>
+inline void take_next(uint64_t u, int64_t* tot, uint64_t gains) {
+  asm volatile("" : "+r"(u) : : "memory");
+  take_lanes<L>(u, tot, gains);
 }
 
 // Totals of a block of 4 rows x up to 9 items: [row][item].
 constexpr uint32_t kMaxBlockItems = 9;
 using Totals = int64_t[4][kMaxBlockItems];
 
-// The hot loops: one block of columns (count a multiple of 8) of 4 weight
-// rows (p0, row stride n) times one or two packed words per column (pa, pb,
-// at the block's first column, L lanes each); the lane sums go into tot,
-// shifted by h[item] (items of pa first, then pb's). Out of line on purpose,
-// so that only their own sums, pointers and loaded values compete for
-// registers (with the caller's loop state they spilled).
+// The hot loops: 4 weight rows (p0, row stride n = the row length) times a
+// packed block of V words (q: its stream, pack_int8_batch), the whole row in
+// one call, group by group (g columns, the last group may be shorter): per
+// group the column loop (a multiple of 8 columns), then the group's gain
+// words (V, after its columns), and the lane fields go into tot.
+// Out of line on purpose, so that only their own sums, pointers and loaded
+// values compete for registers (with the caller's loop state they spilled).
+//
+// Per group of 32 columns of 4 rows x 9 items (triples), counted in the
+// objdump of the kernel's build, before (a call per group, h[] made by the
+// caller) and now (a call per row block):
+//   before: 1566 instructions, 382 loads, 107 stores. The column loop 4 x
+//           (69 loads, 5 stores): 224 of the data, the rest spilled values;
+//           the call 83 loads, 77 stores: 12 callee-saved registers saved and
+//           restored, h[] read, 36 totals loaded and stored; the caller 23
+//           loads and 10 stores to make h[] from the 9 items' shift arrays.
+//   now:    1272 instructions, 272 loads, 37 stores. The column loop 4 x 57
+//           loads: 224 of the data and the loop's end; then 3 gain words, 36
+//           totals loaded and stored, 5 loads and 1 store of loop state.
+// The lane split went from 9 shifts and 2 subtractions per packed sum to 7
+// shifts (take_lanes).
 template <int L>
-[[gnu::noinline, gnu::optimize("sched-pressure")]] void block_4x2(const int8_t* p0, size_t n, const int64_t* pa,
-                                                                  const int64_t* pb, uint32_t count,
-                                                                  const uint32_t* h, Totals& tot) {
+[[gnu::noinline, gnu::optimize("sched-pressure")]] void block_4x3(const int8_t* p0, size_t n, const int64_t* q,
+                                                                  uint32_t g, Totals& tot) {
   const int8_t *p1 = p0 + n, *p2 = p1 + n, *p3 = p2 + n;
-  const int64_t* end = pa + count;
-  uint64_t s0a = 0, s0b = 0, s1a = 0, s1b = 0, s2a = 0, s2b = 0, s3a = 0, s3b = 0;
-  auto column = [&](uint32_t j) {
-    uint64_t a = uint64_t(pa[j]), b = uint64_t(pb[j]);
-    uint64_t v0 = weight(p0, j), v1 = weight(p1, j), v2 = weight(p2, j), v3 = weight(p3, j);
-    mac_lanes(s0a, v0, a); mac_lanes(s0b, v0, b);
-    mac_lanes(s1a, v1, a); mac_lanes(s1b, v1, b);
-    mac_lanes(s2a, v2, a); mac_lanes(s2b, v2, b);
-    mac_lanes(s3a, v3, a); mac_lanes(s3b, v3, b);
-    in_registers(s0a, s0b, s1a, s1b);
-    in_registers(s2a, s2b, s3a, s3b);
-  };
-  // Walk pointers (not an index): no address arithmetic per load; 8 columns
-  // per round trip of the loop.
-  for (; pa < end; pa += 8, pb += 8, p0 += 8, p1 += 8, p2 += 8, p3 += 8) {
-    column(0); column(1); column(2); column(3);
-    column(4); column(5); column(6); column(7);
+  const int8_t* row_end = p0 + n;
+  while (p0 < row_end) {
+    size_t left = size_t(row_end - p0);
+    const int8_t* end = p0 + (left < g ? left : g);
+    uint64_t s0a = lane_bias(L), s0b = s0a, s0c = s0a, s1a = s0a, s1b = s0a, s1c = s0a;
+    uint64_t s2a = s0a, s2b = s0a, s2c = s0a, s3a = s0a, s3b = s0a, s3c = s0a;
+    // always_inline: GCC judged this bigger body not worth inlining, and a
+    // call per column with every sum in memory ran four times slower.
+    auto column = [&](uint32_t j) __attribute__((always_inline)) {
+      uint64_t a = uint64_t(q[3 * j]), b = uint64_t(q[3 * j + 1]), c = uint64_t(q[3 * j + 2]);
+      uint64_t v0 = weight(p0, j), v1 = weight(p1, j), v2 = weight(p2, j), v3 = weight(p3, j);
+      mac_lanes(s0a, v0, a); mac_lanes(s0b, v0, b); mac_lanes(s0c, v0, c);
+      mac_lanes(s1a, v1, a); mac_lanes(s1b, v1, b); mac_lanes(s1c, v1, c);
+      mac_lanes(s2a, v2, a); mac_lanes(s2b, v2, b); mac_lanes(s2c, v2, c);
+      mac_lanes(s3a, v3, a); mac_lanes(s3b, v3, b); mac_lanes(s3c, v3, c);
+      in_registers(s0a, s0b, s0c, s1a);
+      in_registers(s1b, s1c, s2a, s2b);
+      in_registers(s2c, s3a, s3b, s3c);
+      // No load may move across a column's end: hoisted to the top of the
+      // loop, the loads of later columns ran out of registers and spilled.
+      asm volatile("" ::: "memory");
+    };
+    // Walk pointers (not an index): no address arithmetic per load; 8
+    // columns per round trip of the loop.
+    for (; p0 < end; q += 24, p0 += 8, p1 += 8, p2 += 8, p3 += 8) {
+      column(0); column(1); column(2); column(3);
+      column(4); column(5); column(6); column(7);
+      walked(p0, p1, p2, p3, q);
+    }
+    // The group's gain words (loaded before any total is written: the
+    // totals are int64 too, so later loads could not be moved above them).
+    uint64_t ga = uint64_t(q[0]), gb = uint64_t(q[1]), gc = uint64_t(q[2]);
+    q += 3;
+    // Word by word, one sum after the other (take_next).
+    take_next<L>(s0a, tot[0], ga); take_next<L>(s1a, tot[1], ga);
+    take_next<L>(s2a, tot[2], ga); take_next<L>(s3a, tot[3], ga);
+    take_next<L>(s0b, tot[0] + L, gb); take_next<L>(s1b, tot[1] + L, gb);
+    take_next<L>(s2b, tot[2] + L, gb); take_next<L>(s3b, tot[3] + L, gb);
+    take_next<L>(s0c, tot[0] + 2 * L, gc); take_next<L>(s1c, tot[1] + 2 * L, gc);
+    take_next<L>(s2c, tot[2] + 2 * L, gc); take_next<L>(s3c, tot[3] + 2 * L, gc);
   }
-  take_lanes<L>(s0a, tot[0], h); take_lanes<L>(s0b, tot[0] + L, h + L);
-  take_lanes<L>(s1a, tot[1], h); take_lanes<L>(s1b, tot[1] + L, h + L);
-  take_lanes<L>(s2a, tot[2], h); take_lanes<L>(s2b, tot[2] + L, h + L);
-  take_lanes<L>(s3a, tot[3], h); take_lanes<L>(s3b, tot[3] + L, h + L);
 }
 
-// The same for three packed words per column (pc after pb's items).
+// The same for a block of two packed words.
 template <int L>
-[[gnu::noinline, gnu::optimize("sched-pressure")]] void block_4x3(const int8_t* p0, size_t n, const int64_t* pa,
-                                                                  const int64_t* pb, const int64_t* pc,
-                                                                  uint32_t count, const uint32_t* h, Totals& tot) {
+[[gnu::noinline, gnu::optimize("sched-pressure")]] void block_4x2(const int8_t* p0, size_t n, const int64_t* q,
+                                                                  uint32_t g, Totals& tot) {
   const int8_t *p1 = p0 + n, *p2 = p1 + n, *p3 = p2 + n;
-  const int64_t* end = pa + count;
-  uint64_t s0a = 0, s0b = 0, s0c = 0, s1a = 0, s1b = 0, s1c = 0;
-  uint64_t s2a = 0, s2b = 0, s2c = 0, s3a = 0, s3b = 0, s3c = 0;
-  // always_inline: GCC judged this bigger body not worth inlining, and a
-  // call per column with every sum in memory ran four times slower.
-  auto column = [&](uint32_t j) __attribute__((always_inline)) {
-    uint64_t a = uint64_t(pa[j]), b = uint64_t(pb[j]), c = uint64_t(pc[j]);
-    uint64_t v0 = weight(p0, j), v1 = weight(p1, j), v2 = weight(p2, j), v3 = weight(p3, j);
-    mac_lanes(s0a, v0, a); mac_lanes(s0b, v0, b); mac_lanes(s0c, v0, c);
-    mac_lanes(s1a, v1, a); mac_lanes(s1b, v1, b); mac_lanes(s1c, v1, c);
-    mac_lanes(s2a, v2, a); mac_lanes(s2b, v2, b); mac_lanes(s2c, v2, c);
-    mac_lanes(s3a, v3, a); mac_lanes(s3b, v3, b); mac_lanes(s3c, v3, c);
-    in_registers(s0a, s0b, s0c, s1a);
-    in_registers(s1b, s1c, s2a, s2b);
-    in_registers(s2c, s3a, s3b, s3c);
-    // No load may move across a column's end: hoisted to the top of the
-    // loop, the loads of later columns ran out of registers and spilled.
-    asm volatile("" ::: "memory");
-  };
-  for (; pa < end; pa += 8, pb += 8, pc += 8, p0 += 8, p1 += 8, p2 += 8, p3 += 8) {
-    column(0); column(1); column(2); column(3);
-    column(4); column(5); column(6); column(7);
+  const int8_t* row_end = p0 + n;
+  while (p0 < row_end) {
+    size_t left = size_t(row_end - p0);
+    const int8_t* end = p0 + (left < g ? left : g);
+    uint64_t s0a = lane_bias(L), s0b = s0a, s1a = s0a, s1b = s0a, s2a = s0a, s2b = s0a, s3a = s0a, s3b = s0a;
+    auto column = [&](uint32_t j) {
+      uint64_t a = uint64_t(q[2 * j]), b = uint64_t(q[2 * j + 1]);
+      uint64_t v0 = weight(p0, j), v1 = weight(p1, j), v2 = weight(p2, j), v3 = weight(p3, j);
+      mac_lanes(s0a, v0, a); mac_lanes(s0b, v0, b);
+      mac_lanes(s1a, v1, a); mac_lanes(s1b, v1, b);
+      mac_lanes(s2a, v2, a); mac_lanes(s2b, v2, b);
+      mac_lanes(s3a, v3, a); mac_lanes(s3b, v3, b);
+      in_registers(s0a, s0b, s1a, s1b);
+      in_registers(s2a, s2b, s3a, s3b);
+    };
+    for (; p0 < end; q += 16, p0 += 8, p1 += 8, p2 += 8, p3 += 8) {
+      column(0); column(1); column(2); column(3);
+      column(4); column(5); column(6); column(7);
+      walked(p0, p1, p2, p3, q);
+    }
+    uint64_t ga = uint64_t(q[0]), gb = uint64_t(q[1]);
+    q += 2;
+    take_next<L>(s0a, tot[0], ga); take_next<L>(s1a, tot[1], ga);
+    take_next<L>(s2a, tot[2], ga); take_next<L>(s3a, tot[3], ga);
+    take_next<L>(s0b, tot[0] + L, gb); take_next<L>(s1b, tot[1] + L, gb);
+    take_next<L>(s2b, tot[2] + L, gb); take_next<L>(s3b, tot[3] + L, gb);
   }
-  take_lanes<L>(s0a, tot[0], h); take_lanes<L>(s0b, tot[0] + L, h + L); take_lanes<L>(s0c, tot[0] + 2 * L, h + 2 * L);
-  take_lanes<L>(s1a, tot[1], h); take_lanes<L>(s1b, tot[1] + L, h + L); take_lanes<L>(s1c, tot[1] + 2 * L, h + 2 * L);
-  take_lanes<L>(s2a, tot[2], h); take_lanes<L>(s2b, tot[2] + L, h + L); take_lanes<L>(s2c, tot[2] + 2 * L, h + 2 * L);
-  take_lanes<L>(s3a, tot[3], h); take_lanes<L>(s3b, tot[3] + L, h + L); take_lanes<L>(s3c, tot[3] + 2 * L, h + 2 * L);
 }
 
+// The same for a block of one packed word.
 template <int L>
-[[gnu::noinline, gnu::optimize("sched-pressure")]] void block_4x1(const int8_t* p0, size_t n, const int64_t* pa,
-                                                                  uint32_t count, const uint32_t* h, Totals& tot) {
+[[gnu::noinline, gnu::optimize("sched-pressure")]] void block_4x1(const int8_t* p0, size_t n, const int64_t* q,
+                                                                  uint32_t g, Totals& tot) {
   const int8_t *p1 = p0 + n, *p2 = p1 + n, *p3 = p2 + n;
-  const int64_t* end = pa + count;
-  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  auto column = [&](uint32_t j) {
-    uint64_t a = uint64_t(pa[j]);
-    mac_lanes(s0, weight(p0, j), a);
-    mac_lanes(s1, weight(p1, j), a);
-    mac_lanes(s2, weight(p2, j), a);
-    mac_lanes(s3, weight(p3, j), a);
-    in_registers(s0, s1, s2, s3);
-  };
-  for (; pa < end; pa += 8, p0 += 8, p1 += 8, p2 += 8, p3 += 8) {
-    column(0); column(1); column(2); column(3);
-    column(4); column(5); column(6); column(7);
+  const int8_t* row_end = p0 + n;
+  while (p0 < row_end) {
+    size_t left = size_t(row_end - p0);
+    const int8_t* end = p0 + (left < g ? left : g);
+    uint64_t s0 = lane_bias(L), s1 = s0, s2 = s0, s3 = s0;
+    auto column = [&](uint32_t j) {
+      uint64_t a = uint64_t(q[j]);
+      mac_lanes(s0, weight(p0, j), a);
+      mac_lanes(s1, weight(p1, j), a);
+      mac_lanes(s2, weight(p2, j), a);
+      mac_lanes(s3, weight(p3, j), a);
+      in_registers(s0, s1, s2, s3);
+    };
+    for (; p0 < end; q += 8, p0 += 8, p1 += 8, p2 += 8, p3 += 8) {
+      column(0); column(1); column(2); column(3);
+      column(4); column(5); column(6); column(7);
+      walked(p0, p1, p2, p3, q);
+    }
+    uint64_t ga = uint64_t(*q++);
+    take_next<L>(s0, tot[0], ga);
+    take_next<L>(s1, tot[1], ga);
+    take_next<L>(s2, tot[2], ga);
+    take_next<L>(s3, tot[3], ga);
   }
-  take_lanes<L>(s0, tot[0], h);
-  take_lanes<L>(s1, tot[1], h);
-  take_lanes<L>(s2, tot[2], h);
-  take_lanes<L>(s3, tot[3], h);
 }
 
-// The packed word of item i's vector (L lanes: x[i].triple or x[i].pair).
+// The stream of the packed block that starts at item x (x.triple or x.pair).
 template <int L>
 const int64_t* packed(const ActVec& x) { return L == 3 ? x.triple : x.pair; }
 
-// Rows r..r+3 times the m <= V*L items x[0..m) in V packed words of L lanes
-// each, into y[i * stride + k] for item i, row r + k. Lanes beyond m hold
-// zeros (the last word of a batch may be short) and are not written.
+// Rows r..r+3 times the m items x[0..m) of a packed block of V words of L
+// lanes, into y[i * stride + k] for item i, row r + k. Lanes beyond m (a
+// short last word, or fewer items asked for than the block holds) are
+// summed but not written.
 template <int L, int V>
 void block_rows4(const Matrix& w, const ActVec* x, uint32_t m, uint32_t r, float* y, size_t stride) {
   uint32_t n = w.cols, g = group_of(w, x[0]);
   const int8_t* w0 = w.q + size_t(r) * n;
-  const int64_t* pa = packed<L>(x[0]);
-  const int64_t* pb = V >= 2 ? packed<L>(x[L]) : nullptr;
-  const int64_t* pc = V == 3 ? packed<L>(x[2 * L]) : nullptr;
   Totals tot = {};
-  uint32_t h[kMaxBlockItems] = {};
-  uint32_t gi = 0;
-  for (uint32_t c0 = 0; c0 < n; c0 += g, gi++) {
-    uint32_t c1 = c0 + g < n ? c0 + g : n;
-    for (uint32_t i = 0; i < m; i++) h[i] = kMaxShift - x[i].shift[gi];
-    if constexpr (V == 3) block_4x3<L>(w0 + c0, n, pa + c0, pb + c0, pc + c0, c1 - c0, h, tot);
-    else if constexpr (V == 2) block_4x2<L>(w0 + c0, n, pa + c0, pb + c0, c1 - c0, h, tot);
-    else block_4x1<L>(w0 + c0, n, pa + c0, c1 - c0, h, tot);
-  }
+  if constexpr (V == 3) block_4x3<L>(w0, n, packed<L>(x[0]), g, tot);
+  else if constexpr (V == 2) block_4x2<L>(w0, n, packed<L>(x[0]), g, tot);
+  else block_4x1<L>(w0, n, packed<L>(x[0]), g, tot);
   for (uint32_t k = 0; k < 4; k++) {
     float scale = w.scale(r + k);
-    for (uint32_t i = 0; i < m; i++) y[i * stride + k] = finish_int8(tot[k][i], x[i], scale);
+    for (uint32_t i = 0; i < m; i++) y[i * stride + k] = finish_int8(tot[k][i] - x[i].lane_fix, x[i], scale);
   }
 }
 
 // The same for one row r (the rare remainder of a row range that is not a
-// multiple of 4): a plain loop, same sums.
+// multiple of 4): a plain loop over the block's stream, same sums.
 template <int L>
-void row_one_word(const Matrix& w, const ActVec* x, uint32_t m, uint32_t r, float* y, size_t stride) {
+void row_one_block(const Matrix& w, const ActVec* x, uint32_t m, uint32_t words, uint32_t r, float* y,
+                   size_t stride) {
   uint32_t n = w.cols, g = group_of(w, x[0]);
   const int8_t* wr = w.q + size_t(r) * n;
-  const int64_t* pa = packed<L>(x[0]);
-  int64_t tot[3] = {};
-  uint32_t h[3] = {};
-  uint32_t gi = 0;
-  for (uint32_t c0 = 0; c0 < n; c0 += g, gi++) {
+  const int64_t* q = packed<L>(x[0]);
+  int64_t tot[kMaxBlockItems] = {};
+  for (uint32_t c0 = 0; c0 < n; c0 += g) {
     uint32_t c1 = c0 + g < n ? c0 + g : n;
-    for (uint32_t i = 0; i < m; i++) h[i] = kMaxShift - x[i].shift[gi];
-    uint64_t s = 0;
-    for (uint32_t c = c0; c < c1; c++) mac_lanes(s, weight(wr, c), uint64_t(pa[c]));
-    take_lanes<L>(s, tot, h);
+    uint64_t s[kBlockWords] = {lane_bias(L), lane_bias(L), lane_bias(L)};
+    for (uint32_t c = c0; c < c1; c++, q += words)
+      for (uint32_t v = 0; v < words; v++) mac_lanes(s[v], weight(wr, c), uint64_t(q[v]));
+    for (uint32_t v = 0; v < words; v++) take_lanes<L>(s[v], tot + v * L, uint64_t(q[v]));
+    q += words;
   }
-  for (uint32_t i = 0; i < m; i++) y[i * stride] = finish_int8(tot[i], x[i], w.scale(r));
+  for (uint32_t i = 0; i < m; i++) y[i * stride] = finish_int8(tot[i] - x[i].lane_fix, x[i], w.scale(r));
 }
 
-// Rows r..r+rows-1 (rows <= 4) times the items of up to three packed words
-// (two for pairs) starting at x[0]; returns how many items it did.
+// Rows r..r+rows-1 (rows <= 4) times the items of the packed block that
+// starts at x[0] (at most `left` of them); returns how many items it did.
 template <int L>
 uint32_t packed_items(const Matrix& w, const ActVec* x, uint32_t left, uint32_t r, uint32_t rows, float* y,
                       size_t stride) {
-  bool two = left > L && packed<L>(x[L]) != nullptr;
-  // Three words only for triples: 9 items fill Totals; pairs keep to 4.
-  bool three = L == 3 && two && left > 2 * L && packed<L>(x[2 * L]) != nullptr;
-  uint32_t words = three ? 3 : two ? 2 : 1;
-  uint32_t m = left < words * L ? left : words * L;
+  uint32_t items = x[0].block_items;
+  uint32_t words = (items + L - 1) / L;
+  uint32_t m = left < items ? left : items;
   if (rows == 4) {
-    if (three) block_rows4<L, 3>(w, x, m, r, y, stride);
-    else if (two) block_rows4<L, 2>(w, x, m, r, y, stride);
+    if (words == 3) block_rows4<L, 3>(w, x, m, r, y, stride);
+    else if (words == 2) block_rows4<L, 2>(w, x, m, r, y, stride);
     else block_rows4<L, 1>(w, x, m, r, y, stride);
     return m;
   }
-  for (uint32_t k = 0; k < rows; k++)
-    for (uint32_t i = 0; i < m; i += L)
-      row_one_word<L>(w, x + i, m - i < L ? m - i : L, r + k, y + i * stride + k, stride);
+  for (uint32_t k = 0; k < rows; k++) row_one_block<L>(w, x, m, words, r + k, y + k, stride);
   return m;
 }
 
@@ -322,6 +392,30 @@ void cross_1(const Matrix& w, const ActVec& x, uint32_t r, float* y) {
   y[0] = finish_int8(t0 - x.cross_fix, x, w.scale(r));
 }
 
+// Packs columns c0..c1 of the items x[0..lp) (lp <= L) into one packed word
+// per column, at o, o + step, ...; lanes past lp hold zeros. Once per
+// product, item and column, on one hart: a full word has its own loop
+// (3 loads, 2 shifts, 2 adds, 1 store per column).
+template <int L>
+void pack_columns(const ActVec* x, uint32_t lp, uint32_t c0, uint32_t c1, int64_t* o, size_t step) {
+  constexpr int64_t k1 = int64_t(1) << lane_bits(L);              // lane 1's place value
+  constexpr int64_t k2 = L == 3 ? int64_t(1) << (2 * lane_bits(L)) : 0;  // lane 2's (triples)
+  if (lp == uint32_t(L)) {
+    const int8_t *q0 = x[0].q, *q1 = x[1].q, *q2 = x[L - 1].q;
+    for (uint32_t c = c0; c < c1; c++, o += step) {
+      int64_t v = q0[c] + q1[c] * k1;
+      if constexpr (L == 3) v += q2[c] * k2;
+      *o = v;
+    }
+    return;
+  }
+  for (uint32_t c = c0; c < c1; c++, o += step) {  // the short last word of a batch
+    int64_t v = 0;
+    for (uint32_t l = lp; l-- > 0;) v = v * k1 + x[l].q[c];
+    *o = v;
+  }
+}
+
 }  // namespace
 
 uint32_t int8_packed(const Matrix& w, const ActVec* x, uint32_t left, uint32_t r, uint32_t rows, float* y,
@@ -341,6 +435,7 @@ void pack_int8_batch(ActVec* x, uint32_t n, int64_t* pair_mem, size_t pair_strid
     x[i].pair = nullptr;
     x[i].triple = nullptr;
     x[i].cross = nullptr;
+    x[i].block_items = 0;
   }
   if (n == 0 || !x[0].q) return;
   uint32_t cols = x[0].n, g = x[0].group ? x[0].group : cols;
@@ -363,17 +458,45 @@ void pack_int8_batch(ActVec* x, uint32_t n, int64_t* pair_mem, size_t pair_strid
     return;
   }
   // Several items: three per word when a block's sum fits 21 bits (g <= 64),
-  // else two per word; a short last word has zero lanes.
-  uint32_t lanes = g <= 64 ? 3 : 2, bits = lanes == 3 ? 21 : 32;
-  for (uint32_t i = 0; i < n; i += lanes) {
-    int64_t* out = pair_mem + (i / lanes) * pair_stride;
-    for (uint32_t c = 0; c < cols; c++) {
-      int64_t v = 0;
-      for (uint32_t l = lanes; l-- > 0;) v = v * (int64_t(1) << bits) + (i + l < n ? x[i + l].q[c] : 0);
-      out[c] = v;
+  // else two per word; a short last word has zero lanes. Blocks of up to
+  // kBlockWords words, interleaved: per group, column by column the block's
+  // words, then one gain word per word (see ActVec in matvec.h).
+  uint32_t lanes = g <= 64 ? 3 : 2, bits = lane_bits(int(lanes));
+  uint32_t groups = (cols + g - 1) / g;
+  if (size_t(cols) + groups > pair_stride) return;  // no room for the gains: the plain kernel runs
+  for (uint32_t b = 0; b < n; b += kBlockWords * lanes) {
+    uint32_t items = n - b < kBlockWords * lanes ? n - b : kBlockWords * lanes;
+    uint32_t words = (items + lanes - 1) / lanes;
+    int64_t* out = pair_mem + size_t(b / lanes) * pair_stride;  // the block's words' room, contiguous
+    for (uint32_t v = 0; v < words; v++) {
+      const ActVec* xv = x + b + v * lanes;
+      uint32_t lp = items - v * lanes < lanes ? items - v * lanes : lanes;  // items in this word
+      uint32_t gi = 0;
+      for (uint32_t c0 = 0; c0 < cols; c0 += g, gi++) {
+        uint32_t c1 = c0 + g < cols ? c0 + g : cols;
+        // Column c of group gi is at slot c + gi of the stream (each earlier
+        // group added one slot of gain words); a slot holds the block's words.
+        int64_t* o = out + size_t(c0 + gi) * words + v;
+        if (lanes == 3) pack_columns<3>(xv, lp, c0, c1, o, words);
+        else pack_columns<2>(xv, lp, c0, c1, o, words);
+        uint64_t gains = 0;
+        for (uint32_t l = 0; l < lp; l++) {
+          uint32_t h = kMaxShift - xv[l].shift[gi];
+          gains |= uint64_t(l == 0 ? 64 - bits - h : h) << (8 * l);
+        }
+        out[size_t(c1 + gi) * words + v] = int64_t(gains);
+      }
     }
-    if (lanes == 3) x[i].triple = out;
-    else x[i].pair = out;
+    if (lanes == 3) x[b].triple = out;
+    else x[b].pair = out;
+    x[b].block_items = items;
+  }
+  // Every lane's sum started at 2^(bits-1) in every group: the bias each
+  // item's total carries.
+  for (uint32_t i = 0; i < n; i++) {
+    int64_t fix = 0;
+    for (uint32_t gi = 0; gi < groups; gi++) fix += (int64_t(1) << (bits - 1)) << (kMaxShift - x[i].shift[gi]);
+    x[i].lane_fix = fix;
   }
 }
 

@@ -5,10 +5,10 @@
 
 namespace llm {
 
-// rows r..r+rows-1 (rows <= 4) times the packed items starting at x[0]
-// (x[0].triple or x[0].pair; at most two packed words, `left` items remain):
+// rows r..r+rows-1 (rows <= 4) times the items of the packed block starting
+// at x[0] (x[0].triple or x[0].pair; at most `left` of its items):
 // y[i * stride + k] for item i, row r + k. Returns how many items it did,
-// 0 if x[0] is not packed.
+// 0 if no packed block starts at x[0].
 uint32_t int8_packed(const Matrix& w, const ActVec* x, uint32_t left, uint32_t r, uint32_t rows, float* y,
                      size_t stride);
 // rows r..r+rows-1 (rows <= 4) times one item (x.cross packed): y[k].

@@ -138,9 +138,10 @@ bool int8_fast_all(const Matrix& w, const ActVec* x, uint32_t n) {
 
 // Rows [r0, r1) of every item: the outer loop walks blocks of 4 rows, so a
 // block of weight rows is fetched once and serves every item; packed items
-// go through the "triples"/"pairs" kernels up to 6 at a time, a single item
-// through the "cross" kernel (matmul_int8.cpp), an unpacked one through the
-// plain 4-row kernel above. All give the same bits.
+// go through the "triples"/"pairs" kernels a packed block (up to 9 or 6
+// items) at a time, a single item through the "cross" kernel
+// (matmul_int8.cpp), an unpacked one through the plain 4-row kernel above.
+// All give the same bits.
 void matmul_int8(const Matrix& w, const ActVec* x, uint32_t n, float* y, size_t stride, uint32_t r0, uint32_t r1) {
   if (w.f || !x[0].q) {
     for (uint32_t r = r0; r < r1; r++)

@@ -52,8 +52,16 @@ struct ActVec {
   uint32_t group = 0;              // values per group (the last one may be shorter)
   // Packed copies of q for the register-blocked int8 kernels (matmul_int8.cpp),
   // made by pack_int8_batch; null: not packed (the plain int8 kernel runs).
-  const int64_t* pair = nullptr;    // [n] q[c] + q'[c] * 2^32, q' = the next item's q (0 if none)
-  const int64_t* triple = nullptr;  // [n] q[c] + q'[c] * 2^21 + q''[c] * 2^42, the next two items'
+  // Several items are packed in blocks of up to 3 words, a word holding the
+  // q of 2 items (pair: q[c] + q'[c] * 2^32) or 3 (triple: q[c] + q'[c] *
+  // 2^21 + q''[c] * 2^42; q', q'' the next items', 0 past the last item).
+  // A block's stream, per group of columns: for each column c the block's
+  // words at c, then one gain word per word (its lanes' shifts for the group).
+  // pair/triple/block_items are set on the first item of a block only.
+  const int64_t* pair = nullptr;    // the stream of the pairs block that starts here
+  const int64_t* triple = nullptr;  // the stream of the triples block that starts here
+  uint32_t block_items = 0;         // items in that block (up to 6 pairs or 9 triples)
+  int64_t lane_fix = 0;             // the lane bias in this item's packed totals (matmul_int8.cpp)
   const uint64_t* cross = nullptr;  // [n/8][4] q[8k+j] * 2^32 + q[8k+j+4], j < 4 (mod 2^64)
   int64_t cross_fix = 0;            // sum over groups of 128 * (sum of the group's q) << (15 - k)
 };
@@ -88,7 +96,7 @@ struct MatvecOps {
 };
 
 // argmax_batch works through this many items at a time (stack buffer).
-constexpr uint32_t kMaxArgmaxItems = 18;  // a multiple of 2 and 3: packed words stay whole
+constexpr uint32_t kMaxArgmaxItems = 18;  // a multiple of 6 and 9: packed blocks stay whole
 
 extern const MatvecOps kMatvecFloat;
 extern const MatvecOps kMatvecInt8;
@@ -100,11 +108,17 @@ constexpr uint32_t kMaxShift = 15;
 ActVec quantize_act(const float* x, uint32_t n, uint32_t group, int8_t* q, uint8_t* shift);
 // Packs the prepared int8 vectors x[0..n) for the fast kernels: one item
 // crosswise into cross_mem ([n/8][4] words); several in triples (0,1,2),
-// (3,4,5), ... when group <= 64, else pairs (0,1), (2,3), ..., word j at
-// pair_mem + j * pair_stride (ceil(n/2) words of pair_stride >= n values),
-// a short last word padded with zeros. Only when the shape allows it
-// (n % 8 == 0, group % 8 == 0); otherwise nothing is packed.
+// (3,4,5), ... when group <= 64, else pairs (0,1), (2,3), ..., a short last
+// word padded with zeros; words in blocks of 3 (items 0-8, 9-17, ... or
+// 0-5, 6-11, ...), block b in the room of words 3b.. at pair_mem +
+// 3b * pair_stride (ceil(n/2) rooms of pair_stride int64 values, at least
+// int8_pack_stride(vector length)). Only when the shape allows it (vector
+// length % 8 == 0, group % 8 == 0) and the rooms are big enough; otherwise
+// nothing is packed (the plain kernel runs).
 void pack_int8_batch(ActVec* x, uint32_t n, int64_t* pair_mem, size_t pair_stride, uint64_t* cross_mem);
+// The pair_stride that vectors of up to `cols` values need: every column
+// and one gain word per group (groups of at least 8 values).
+constexpr size_t int8_pack_stride(uint32_t cols) { return size_t(cols) + (cols + 7) / 8; }
 
 // total * S / 2^kMaxShift * row scale: the float end of every int8 kernel.
 inline float finish_int8(int64_t total, const ActVec& x, float row_scale) {

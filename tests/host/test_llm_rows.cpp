@@ -58,7 +58,7 @@ struct Inputs {
   std::vector<uint64_t> cross;
   std::vector<llm::ActVec> a;
   Inputs(std::mt19937& rng, const llm::MatvecOps& ops, uint32_t n, uint32_t cols)
-      : x(size_t(n) * cols), q(size_t(n) * cols), shift(size_t(n) * cols), pair(size_t(n / 2 + 1) * cols),
+      : x(size_t(n) * cols), q(size_t(n) * cols), shift(size_t(n) * cols), pair(size_t(n / 2 + 1) * llm::int8_pack_stride(cols)),
         cross(cols / 2 + 8), a(n) {
     std::normal_distribution<float> N(0, 1);
     for (auto& v : x) v = N(rng);
@@ -71,7 +71,7 @@ struct Inputs {
         a[i].n = cols;
       }
     }
-    if (ops.kind == llm::MatvecKind::Int8) llm::pack_int8_batch(a.data(), n, pair.data(), cols, cross.data());
+    if (ops.kind == llm::MatvecKind::Int8) llm::pack_int8_batch(a.data(), n, pair.data(), llm::int8_pack_stride(cols), cross.data());
   }
 };
 

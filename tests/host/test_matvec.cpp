@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <cstring>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -149,13 +150,17 @@ TEST_CASE("int8 activation error on Gaussian data", "[matvec][int8]") {
 }
 
 // The packed int8 kernels (items in triples or pairs, one item crosswise)
-// against the plain int8 kernel: bit-identical for every item count, row
-// remainders, group sizes, and the extreme values that bound the lanes
-// (all products +127*127 or all -127*127: the largest lane sums).
+// against the plain int8 kernel: bit-identical for every item count (1..12:
+// one, two and three packed words per block, a second block, short last
+// words), row ranges that are and are not a multiple of 4, group sizes
+// (several groups per row, a short last group, one group), every item with
+// its own gain in every group (the packed kernels read each group's gains
+// from the packed stream), and the extreme values that bound the lanes (all
+// products +127*127 or all -127*127: the largest lane sums).
 TEST_CASE("packed int8 matmul is bit-identical to the plain int8 kernel", "[matvec]") {
   std::mt19937 rng(3);
   std::normal_distribution<float> N(0, 1);
-  for (uint32_t cols : {8u, 64u, 576u, 1536u}) {
+  for (uint32_t cols : {8u, 64u, 104u, 576u, 1536u}) {
     for (uint32_t group : {0u, 8u, 32u, 64u, 128u}) {
       for (int extreme = 0; extreme < 4; extreme++) {
         uint32_t rows = 11;
@@ -170,26 +175,46 @@ TEST_CASE("packed int8 matmul is bit-identical to the plain int8 kernel", "[matv
             qv[i] = extreme == 1 ? ((i % 3) ? -127 : 127) : extreme == 2 ? 127 : -127;
         }
         constexpr uint32_t kItems = 12;
+        uint32_t g = group ? group : cols, groups = (cols + g - 1) / g;
         std::vector<std::vector<float>> xs(kItems, std::vector<float>(cols));
         std::vector<std::vector<int8_t>> qs(kItems, std::vector<int8_t>(cols + 8));
         std::vector<std::vector<uint8_t>> sh(kItems, std::vector<uint8_t>(cols));
         std::vector<llm::ActVec> acts(kItems);
         for (uint32_t i = 0; i < kItems; i++) {
-          for (uint32_t c = 0; c < cols; c++)
-            xs[i][c] = extreme == 1 ? ((c + i) % 2 ? -1.0f : 1.0f) : extreme ? 1.0f : N(rng) * (c % 7 == 0 ? 0.01f : 1.0f);
+          for (uint32_t c = 0; c < cols; c++) {
+            // Group gi of item i is scaled by 2^-j: its gain is 2^j (random
+            // values: about that), j in 0..15, different across groups and
+            // items. A power of two keeps the extremes at +-127 after
+            // quantisation.
+            uint32_t j = (c / g * 7 + i * 3 + uint32_t(extreme)) % 16;
+            float v = extreme == 1 ? ((c + i) % 2 ? -1.0f : 1.0f) : extreme ? 1.0f : N(rng) * (c % 7 == 0 ? 0.01f : 1.0f);
+            xs[i][c] = std::ldexp(v, -int(j));
+          }
           acts[i] = llm::quantize_act(xs[i].data(), cols, group, qs[i].data(), sh[i].data());
+          if (groups >= 3) {  // the gains really differ across the item's groups
+            bool differ = false;
+            for (uint32_t gi = 1; gi < groups; gi++) differ |= sh[i][gi] != sh[i][0];
+            REQUIRE(differ);
+          }
+          if (extreme)
+            for (uint32_t c = 0; c < cols; c++) REQUIRE((qs[i][c] == 127 || qs[i][c] == -127));
         }
-        std::vector<int64_t> pairs((kItems + 1) / 2 * cols);
+        size_t stride = llm::int8_pack_stride(cols);
+        std::vector<int64_t> pairs((kItems + 1) / 2 * stride);
         std::vector<uint64_t> cross(cols / 2);
         for (uint32_t n = 1; n <= kItems; n++) {
           INFO("cols " << cols << " group " << group << " extreme " << extreme << " items " << n);
           std::vector<llm::ActVec> packed(acts.begin(), acts.begin() + n);
           for (const auto& a : packed) REQUIRE(reinterpret_cast<uintptr_t>(a.q) % 8 == 0);
-          llm::pack_int8_batch(packed.data(), n, pairs.data(), cols, cross.data());
-          uint32_t g = group ? group : cols;
+          llm::pack_int8_batch(packed.data(), n, pairs.data(), stride, cross.data());
           REQUIRE((packed[0].triple != nullptr) == (n >= 2 && g <= 64));
           REQUIRE((packed[0].pair != nullptr) == (n >= 2 && g > 64));
           REQUIRE((packed[0].cross != nullptr) == (n == 1));
+          if (n >= 2) {  // blocks of 3 words: 9 items (triples) or 6 (pairs)
+            uint32_t block = g <= 64 ? 9 : 6;
+            for (uint32_t i = 0; i < n; i++)
+              REQUIRE(packed[i].block_items == (i % block == 0 ? std::min(block, n - i) : 0u));
+          }
           for (uint32_t r0 : {0u, 1u, 3u}) {
             std::vector<float> y(size_t(n) * rows, -1.0f);
             llm::kMatvecInt8.matmul(q.m, packed.data(), n, y.data(), rows, r0, rows);
@@ -199,10 +224,55 @@ TEST_CASE("packed int8 matmul is bit-identical to the plain int8 kernel", "[matv
               for (uint32_t r = r0; r < rows; r++) REQUIRE(memcmp(&y[i * rows + (r - r0)], &want[r], 4) == 0);
             }
           }
+          // Fewer items than the packed blocks hold (the rest of a block is
+          // summed, not written).
+          if (n >= 3) {
+            std::vector<float> y(size_t(n) * rows, -1.0f), want(rows);
+            llm::kMatvecInt8.matmul(q.m, packed.data(), n - 1, y.data(), rows, 0, rows);
+            for (uint32_t i = 0; i < n - 1; i++) {
+              llm::kMatvecInt8.matvec(q.m, acts[i], want.data(), 0, rows);
+              for (uint32_t r = 0; r < rows; r++) REQUIRE(memcmp(&y[i * rows + r], &want[r], 4) == 0);
+            }
+            for (uint32_t r = 0; r < rows; r++) REQUIRE(y[(n - 1) * rows + r] == -1.0f);
+          }
         }
       }
     }
   }
+}
+
+// Packing needs room for the gain words after the columns: with less room
+// than int8_pack_stride it packs nothing (and writes nothing), and the
+// product falls back to the plain kernel with the same results.
+TEST_CASE("pack_int8_batch packs nothing into rooms that are too small", "[matvec]") {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> N(0, 1);
+  const uint32_t cols = 64, rows = 8, n = 4;
+  QMat q = make_qmat(rng, rows, cols, 4);
+  std::vector<std::vector<float>> xs(n, std::vector<float>(cols));
+  std::vector<std::vector<int8_t>> qs(n, std::vector<int8_t>(cols));
+  std::vector<std::vector<uint8_t>> sh(n, std::vector<uint8_t>(cols));
+  std::vector<llm::ActVec> acts(n);
+  for (uint32_t i = 0; i < n; i++) {
+    for (auto& v : xs[i]) v = N(rng);
+    acts[i] = llm::quantize_act(xs[i].data(), cols, 32, qs[i].data(), sh[i].data());
+  }
+  size_t stride = llm::int8_pack_stride(cols);
+  REQUIRE(stride == cols + cols / 8);
+  std::vector<int64_t> room((n + 1) / 2 * stride, 0x5a5a);
+  std::vector<uint64_t> cross(cols / 2);
+  std::vector<llm::ActVec> packed = acts;
+  llm::pack_int8_batch(packed.data(), n, room.data(), cols + 1, cross.data());  // 2 groups need cols + 2
+  for (const auto& a : packed) CHECK((a.triple == nullptr && a.pair == nullptr && a.cross == nullptr));
+  for (int64_t v : room) REQUIRE(v == 0x5a5a);
+  std::vector<float> y(n * rows), want(rows);
+  llm::kMatvecInt8.matmul(q.m, packed.data(), n, y.data(), rows, 0, rows);
+  for (uint32_t i = 0; i < n; i++) {
+    llm::kMatvecInt8.matvec(q.m, acts[i], want.data(), 0, rows);
+    for (uint32_t r = 0; r < rows; r++) REQUIRE(memcmp(&y[i * rows + r], &want[r], 4) == 0);
+  }
+  llm::pack_int8_batch(packed.data(), n, room.data(), cols + 2, cross.data());  // just enough
+  CHECK(packed[0].triple != nullptr);
 }
 
 // quantize_act compares bit patterns with integer instructions (cheap under
