@@ -30,7 +30,8 @@
 // sleep and claim nothing. The width changes only who computes which part,
 // never the parts themselves: results are the same bits at every width.
 //
-// Hand-off speed: a pass posts a job per matrix product, hundreds per token,
+// Hand-off speed: a pass posts a job per product, or per group of products that
+// share their inputs (lib/llm_rows.h), about 150 per decoded SMOL token,
 // so a helper must see a job within microseconds. Each waiting side first
 // watches its counter for a short, bounded time (kSpinNs; the next job or
 // the last part usually arrives within it), then sleeps. A sleeping

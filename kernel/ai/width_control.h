@@ -74,7 +74,7 @@ constexpr uint32_t kMaxUnjudged = 3;        // probe windows not judged before a
 struct WidthWindow {
   uint64_t ns = 0;         // real time the window's products took
   uint64_t macs = 0;       // multiply-adds they did
-  uint32_t products = 0;   // matrix products (jobs posted to the team)
+  uint32_t products = 0;   // jobs posted to the team (a product or a fused group)
 };
 
 class WidthControl {
