@@ -47,7 +47,6 @@ import argparse
 import datetime
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -118,12 +117,8 @@ class Boot:
     def info_jit(self):
         """QEMU's translation statistics from the monitor (HMP), or {}."""
         try:
-            with socket.socket(socket.AF_UNIX) as s:
-                s.settimeout(10)
-                s.connect(self.monitor)
-                text = _read_until(s, b"(qemu)")
-                s.sendall(b"info jit\n")
-                text = _read_until(s, b"TB hash buckets")
+            with qemu_run.Monitor(self.monitor, timeout=10) as m:
+                text = m.command("info jit", until=b"TB hash buckets")
         except OSError as e:
             return {"error": str(e)}
         out = {}
@@ -138,16 +133,6 @@ class Boot:
             self.session.halt()
         finally:
             self.session.close()
-
-
-def _read_until(sock, token):
-    buf = b""
-    while token not in buf:
-        data = sock.recv(4096)
-        if not data:
-            break
-        buf += data
-    return buf.decode("utf-8", errors="replace")
 
 
 def spread(values):

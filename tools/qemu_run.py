@@ -15,6 +15,7 @@ Standard library only.
 import argparse
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -126,6 +127,41 @@ TIME_MODE_REAL = "real time"
 # the others in wfi they do report in, but the first process then never
 # mounts the root file system (docs/experiments.md, "Exact mode").
 EXACT_MAX_SMP = 1
+
+
+class Monitor:
+    """QEMU's human monitor (HMP) on the Unix socket given as qemu_command's
+    `monitor`: `with Monitor(path) as m: text = m.command("info jit")`.
+    Each command's reply is read up to the next prompt (or `until`)."""
+
+    def __init__(self, path, timeout=20):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(timeout)
+        try:
+            self.sock.connect(path)
+            self._read_until(b"(qemu)")   # the greeting
+        except OSError:
+            self.sock.close()
+            raise
+
+    def command(self, text, until=b"(qemu)"):
+        self.sock.sendall(text.encode() + b"\n")
+        return self._read_until(until)
+
+    def _read_until(self, token):
+        buf = b""
+        while token not in buf:
+            data = self.sock.recv(65536)
+            if not data:
+                break
+            buf += data
+        return buf.decode("utf-8", errors="replace")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.close()
 
 
 def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G", snapshot=False,

@@ -8,7 +8,6 @@ turns the idle harts' ticks back on, and after it stops they go quiet again.
 """
 import os
 import re
-import socket
 import tempfile
 import time
 
@@ -21,30 +20,15 @@ MIE = re.compile(r"\bmie\s+([0-9a-fA-F]+)")
 HARTS = 4
 
 
-def read_until(sock, marker):
-    data = b""
-    while marker not in data:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    return data.decode(errors="replace")
-
-
 def timer_enabled(monitor):
     """For each hart (QEMU's cpu index), whether its timer interrupt is enabled."""
     out = []
-    with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(20)
-        s.connect(monitor)
-        read_until(s, b"(qemu)")
+    with qemu_run.Monitor(monitor) as m:
         for cpu in range(HARTS):
-            s.sendall(f"cpu {cpu}\n".encode())
-            read_until(s, b"(qemu)")
-            s.sendall(b"info registers\n")
-            m = MIE.search(read_until(s, b"(qemu)"))
-            assert m, f"no mie in QEMU's registers of cpu {cpu}"
-            out.append(bool(int(m.group(1), 16) & STIE))
+            m.command(f"cpu {cpu}")
+            mie = MIE.search(m.command("info registers"))
+            assert mie, f"no mie in QEMU's registers of cpu {cpu}"
+            out.append(bool(int(mie.group(1), 16) & STIE))
     return out
 
 
