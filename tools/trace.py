@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Turns the AI service's trace into a timeline.
 
-    trace.py LOG [--json OUT.json] [--png OUT.png] [--title TEXT] [--summary]
+    trace.py LOG [--json OUT.json] [--png OUT.png] [--title TEXT] [--summary] [--handoffs]
 
 LOG is a console transcript (or a file) holding the lines /bin/aitrace
 prints, one per event of the kernel's trace ring (<kai/ai_trace.h>):
@@ -26,6 +26,11 @@ KV blocks in use and the queue length underneath.
 
 --summary prints, per request, what the trace says about it: tokens, TTFT,
 end-to-end time and finish reason (the same quantities as kai_ai_result).
+
+--handoffs prints, from the `parts` class, where each row team's time went:
+inside its jobs or between them (the worker alone), how late the second
+hart joined a job, how far apart the harts finished it, and how many jobs
+ran on one hart only (a width-control probe, or a helper that slept).
 
 Times are the kernel's clock_ns(): virtual time in exact mode (one
 instruction = 1 ns), real time otherwise. docs/ai-service.md, "The trace",
@@ -476,6 +481,95 @@ def summary_lines(tr):
     return lines
 
 
+def _median(values):
+    v = sorted(values)
+    return v[len(v) // 2] if v else 0
+
+
+def _p90(values):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(len(v) * 0.9))] if v else 0
+
+
+def row_jobs(tr):
+    """The row-team jobs in the trace, per worker, in order: each a list of
+    its parts (worker, part, hart, t0, t1). The next job is posted only
+    after every part of this one ended, so in the order they began, a job's
+    parts come together, each part number once, and a number seen again
+    starts the next job. (Not "part 0 starts a job": parts are claimed in
+    order, but a helper that claims part 0 may record its beginning after
+    the worker has claimed part 1 and recorded its own.) The trace may begin
+    in the middle of a job, so the first job counted is the first whose
+    part 0 began after every part before it ended; a last job with fewer
+    parts than the others is left out."""
+    by_worker = {}
+    for part in sorted(tr.parts, key=lambda p: (p[0], p[3])):
+        by_worker.setdefault(part[0], []).append(part)
+    jobs = {}
+    for w, parts in by_worker.items():
+        ended = 0
+        start = None
+        for k, p in enumerate(parts):
+            if p[1] == 0 and (k == 0 or p[3] >= ended):
+                start = k
+                break
+            ended = max(ended, p[4])
+        if start is None:
+            continue
+        mine = []
+        for p in parts[start:]:
+            if not mine or p[1] in {q[1] for q in mine[-1]}:
+                mine.append([])
+            mine[-1].append(p)
+        most = max(len(j) for j in mine)
+        if len(mine[-1]) < most:
+            mine.pop()
+        if mine:
+            jobs[w] = mine
+    return jobs
+
+
+def handoff_lines(tr):
+    """Where a row team's real time goes, from the `parts` trace class: time
+    inside jobs and between them (the worker alone), how late the second
+    hart joins a job, and how far apart the harts finish it. The hart in an
+    event is the hart a thread ran on, so a job's distinct harts are the
+    threads that took part in it."""
+    lines = []
+    for w, jobs in sorted(row_jobs(tr).items()):
+        spans = [(min(p[3] for p in j), max(p[4] for p in j)) for j in jobs]
+        total = spans[-1][1] - spans[0][0]
+        inside = sum(t1 - t0 for t0, t1 in spans)
+        gaps = [spans[k + 1][0] - spans[k][1] for k in range(len(spans) - 1)]
+        alone = [j for j in jobs if len({p[2] for p in j}) == 1]
+        late, apart = [], []
+        for j in jobs:
+            first = {}
+            last = {}
+            for _, _, hart, t0, t1 in j:
+                first[hart] = min(first.get(hart, t0), t0)
+                last[hart] = max(last.get(hart, t1), t1)
+            if len(first) >= 2:
+                starts = sorted(first.values())
+                ends = sorted(last.values())
+                late.append(starts[1] - starts[0])
+                apart.append(ends[-1] - ends[-2])
+        parts = max(len(j) for j in jobs)
+        lines.append(f"worker {w}: {len(jobs)} row-team jobs over {total / 1e6:.1f} ms, up to {parts} parts each")
+        if total > 0:
+            lines.append(f"  inside jobs {inside / 1e6:.1f} ms ({100 * inside / total:.0f}%), between jobs "
+                         f"{sum(gaps) / 1e6:.1f} ms ({100 * sum(gaps) / total:.0f}%: the worker alone)")
+        lines.append(f"  between two jobs: median {_median(gaps) / 1e3:.1f} us, p90 {_p90(gaps) / 1e3:.1f} us")
+        lines.append(f"  jobs run on one hart only: {len(alone)} "
+                     f"({sum(max(p[4] for p in j) - min(p[3] for p in j) for j in alone) / 1e6:.1f} ms)")
+        if late:
+            lines.append(f"  second hart joins a job after: median {_median(late) / 1e3:.1f} us, "
+                         f"p90 {_p90(late) / 1e3:.1f} us")
+            lines.append(f"  harts finish a job apart by: median {_median(apart) / 1e3:.1f} us, "
+                         f"mean {sum(apart) / len(apart) / 1e3:.1f} us")
+    return lines
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("log", help="console transcript or file holding aitrace's lines")
@@ -483,6 +577,8 @@ def main(argv=None):
     p.add_argument("--png", help="write a PNG timeline here")
     p.add_argument("--title", help="title of the PNG")
     p.add_argument("--summary", action="store_true", help="print each request as the trace tells it")
+    p.add_argument("--handoffs", action="store_true",
+                   help="print where the row teams' time goes (needs the `parts` class)")
     a = p.parse_args(argv)
     try:
         with open(a.log, errors="replace") as f:
@@ -499,7 +595,10 @@ def main(argv=None):
         write_json(tr, a.json)
     if a.png:
         write_png(tr, a.png, a.title)
-    if a.summary or not (a.json or a.png):
+    if a.handoffs:
+        lines = handoff_lines(tr)
+        print("\n".join(lines) if lines else "no row-team parts in the trace (aitrace start parts)")
+    if a.summary or not (a.json or a.png or a.handoffs):
         print("\n".join(summary_lines(tr)))
     print(f"trace.py: {len(events)} events, {len(tr.requests)} requests, {len(tr.iterations)} iterations",
           file=sys.stderr)

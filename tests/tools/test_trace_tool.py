@@ -183,3 +183,69 @@ def test_command_line(tmp_path):
     run = subprocess.run([PYTHON, TOOL, str(tmp_path / "missing.txt")], capture_output=True, text=True,
                          timeout=60)
     assert run.returncode == 2 and "cannot read" in run.stderr
+
+
+# Row-team parts of one worker, 4 parts per job, written by hand (times in
+# ms, the trace's ns times are 1e6 times these). The ring begins in the middle
+# of a job (its parts 2 and 3); then comes a job, 5-8, whose part 0 a helper
+# recorded after the worker's part 1, so no job can be known to start there
+# (counting from its part 0 would leave part 1 to the next job, and so on);
+# then:
+#   job A, 10-20: the worker (hart 0) runs part 0, the helper (hart 1) joins
+#     1 ms later; the harts end 2 ms apart (hart 0 at 18, hart 1 at 20);
+#   job B, 25-33: the helper claims part 0 but records its beginning after
+#     the worker's part 1; both start at once and end 1 ms apart;
+#   job C, 40-48: on hart 0 alone (the helper slept);
+#   job D: cut short by the end of the trace (parts 0 and 1 only).
+HANDOFF_PARTS = [
+    (2, 0, 1, 3), (3, 1, 1.5, 4),
+    (1, 0, 5, 6.5), (0, 1, 5, 7), (2, 0, 6.5, 7.5), (3, 1, 7, 8),
+    (0, 0, 10, 14), (1, 1, 11, 15), (2, 0, 14, 18), (3, 1, 15, 20),
+    (1, 0, 25, 28), (0, 1, 25, 29), (2, 0, 28, 32), (3, 1, 29, 33),
+    (0, 0, 40, 42), (1, 0, 42, 44), (2, 0, 44, 46), (3, 0, 46, 48),
+    (0, 0, 50, 51), (1, 1, 50.5, 51),
+]
+
+
+def handoff_trace():
+    events = []
+    for part, hart, t0, t1 in HANDOFF_PARTS:
+        events += [(int(t0 * 1e6), hart, "PART_BEGIN", part), (int(t1 * 1e6), hart, "PART_END", part)]
+    # In the order of their times; ties as listed (job B's part 1 begins in
+    # the same ns as its part 0 and is recorded first).
+    lines = [f"ev {seq} {t} {t * 10} {hart} {name} worker=0 part={part}"
+             for seq, (t, hart, name, part) in enumerate(sorted(events, key=lambda e: e[0]))]
+    return kai_trace.Trace(kai_trace.parse("\n".join(lines)))
+
+
+def test_row_jobs_group_the_parts_of_each_job():
+    jobs = kai_trace.row_jobs(handoff_trace())
+    assert list(jobs) == [0]
+    # The partial job and the one at 5-8 at the start, and the cut one at the
+    # end, are left out.
+    assert [[p[1] for p in j] for j in jobs[0]] == [[0, 1, 2, 3], [1, 0, 2, 3], [0, 1, 2, 3]]
+    assert [(min(p[3] for p in j) // 10**6, max(p[4] for p in j) // 10**6) for j in jobs[0]] == [
+        (10, 20), (25, 33), (40, 48)]
+
+
+def test_handoff_summary():
+    # Jobs 10+8+8 = 26 ms of 38; gaps 5 and 7 ms; the second hart 1 and 0 ms
+    # late (jobs A and B); the harts end 2 and 1 ms apart. (A median of two
+    # is the upper one.)
+    assert kai_trace.handoff_lines(handoff_trace()) == [
+        "worker 0: 3 row-team jobs over 38.0 ms, up to 4 parts each",
+        "  inside jobs 26.0 ms (68%), between jobs 12.0 ms (32%: the worker alone)",
+        "  between two jobs: median 7000.0 us, p90 7000.0 us",
+        "  jobs run on one hart only: 1 (8.0 ms)",
+        "  second hart joins a job after: median 1000.0 us, p90 1000.0 us",
+        "  harts finish a job apart by: median 2000.0 us, mean 1500.0 us",
+    ]
+
+
+def test_handoffs_on_the_command_line(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text(TRANSCRIPT)
+    run = subprocess.run([PYTHON, TOOL, str(log), "--handoffs"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    # One part, no whole job: nothing to say about hand-offs, and no summary.
+    assert run.stdout.splitlines() == ["no row-team parts in the trace (aitrace start parts)"]
