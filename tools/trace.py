@@ -38,8 +38,12 @@ lists the events.
 """
 import argparse
 import json
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib.latency import median, percentile  # noqa: E402
 
 EVENT = re.compile(r"^ev (\d+) (\d+) (\d+) (\d+) ([A-Z_0-9]+)((?: [a-z_0-9]+=\d+)*)\s*$")
 
@@ -481,16 +485,6 @@ def summary_lines(tr):
     return lines
 
 
-def _median(values):
-    v = sorted(values)
-    return v[len(v) // 2] if v else 0
-
-
-def _p90(values):
-    v = sorted(values)
-    return v[min(len(v) - 1, int(len(v) * 0.9))] if v else 0
-
-
 def row_jobs(tr):
     """The row-team jobs in the trace, per worker, in order: each a list of
     its parts (worker, part, hart, t0, t1). The next job is posted only
@@ -559,13 +553,13 @@ def handoff_lines(tr):
         if total > 0:
             lines.append(f"  inside jobs {inside / 1e6:.1f} ms ({100 * inside / total:.0f}%), between jobs "
                          f"{sum(gaps) / 1e6:.1f} ms ({100 * sum(gaps) / total:.0f}%: the worker alone)")
-        lines.append(f"  between two jobs: median {_median(gaps) / 1e3:.1f} us, p90 {_p90(gaps) / 1e3:.1f} us")
+        lines.append(f"  between two jobs: median {median(gaps) / 1e3:.1f} us, p90 {percentile(gaps, 90) / 1e3:.1f} us")
         lines.append(f"  jobs run on one hart only: {len(alone)} "
                      f"({sum(max(p[4] for p in j) - min(p[3] for p in j) for j in alone) / 1e6:.1f} ms)")
         if late:
-            lines.append(f"  second hart joins a job after: median {_median(late) / 1e3:.1f} us, "
-                         f"p90 {_p90(late) / 1e3:.1f} us")
-            lines.append(f"  harts finish a job apart by: median {_median(apart) / 1e3:.1f} us, "
+            lines.append(f"  second hart joins a job after: median {median(late) / 1e3:.1f} us, "
+                         f"p90 {percentile(late, 90) / 1e3:.1f} us")
+            lines.append(f"  harts finish a job apart by: median {median(apart) / 1e3:.1f} us, "
                          f"mean {sum(apart) / len(apart) / 1e3:.1f} us")
     return lines
 
