@@ -29,6 +29,16 @@ Share share_of(uint64_t blocks, uint32_t part, uint32_t parts) {
   return {blocks * part / parts, blocks * (part + 1) / parts};
 }
 
+// The rows [r0, r1) of a matrix of `rows` rows that part p computes when the
+// matrix alone is cut into `parts` (r0 == r1: none).
+struct RowRange {
+  uint32_t r0, r1;
+};
+RowRange rows_of_part(uint32_t rows, uint32_t part, uint32_t parts) {
+  Share s = share_of(blocks_of(rows), part, parts);
+  return {block_row(s.b0, rows), block_row(s.b1, rows)};
+}
+
 uint64_t product_macs(const Matrix& w, uint32_t n) { return uint64_t(w.rows) * w.cols * n; }
 
 void run_job(const Parallel* par, uint32_t parts, void (*fn)(void*, uint32_t), void* job, uint64_t macs) {
@@ -76,9 +86,7 @@ struct SwigluJob {
   // about as much real time as a small product).
   static void part(void* self, uint32_t part) {
     auto* j = static_cast<const SwigluJob*>(self);
-    uint32_t rows = j->gate->w->rows;
-    Share s = share_of(blocks_of(rows), part, j->parts);
-    uint32_t r0 = block_row(s.b0, rows), r1 = block_row(s.b1, rows);
+    auto [r0, r1] = rows_of_part(j->gate->w->rows, part, j->parts);
     if (r0 >= r1) return;
     size_t stride = j->gate->stride;
     j->ops->matmul(*j->gate->w, j->a, j->n, j->gate->y + r0, stride, r0, r1);
@@ -98,15 +106,9 @@ struct ArgmaxJob {
   uint32_t n, parts;
   ArgMax* part_best;   // [parts][n]
 
-  void rows(uint32_t part, uint32_t* r0, uint32_t* r1) const {
-    Share s = share_of(blocks_of(w->rows), part, parts);
-    *r0 = block_row(s.b0, w->rows);
-    *r1 = block_row(s.b1, w->rows);
-  }
   static void part(void* self, uint32_t part) {
     auto* j = static_cast<const ArgmaxJob*>(self);
-    uint32_t r0, r1;
-    j->rows(part, &r0, &r1);
+    auto [r0, r1] = rows_of_part(j->w->rows, part, j->parts);
     if (r0 < r1) j->ops->argmax_batch(*j->w, j->a, j->n, j->part_best + size_t(part) * j->n, r0, r1);
   }
 };
@@ -144,9 +146,8 @@ void run_argmax(const MatvecOps& ops, const Parallel* par, const Matrix& w, cons
   for (uint32_t i = 0; i < n; i++) {
     bool have = false;
     for (uint32_t p = 0; p < job.parts; p++) {
-      uint32_t r0, r1;
-      job.rows(p, &r0, &r1);
-      if (r0 >= r1) continue;   // a part with no rows wrote nothing
+      RowRange r = rows_of_part(w.rows, p, job.parts);
+      if (r.r0 >= r.r1) continue;   // a part with no rows wrote nothing
       const ArgMax& b = part_best[size_t(p) * n + i];
       if (!have || argmax_beats(b.value, best[i].value)) best[i] = b;
       have = true;
