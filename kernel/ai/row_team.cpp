@@ -61,8 +61,8 @@ uint32_t RowTeam::start(uint32_t worker, uint32_t parts) {
   }
   SpinlockGuard guard(lock_);
   threads_ = started;
-  control_ = WidthControl(started);
-  width_ = control_.width();
+  windows_ = PassWindows(started);
+  width_ = windows_.width();
   worker_ = worker;
   uint32_t chunks = started == 1 ? 1 : started * kChunksPerHart;
   chunks_ = chunks < kMaxChunks ? chunks : kMaxChunks;
@@ -151,16 +151,20 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs
       worker_sleeping_ = false;
     }
   }
-  // The width control's measurement (end_of_forward closes the window).
-  window_.ns += clock_ns() - posted;
-  window_.macs += macs;
-  window_.products++;
+  // The width control's measurement; a window that closes here puts the
+  // rest of the pass at the settled width.
+  windows_.product_done(clock_ns() - posted, macs);
+  follow_windows();
 }
 
 void RowTeam::end_of_forward() {
-  if (threads_ <= 1 || window_.macs < kWindowMacs) return;
-  uint32_t next = control_.on_window(window_);
-  window_ = WidthWindow{};
+  if (threads_ <= 1) return;
+  windows_.end_of_pass();
+  follow_windows();   // the next window may be a probe
+}
+
+void RowTeam::follow_windows() {
+  uint32_t next = windows_.width();
   if (next != width()) set_width(next);
 }
 

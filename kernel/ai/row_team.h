@@ -24,9 +24,9 @@
 // How many threads take part (the team's *width*): with more harts than
 // free host cores, a helper whose hart the host deschedules in the middle of
 // a part holds up the whole pass, so fewer threads can be faster. The worker
-// measures the real time of its products over windows of whole forward
-// passes, and WidthControl (width_control.h, where the rule and its reasons
-// are) decides from them which width to use next. Helpers beyond the width
+// measures the real time of the products at the start of each forward pass
+// (a window: PassWindows), and WidthControl (width_control.h, where the rule
+// and its reasons are) decides from them which width to use next. Helpers beyond the width
 // sleep and claim nothing. The width changes only who computes which part,
 // never the parts themselves: results are the same bits at every width.
 //
@@ -84,11 +84,12 @@ class RowTeam {
   static void helper_main(void* self_and_part);
   void helper_loop(uint32_t index);
  public:
-  // The worker calls it after each forward pass: closes the window when it
-  // holds kWindowMacs multiply-adds, and sets the width WidthControl picks.
+  // The worker calls it after each forward pass: the next pass starts with
+  // a window (PassWindows), at the width WidthControl picked.
   void end_of_forward();
  private:
   void set_width(uint32_t width);
+  void follow_windows();   // set_width(windows_.width()) if it changed
   // Claims and runs parts of job `generation` until none is left.
   void run_parts(uint64_t generation, void (*fn)(void*, uint32_t), void* arg);
 
@@ -111,10 +112,9 @@ class RowTeam {
   // Width control. width_ is written by the worker under lock_ and read by
   // helpers with atomic loads; helpers at index >= width_ sleep on &width_.
   uint32_t width_ = 1;
-  // The worker's own (only the worker touches them): the window being
+  // The worker's own (only the worker touches it): which products are
   // measured, and the control that judges each closed window.
-  WidthWindow window_;
-  WidthControl control_;
+  PassWindows windows_;
 };
 
 }  // namespace ai

@@ -6,7 +6,9 @@
 //                  lost: back, wait twice as long (longer after a clear
 //                  loss: windows_to_afford); won: recheck, or adopt
 //                  after kProbeWins wins
-// No lock: only the team's worker thread calls it (RowTeam::end_of_forward).
+//   PassWindows    which products form the windows: the start of each pass
+// No lock: only the team's worker thread calls them (RowTeam::run and
+// RowTeam::end_of_forward).
 #include "width_control.h"
 
 namespace ai {
@@ -108,6 +110,21 @@ void WidthControl::back_to_settled(uint32_t windows_to_probe) {
   phase_ = Phase::Settled;
   width_ = settled_width_;
   windows_to_probe_ = windows_to_probe;
+}
+
+}  // namespace ai
+
+namespace ai {
+
+void PassWindows::product_done(uint64_t ns, uint64_t macs) {
+  if (!measuring_) return;
+  window_.ns += ns;
+  window_.macs += macs;
+  window_.products++;
+  if (window_.macs < kWindowMacs) return;
+  control_.on_window(window_);
+  window_ = WidthWindow{};
+  measuring_ = false;
 }
 
 }  // namespace ai

@@ -11,10 +11,12 @@
 // many host cores there are, so the team measures real time.
 //
 // The rule, as a student should remember it:
-//   - A *window* is a run of whole forward passes holding at least
-//     kWindowMacs multiply-adds (so it holds every kind of product in its
-//     usual mix). For each window RowTeam reports the real time its products
-//     took, the multiply-adds they did, and how many products there were.
+//   - A *window* is the start of a forward pass: its products until they
+//     hold kWindowMacs multiply-adds (continued into the next pass when a
+//     pass holds fewer). For each window RowTeam reports the real time its
+//     products took, the multiply-adds they did, and how many products there
+//     were. The rest of the pass is not measured and runs at the settled
+//     width (PassWindows, below).
 //   - The team runs at its *settled* width. Every settled window becomes
 //     the fresh reference: time per multiply-add, and mean product size.
 //   - Every so many windows it *probes* a neighbouring width (one thread
@@ -43,7 +45,8 @@
 // nothing, and an unlucky one is retried at the next probe.
 //
 // The width changes only who computes which part of a product, never the
-// parts themselves, so the results are the same bits at every width.
+// parts themselves, so the results are the same bits at every width; it may
+// change between any two products, even in the middle of a pass.
 #pragma once
 #include <stdint.h>
 
@@ -126,6 +129,44 @@ class WidthControl {
   uint64_t reference_product_ = 0;
   uint32_t windows_to_probe_ = kProbeWindows;
   uint32_t probe_interval_ = kProbeWindows;
+};
+
+// Which products of the passes form the windows, and the width each product
+// runs at. RowTeam calls width() before a product, product_done() after it
+// and end_of_pass() after each forward pass; WidthControl judges the windows.
+//
+// Why a window is the *start* of a pass and not whole passes: a probe then
+// costs about kWindowMacs multiply-adds at the neighbour's width whatever the
+// batch. When windows were whole passes, a pass of 8 decode tokens (1.1 G
+// multiply-adds) was one window, and a probe at one thread ran the whole pass
+// at half speed: 420 ms of an 8.4 s run of 8 clients at `-smp 2` (the trace,
+// real time, 2026-12-04). Now it runs the first tenth of the pass.
+// Measuring the same stretch of every pass also keeps a window's mix of
+// products the same from window to window (the classifier, a large product,
+// comes last and is never in a window of a pass larger than kWindowMacs).
+class PassWindows {
+ public:
+  constexpr PassWindows() = default;
+  explicit constexpr PassWindows(uint32_t threads) : control_(threads) {}
+
+  // The width the next product runs at: the control's while a window is
+  // being measured, the settled width for the rest of the pass.
+  uint32_t width() const { return measuring_ ? control_.width() : control_.settled_width(); }
+  // One product ended: ns of real time, macs multiply-adds. Closes the
+  // window when it holds kWindowMacs; the pass's later products are then
+  // not measured.
+  void product_done(uint64_t ns, uint64_t macs);
+  // A forward pass ended: the next pass starts measuring again (a window
+  // not yet full goes on).
+  void end_of_pass() { measuring_ = true; }
+
+  const WidthControl& control() const { return control_; }
+  bool measuring() const { return measuring_; }
+
+ private:
+  WidthControl control_;
+  WidthWindow window_;      // the window being measured
+  bool measuring_ = true;   // false from a window's close to the end of its pass
 };
 
 }  // namespace ai

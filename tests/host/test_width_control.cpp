@@ -231,3 +231,73 @@ TEST_CASE("a team of one, and empty windows, change nothing", "[width]") {
   }
   CHECK(two.phase() == WidthControl::Phase::Settled);
 }
+
+// ---- PassWindows: which products of the passes are measured -----------------
+
+namespace {
+
+// Runs `passes` forward passes of `products` equal products of `macs` each
+// through PassWindows, on a host where one multiply-add takes 1000 ps at
+// width 2 and 1800 ps at width 1. Returns, per pass, the width of each
+// product.
+std::vector<std::vector<uint32_t>> run_passes(ai::PassWindows& windows, int passes, uint32_t products,
+                                              uint64_t macs) {
+  std::vector<std::vector<uint32_t>> out;
+  for (int p = 0; p < passes; p++) {
+    std::vector<uint32_t> widths;
+    for (uint32_t k = 0; k < products; k++) {
+      uint32_t w = windows.width();
+      widths.push_back(w);
+      windows.product_done((w == 2 ? 1000 : 1800) * macs / 1000, macs);
+    }
+    windows.end_of_pass();
+    out.push_back(widths);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a probe runs only a window's worth of a large pass; the rest runs at the settled width", "[width]") {
+  // A pass of 8 decode tokens: 150 products of 7.2 M multiply-adds (1.08 G).
+  // A window is the first 14 products of a pass (14 x 7.2 M = 100.8 M, the
+  // first sum that reaches 100 M), so every pass holds one window.
+  ai::PassWindows windows(2);
+  auto passes = run_passes(windows, 40, 150, 7'200'000);
+  // Passes 0-3: settled windows at 2. Pass 4 starts with the probe at 1 for
+  // its window (14 products) and runs the other 136 at 2. The probe loses by
+  // 80%: the next waits ceil(0.8 * 32) = 26 windows (passes 5-30), so pass
+  // 31 probes again.
+  for (int p = 0; p < 40; p++) {
+    INFO("pass " << p);
+    if (p == 4 || p == 31)
+      CHECK(passes[p] == concat({times(14, 1), times(136, 2)}));
+    else
+      CHECK(passes[p] == times(150, 2));
+  }
+  CHECK(windows.control().settled_width() == 2);
+}
+
+TEST_CASE("a window goes on into the next pass when a pass is smaller than a window", "[width]") {
+  // Passes of 30 products of 2 M multiply-adds (60 M): a window is one
+  // whole pass and the first 20 products of the next (60 M + 40 M); the
+  // last 10 products of that pass are not measured, and the next window
+  // starts with the pass after it.
+  ai::PassWindows windows(2);
+  std::vector<int> measured_per_pass;
+  for (int p = 0; p < 4; p++) {
+    int measured = 0;
+    for (int k = 0; k < 30; k++) {
+      if (windows.measuring()) measured++;
+      windows.product_done(2'000'000, 2'000'000);
+    }
+    windows.end_of_pass();
+    measured_per_pass.push_back(measured);
+  }
+  CHECK(measured_per_pass == std::vector<int>{30, 20, 30, 20});
+  // Windows of whole passes and parts of passes, at a team of 3 too: no
+  // width outside 1..3.
+  ai::PassWindows three(3);
+  for (const auto& pass : run_passes(three, 60, 30, 2'000'000))
+    for (uint32_t w : pass) CHECK((w >= 1 && w <= 3));
+}
