@@ -92,6 +92,25 @@ inline void in_registers(uint64_t& a, uint64_t& b, uint64_t& c, uint64_t& d) {
 inline void mac_lanes(uint64_t& acc, uint64_t w, uint64_t packed) { acc += w * packed; }
 inline uint64_t weight(const int8_t* row, uint32_t c) { return uint64_t(int64_t(row[c])); }
 
+// The packed kernels read a row's weights eight at a time: one 64-bit load
+// (rows are 8-byte aligned, as cols % 8 == 0 and the matrix is aligned), then
+// weight j of the eight, sign-extended, with two shifts. Under QEMU a load is
+// a software TLB lookup, several times the real time of a shift, so 1 load
+// and 16 shifts beat 8 byte loads although they are more instructions (per
+// 8 columns of block_4x3: 297 instructions with 32 loads, against 259 with
+// 57; tokens/s with 8 clients +7% at `-smp 1`, paired boots, real time).
+// The 4 rows are reached from one pointer (p, p + n, p + 2n, p + 3n): one
+// register instead of four, the same three adds per 8 columns, and it
+// freed the registers whose spills the byte loads had not needed.
+inline uint64_t load8(const int8_t* p) { return *reinterpret_cast<const uint64_t*>(p); }
+inline uint64_t byte_of(uint64_t w, uint32_t j) { return uint64_t(int64_t(w << (56 - 8 * j)) >> 56); }
+inline void load_rows8(const int8_t* p, size_t n, uint64_t& w0, uint64_t& w1, uint64_t& w2, uint64_t& w3) {
+  w0 = load8(p);
+  w1 = load8(p + n);
+  w2 = load8(p + 2 * n);
+  w3 = load8(p + 3 * n);
+}
+
 // A gain word (pack_int8_batch): byte l is the shift that lane l's field
 // needs in take_lanes, h = kMaxShift - k for its item's block gain 2^k:
 // lane 0's field is taken from the top of the register, so its byte is
@@ -120,10 +139,7 @@ inline void take_lanes(uint64_t u, int64_t* tot, uint64_t gains) {
 // recomputing their final values from the trip count after the loop
 // (which kept the start values alive in memory: 10 loads and stores per
 // group).
-inline void walked(const int8_t*& p0, const int8_t*& p1, const int8_t*& p2, const int8_t*& p3,
-                   const int64_t*& q) {
-  asm("" : "+r"(p0), "+r"(p1), "+r"(p2), "+r"(p3), "+r"(q));
-}
+inline void walked(const int8_t*& p0, const int64_t*& q) { asm("" : "+r"(p0), "+r"(q)); }
 
 // take_lanes in an epilogue, one sum after the other: the volatile asm
 // "writes" the sum after every memory access before it, so its split starts
@@ -163,7 +179,6 @@ using Totals = int64_t[4][kMaxBlockItems];
 template <int L>
 [[gnu::noinline, gnu::optimize("sched-pressure")]] void block_4x3(const int8_t* p0, size_t n, const int64_t* q,
                                                                   uint32_t g, Totals& tot) {
-  const int8_t *p1 = p0 + n, *p2 = p1 + n, *p3 = p2 + n;
   const int8_t* row_end = p0 + n;
   while (p0 < row_end) {
     size_t left = size_t(row_end - p0);
@@ -172,9 +187,10 @@ template <int L>
     uint64_t s2a = s0a, s2b = s0a, s2c = s0a, s3a = s0a, s3b = s0a, s3c = s0a;
     // always_inline: GCC judged this bigger body not worth inlining, and a
     // call per column with every sum in memory ran four times slower.
+    uint64_t w0 = 0, w1 = 0, w2 = 0, w3 = 0;
     auto column = [&](uint32_t j) __attribute__((always_inline)) {
       uint64_t a = uint64_t(q[3 * j]), b = uint64_t(q[3 * j + 1]), c = uint64_t(q[3 * j + 2]);
-      uint64_t v0 = weight(p0, j), v1 = weight(p1, j), v2 = weight(p2, j), v3 = weight(p3, j);
+      uint64_t v0 = byte_of(w0, j), v1 = byte_of(w1, j), v2 = byte_of(w2, j), v3 = byte_of(w3, j);
       mac_lanes(s0a, v0, a); mac_lanes(s0b, v0, b); mac_lanes(s0c, v0, c);
       mac_lanes(s1a, v1, a); mac_lanes(s1b, v1, b); mac_lanes(s1c, v1, c);
       mac_lanes(s2a, v2, a); mac_lanes(s2b, v2, b); mac_lanes(s2c, v2, c);
@@ -188,10 +204,11 @@ template <int L>
     };
     // Walk pointers (not an index): no address arithmetic per load; 8
     // columns per round trip of the loop.
-    for (; p0 < end; q += 24, p0 += 8, p1 += 8, p2 += 8, p3 += 8) {
+    for (; p0 < end; q += 24, p0 += 8) {
+      load_rows8(p0, n, w0, w1, w2, w3);
       column(0); column(1); column(2); column(3);
       column(4); column(5); column(6); column(7);
-      walked(p0, p1, p2, p3, q);
+      walked(p0, q);
     }
     // The group's gain words (loaded before any total is written: the
     // totals are int64 too, so later loads could not be moved above them).
@@ -211,26 +228,28 @@ template <int L>
 template <int L>
 [[gnu::noinline, gnu::optimize("sched-pressure")]] void block_4x2(const int8_t* p0, size_t n, const int64_t* q,
                                                                   uint32_t g, Totals& tot) {
-  const int8_t *p1 = p0 + n, *p2 = p1 + n, *p3 = p2 + n;
   const int8_t* row_end = p0 + n;
   while (p0 < row_end) {
     size_t left = size_t(row_end - p0);
     const int8_t* end = p0 + (left < g ? left : g);
     uint64_t s0a = lane_bias(L), s0b = s0a, s1a = s0a, s1b = s0a, s2a = s0a, s2b = s0a, s3a = s0a, s3b = s0a;
+    uint64_t w0 = 0, w1 = 0, w2 = 0, w3 = 0;
     auto column = [&](uint32_t j) {
       uint64_t a = uint64_t(q[2 * j]), b = uint64_t(q[2 * j + 1]);
-      uint64_t v0 = weight(p0, j), v1 = weight(p1, j), v2 = weight(p2, j), v3 = weight(p3, j);
+      uint64_t v0 = byte_of(w0, j), v1 = byte_of(w1, j), v2 = byte_of(w2, j), v3 = byte_of(w3, j);
       mac_lanes(s0a, v0, a); mac_lanes(s0b, v0, b);
       mac_lanes(s1a, v1, a); mac_lanes(s1b, v1, b);
       mac_lanes(s2a, v2, a); mac_lanes(s2b, v2, b);
       mac_lanes(s3a, v3, a); mac_lanes(s3b, v3, b);
       in_registers(s0a, s0b, s1a, s1b);
       in_registers(s2a, s2b, s3a, s3b);
+      asm volatile("" ::: "memory");   // as in block_4x3
     };
-    for (; p0 < end; q += 16, p0 += 8, p1 += 8, p2 += 8, p3 += 8) {
+    for (; p0 < end; q += 16, p0 += 8) {
+      load_rows8(p0, n, w0, w1, w2, w3);
       column(0); column(1); column(2); column(3);
       column(4); column(5); column(6); column(7);
-      walked(p0, p1, p2, p3, q);
+      walked(p0, q);
     }
     uint64_t ga = uint64_t(q[0]), gb = uint64_t(q[1]);
     q += 2;
@@ -245,24 +264,25 @@ template <int L>
 template <int L>
 [[gnu::noinline, gnu::optimize("sched-pressure")]] void block_4x1(const int8_t* p0, size_t n, const int64_t* q,
                                                                   uint32_t g, Totals& tot) {
-  const int8_t *p1 = p0 + n, *p2 = p1 + n, *p3 = p2 + n;
   const int8_t* row_end = p0 + n;
   while (p0 < row_end) {
     size_t left = size_t(row_end - p0);
     const int8_t* end = p0 + (left < g ? left : g);
     uint64_t s0 = lane_bias(L), s1 = s0, s2 = s0, s3 = s0;
+    uint64_t w0 = 0, w1 = 0, w2 = 0, w3 = 0;
     auto column = [&](uint32_t j) {
       uint64_t a = uint64_t(q[j]);
-      mac_lanes(s0, weight(p0, j), a);
-      mac_lanes(s1, weight(p1, j), a);
-      mac_lanes(s2, weight(p2, j), a);
-      mac_lanes(s3, weight(p3, j), a);
+      mac_lanes(s0, byte_of(w0, j), a);
+      mac_lanes(s1, byte_of(w1, j), a);
+      mac_lanes(s2, byte_of(w2, j), a);
+      mac_lanes(s3, byte_of(w3, j), a);
       in_registers(s0, s1, s2, s3);
     };
-    for (; p0 < end; q += 8, p0 += 8, p1 += 8, p2 += 8, p3 += 8) {
+    for (; p0 < end; q += 8, p0 += 8) {
+      load_rows8(p0, n, w0, w1, w2, w3);
       column(0); column(1); column(2); column(3);
       column(4); column(5); column(6); column(7);
-      walked(p0, p1, p2, p3, q);
+      walked(p0, q);
     }
     uint64_t ga = uint64_t(*q++);
     take_next<L>(s0, tot[0], ga);

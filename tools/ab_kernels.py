@@ -2,7 +2,7 @@
 """Paired real-time comparison of two kernels: which one makes a student wait less?
 
     ab_kernels.py --before A.elf --after B.elf [--image IMG] [--smp N] [--harts H]
-                  [--case one|batch8] [--boots K] [--append ARGS]
+                  [--case one|ttft|batch8] [--boots K] [--append ARGS]
 
 Real time on a shared host drifts by 10-30% from one minute to the next, more
 than most changes it is asked to judge. So the two kernels are booted in
@@ -11,6 +11,7 @@ stretch of the host hurts both alike) on the same file-system image, and
 only the ratio of the medians is reported. Per boot one short warm-up
 request, then:
   one     `ai --timing --predict 16` three times: TPOT in ms (lower is better)
+  ttft    the same requests: TTFT in ms (a 5-token prompt; lower is better)
   batch8  `aibench --clients 8 --requests 1 --prompt 4 --predict 16` twice:
           tokens/s (higher is better)
 Keep other programs off the host while it runs (their CPU time is noise).
@@ -31,6 +32,7 @@ WARM_UP = f"ai --model {MODEL} --int8 --predict 2 {PROMPT_IDS}"
 CASES = {
     # name: (command, runs per boot, regex of the figure, unit, higher is better)
     "one": (ONE_REQUEST, 3, re.compile(r"tpot_us=(\d+)"), "TPOT ms", False),
+    "ttft": (ONE_REQUEST, 3, re.compile(r"ttft_us=(\d+)"), "TTFT ms", False),
     "batch8": (BATCH, 2, re.compile(r"([\d.]+) tokens/s"), "tokens/s", True),
 }
 
@@ -51,7 +53,7 @@ def boot(kernel, args):
             if not m:
                 raise SystemExit(f"ab_kernels: no figure in the output of '{command}' on {kernel}")
             value = float(m.group(1))
-            figures.append(value / 1000 if args.case == "one" else value)
+            figures.append(value / 1000 if args.case in ("one", "ttft") else value)
     finally:
         s.halt()
         s.close()

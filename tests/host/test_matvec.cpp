@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -341,4 +342,44 @@ TEST_CASE("quantize_act equals its float definition bit for bit", "[matvec][int8
     }
   }
   CHECK(cases == 640);
+}
+
+// The rounding itself (quantize_act rounds on the bits, to_int8), value by
+// value: a vector whose largest value is 127 and that is one group has the
+// multiplier m = 127 / 127 * 2^0 = 1, so each value is rounded as it is.
+// Checked: every 997th float pattern from 0 to 127 and, all of them, the 9
+// floats on either side of every integer and every half-integer (where
+// round-half-away and the float add's rounding can differ), both signs.
+TEST_CASE("quantize_act rounds every value on the rounding edges as its float definition", "[matvec][int8]") {
+  std::vector<float> values;
+  for (uint32_t b = 0; b <= 0x42fe0000u; b += 997) values.push_back(std::bit_cast<float>(b));
+  for (int h = 0; h <= 254; h++) {
+    uint32_t b = std::bit_cast<uint32_t>(0.5f * float(h));
+    for (int d = -9; d <= 9; d++)
+      if (int64_t(b) + d >= 0) values.push_back(std::bit_cast<float>(uint32_t(int64_t(b) + d)));
+  }
+  const uint32_t n = 1024;
+  size_t checked = 0;
+  for (size_t at = 0; at < values.size(); at += n - 1) {
+    std::vector<float> x(n, 0.0f);
+    x[0] = 127.0f;   // the vector's max: m = 1
+    for (uint32_t c = 1; c < n && at + c - 1 < values.size(); c++) {
+      float v = values[at + c - 1];
+      x[c] = std::fabs(v) <= 127.0f ? ((at + c) % 2 ? -v : v) : 0.0f;
+    }
+    std::vector<int8_t> q(n), qref(n);
+    std::vector<uint8_t> s(2), sref(2);
+    float scale_ref = 0;
+    llm::quantize_act(x.data(), n, 0, q.data(), s.data());
+    quantize_by_definition(x.data(), n, 0, qref.data(), sref.data(), &scale_ref);
+    REQUIRE(s[0] == 0);   // one group at gain 2^0: m really is 1
+    auto diff = std::mismatch(q.begin(), q.end(), qref.begin());
+    if (diff.first != q.end()) {
+      size_t c = size_t(diff.first - q.begin());
+      INFO("x = " << x[c] << " (bits 0x" << std::hex << std::bit_cast<uint32_t>(x[c]) << ")");
+      REQUIRE(int(q[c]) == int(qref[c]));
+    }
+    checked += n;
+  }
+  CHECK(checked > 1'000'000);
 }
