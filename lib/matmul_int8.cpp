@@ -26,13 +26,14 @@
 //   pairs   (2 items in 32-bit lanes, any group): the Batch packs the items'
 //           activations once per product (pack_int8_batch) into blocks of up
 //           to three packed words (9 or 6 items), interleaved column by
-//           column, so one pointer walks all of them; each weight is loaded
-//           once as a byte and multiplied into every packed word. 4 rows x 3
-//           words (7 to 9 items: a batch of 8 in one sweep) share the 4
-//           weight loads among 36 lanes: per column 4 weight loads + 3
-//           activation loads + 12 multiplies + 12 adds = 31 instructions for
-//           36 multiply-adds (triples) or 24 (pairs). Under QEMU a load (a
-//           software TLB lookup) costs more real time than an add, so the
+//           column, so one pointer walks all of them; each weight is read
+//           once (eight of a row per 64-bit load, load_rows8) and multiplied
+//           into every packed word. 4 rows x 3 words (7 to 9 items: a batch
+//           of 8 in one sweep) share each weight among 36 lanes: per column
+//           half a weight load + 3 activation loads + 8 shifts (taking the
+//           4 weights out) + 12 multiplies + 12 adds, 37 instructions for 36
+//           multiply-adds (triples) or 24 (pairs). Under QEMU a load (a
+//           software TLB lookup) costs more real time than a shift, so the
 //           loads per multiply-add count most (docs/runtime.md).
 //           After each group's columns the stream holds one gain word per
 //           packed word: the shift amounts of its lanes for that group, made
@@ -174,6 +175,10 @@ using Totals = int64_t[4][kMaxBlockItems];
 //   now:    1272 instructions, 272 loads, 37 stores. The column loop 4 x 57
 //           loads: 224 of the data and the loop's end; then 3 gain words, 36
 //           totals loaded and stored, 5 loads and 1 store of loop state.
+//   8 weights per load (load_rows8): the column loop 4 x (297 instructions,
+//           32 loads: 24 activation words, 4 weight words, 4 of loop state;
+//           1 store), against 4 x (259 instructions, 57 loads) with byte
+//           loads; the rest of the group as before.
 // The lane split went from 9 shifts and 2 subtractions per packed sum to 7
 // shifts (take_lanes).
 template <int L>
