@@ -22,9 +22,9 @@
 //   - Every so many windows it *probes* a neighbouring width (one thread
 //     fewer or one more, in turn) for one window.
 //   - A probe *wins* if it was faster than the reference by more than
-//     1/kBetterBy (5%). A neighbour is adopted only after kProbeWins wins in
-//     a row: probe, one window back at the settled width (a fresh
-//     reference), probe again. A single loss ends the attempt at once: back
+//     1/kBetterBy (5%). A neighbour is adopted only after kProbeWins (3)
+//     wins in a row: probe, one window back at the settled width (a fresh
+//     reference), probe again, and so on. A single loss ends the attempt at once: back
 //     to the settled width, and the wait before the next probe at least
 //     doubles, and is at least long enough that probes that lose by as much
 //     cost no more than 1/kProbeShare of the time (up to kMaxProbeWindows).
@@ -36,13 +36,16 @@
 //     changes kind every window, an attempt would otherwise run every other
 //     window at the neighbour's width for as long as that lasts.
 //
-// Why two wins: on a shared host the real time of one window can be off by
-// more than 5% either way. When one lucky window at width 1 decided, a team
-// of 2 that was faster at 2 moved to 1 and, after its probes up lost to
-// noise as well, could stay there for hundreds of windows. For a wrong move
-// to happen now, two probe windows must each be lucky against a reference
-// measured just before them. A loss needs no confirmation: it changes
-// nothing, and an unlucky one is retried at the next probe.
+// Why three wins: on a shared host the real time of one window can be off
+// by more than 5% either way. When one lucky window at width 1 decided, a
+// team of 2 that was faster at 2 moved to 1 and, after its probes up lost to
+// noise as well, could stay there for hundreds of windows. With two wins a
+// team of 3 at `-smp 4` on a 2-core host still ended a `make perf` boot at
+// one thread (2026-12-04 12:46, a boot whose calibration moved 47%), where
+// two threads run about 1.6x faster. For a wrong move now, three probe
+// windows must each be lucky against a reference measured just before them.
+// A right move costs two windows more; a loss needs no confirmation: it
+// changes nothing, and an unlucky one is retried at the next probe.
 //
 // The width changes only who computes which part of a product, never the
 // parts themselves, so the results are the same bits at every width; it may
@@ -60,7 +63,7 @@ constexpr uint32_t kProbeWindows = 4;       // settled windows before a probe, a
 // most about 3% of them; and when the host changes (a program on it stops)
 // the team finds the better width within 32 windows rather than the minute
 // that 256 windows took. The longer cap guarded against moves on one lucky
-// window; two wins in a row now do that.
+// window; three wins in a row now do that.
 constexpr uint32_t kMaxProbeWindows = 32;
 constexpr uint64_t kBetterBy = 20;          // a probe must be 5% (1/20) faster to win
 // A lost probe window cost `loss` (0.8: 80% slower than the reference) of
@@ -70,7 +73,7 @@ constexpr uint64_t kBetterBy = 20;          // a probe must be 5% (1/20) faster 
 // 2-core host where 2 harts are 1.8x faster than 1, a student's first
 // request after boot ran two or three probe windows at half speed.
 constexpr uint64_t kProbeShare = 32;
-constexpr uint32_t kProbeWins = 2;          // wins in a row that adopt a neighbour
+constexpr uint32_t kProbeWins = 3;          // wins in a row that adopt a neighbour
 constexpr uint32_t kMaxUnjudged = 3;        // probe windows not judged before an attempt gives up
 
 // One closed measurement window, as RowTeam measured it.

@@ -5,9 +5,10 @@
 // out from the rule in width_control.h, window by window, not taken from a
 // run of the code.
 //   - a host where 2 threads are faster keeps 2 even when one probe window
-//     at 1 is lucky (a rule that adopts on one win moves to 1);
+//     at 1 is lucky (a rule that adopts on one win moves to 1), and when
+//     two in a row are (a rule that adopts on two wins moves to 1);
 //   - a host where 1 thread is faster in every window moves to 1, after the
-//     second won probe and not the first;
+//     third won probe and not the second;
 //   - a team of 3 on a host where 2 is best settles at 2 and then tries
 //     both neighbours in turn;
 //   - a probe window with other work than its reference (a prompt chunk) is
@@ -15,7 +16,9 @@
 //   - each lost probe at least doubles the wait before the next, up to 32
 //     windows; a clear loss makes it long enough that such probes cost at
 //     most 1/32 of the windows (an 80% slower probe: 26 windows, not 8);
-//     an adoption resets it to 4.
+//     an adoption resets it to 4;
+//   - PassWindows: a probe covers only a window's worth (the first 14 of a
+//     batch pass's 150 products), and passes smaller than a window share one.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -98,17 +101,33 @@ TEST_CASE("a team where two threads are faster stays at two despite one lucky pr
   CHECK(off_width(widths, 2) == std::vector<int>{4, 6, 33, 66, 99});
 }
 
-TEST_CASE("a team where one thread is faster in every window moves to one after two won probes", "[width]") {
+TEST_CASE("a team where two threads are faster stays at two despite two lucky probes in a row", "[width]") {
+  WidthControl control(2);
+  // Windows 4 and 6, the first two probes of one attempt, are both lucky at
+  // width 1 (800 ps against 1000): the noise that moved a team of 3 at
+  // -smp 4 down to one thread when two wins were enough.
+  Host host = [](int i, uint32_t w) { return i == 4 || i == 6 ? decode_window(800) : two_faster(w); };
+  auto widths = run(control, 100, host);
+  // Probe (won), recheck, probe (won), recheck, probe (lost by 80%): back
+  // at 2, then probes after 26 and 32 settled windows.
+  auto expected = concat({times(4, 2), {1, 2, 1, 2, 1}, times(26, 2), {1}, times(32, 2), {1}, times(31, 2)});
+  CHECK(widths == expected);
+  CHECK(control.settled_width() == 2);
+  CHECK(off_width(widths, 2) == std::vector<int>{4, 6, 8, 35, 68});
+}
+
+TEST_CASE("a team where one thread is faster in every window moves to one after three won probes", "[width]") {
   WidthControl control(2);
   Host host = [](int, uint32_t w) { return decode_window(w == 1 ? 700 : 1000); };
-  auto first = run(control, 5, host);
-  CHECK(first == concat({times(4, 2), {1}}));
-  // One win is not enough: the next window is back at 2 for a fresh reference.
+  auto first = run(control, 7, host);
+  CHECK(first == concat({times(4, 2), {1, 2, 1}}));
+  // Two wins are not enough: the next window is back at 2 for a fresh
+  // reference.
   CHECK(control.settled_width() == 2);
   CHECK(control.width() == 2);
   CHECK(control.phase() == WidthControl::Phase::Recheck);
   auto rest = run(control, 40, host);
-  // Recheck at 2, second win at 1: settled at 1. Probes up (the only
+  // Recheck at 2, third win at 1: settled at 1. Probes up (the only
   // neighbour) then lose by 300/700 = 43%, after 4 windows (reset on
   // adoption), then ceil(0.43 * 32) = 14, then 28 (doubled).
   auto expected = concat({{2, 1}, times(4, 1), {2}, times(14, 1), {2}, times(18, 1)});
@@ -121,11 +140,11 @@ TEST_CASE("a team of three on a host where two is best settles at two and probes
   WidthControl control(3);
   Host host = [](int, uint32_t w) { return decode_window(w == 2 ? 1000 : w == 1 ? 1600 : 2000); };
   auto widths = run(control, 50, host);
-  // Down to 2 after two wins; then one more and one fewer in turn, each
+  // Down to 2 after three wins; then one more and one fewer in turn, each
   // lost: 3 is 100% slower (wait 32, the cap), then 1 is 60% slower (again
   // the cap: twice the last wait of 32), so 50 windows end before 3 is tried
   // again.
-  auto expected = concat({times(4, 3), {2, 3, 2}, times(4, 2), {3}, times(32, 2), {1}, times(5, 2)});
+  auto expected = concat({times(4, 3), {2, 3, 2, 3, 2}, times(4, 2), {3}, times(32, 2), {1}, times(3, 2)});
   CHECK(widths == expected);
   CHECK(control.settled_width() == 2);
 }
