@@ -35,6 +35,7 @@ def test_coldwarm_pairs_keep_only_complete_runs():
     assert len(runs) == 2   # run 3 has no warm half
     assert runs[0]["cold"]["tpot"] == 170000 and runs[0]["warm"]["ttft"] == 2100000
     assert runs[1]["warm"]["tpot"] == 171000
+    assert runs[0]["cold"]["prefill"] == 2000000 and runs[0]["cold"]["ttft"] == 2300000
 
 
 def test_batch_cost_and_one_request():
@@ -52,11 +53,13 @@ def test_batch_cost_and_one_request():
 def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
     pairs = perf.coldwarm_runs(COLDWARM_OUT)
     real = {"cold tpot": [170000, 172000, 250000], "warm tpot": [180000, 171000, 175000],
+            "cold ttft": [2_300_000, 2_400_000], "cold prefill": [1_000_000, 1_010_000],
             "pairs": pairs, "smp2 harts1 tpot": [400000, 410000], "smp2 harts2 tpot": [220000, 230000],
             "batch8 max_batch1": [180000, 190000, 200000], "smp2 harts2 batch8": [60000, 62000, 70000],
             "row team": {"smp2 harts2 tpot": "harts=2 harts_in_use=1",
                          "smp2 harts2 batch8": "harts=2 harts_in_use=1"}}
     exact = {"cold tpot": 433_000_000, "warm tpot": 435_000_000, "one tpot": 440_000_000,
+             "cold ttft": 1_100_000_000, "cold prefill": 1_000_000_000,
              "perfbench": {"decode@1": (134_790_912, 432_398_700)}}
     jit = {"tbs": (3339,), "cross_page": (7, 1), "direct": (1862, 55)}
     boots = [("-smp 1", 100000, 101000), ("-smp 2 ai.harts=1", 100000, 130000)]
@@ -79,6 +82,16 @@ def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
     assert "calib -smp 1: 100000 -> 101000 us\n" in text
     assert "NOISY HOST: calibration moved 30%" in text
     assert "instr/MAC (exact, perfbench): decode@1=3.21" in text
+    # ns per instruction of the one-hart cases: cold TTFT 2350000 us / 1.1e9
+    # = 2.136 (it waits for the disk), cold prefill 1.005, one request at
+    # -smp 2 with one hart 0.920, warm TPOT 175000 / 435e6 = 0.402, cold
+    # TPOT 0.397: median 0.920, furthest off cold TTFT, 2.136 / 0.920 - 1 =
+    # +132%; without it the median is (0.402 + 0.920) / 2 = 0.661 and cold
+    # prefill is furthest off, 1.005 / 0.661 - 1 = +52% (cold TPOT: -40%).
+    assert "ns per instruction, one-hart cases: median 0.920, furthest off +132%" in text
+    assert ("ns per instruction, one-hart cases without disk waits (all but cold TTFT): "
+            "median 0.661, furthest off +52%") in text
+    assert "| cold prefill (llmrun's TTFT: no fork, exec, loading) | 1 | 1 | 1005.0 [1000.0..1010.0] | 1000.0 M | 1.005 |" in text
 
 
 def test_info_jit_parsing():
