@@ -17,11 +17,11 @@ uint32_t WidthControl::on_window(const WidthWindow& w) {
   if (threads_ <= 1 || w.macs == 0 || w.products == 0) return width_;
   switch (phase_) {
     case Phase::Settled:
-      take_reference(w);
+      take_reference(w, false);
       if (--windows_to_probe_ == 0) start_probe();
       break;
     case Phase::Recheck:
-      take_reference(w);
+      take_reference(w, false);
       phase_ = Phase::Probe;
       width_ = neighbour_;
       break;
@@ -40,9 +40,29 @@ bool WidthControl::comparable(uint64_t size) const {
   return size + size / 8 >= ref && ref + ref / 8 >= size;
 }
 
-void WidthControl::take_reference(const WidthWindow& w) {
-  reference_ps_ = ps_per_mac(w);
-  reference_product_ = product_size(w);
+namespace {
+static_assert(kReferenceWindows == 3, "median_of takes the middle of three");
+uint64_t median_of(const uint64_t* v, uint32_t n) {
+  if (n == 1) return v[0];
+  if (n == 2) return (v[0] + v[1]) / 2;
+  uint64_t a = v[0], b = v[1], c = v[2];   // n == kReferenceWindows == 3
+  if (a > b) { uint64_t t = a; a = b; b = t; }
+  if (b > c) b = c;
+  return a > b ? a : b;
+}
+}  // namespace
+
+void WidthControl::take_reference(const WidthWindow& w, bool fresh) {
+  uint64_t size = product_size(w);
+  if (fresh || !comparable(size)) {
+    recent_count_ = 0;
+    recent_next_ = 0;
+  }
+  recent_ps_[recent_next_] = ps_per_mac(w);
+  recent_next_ = (recent_next_ + 1) % kReferenceWindows;
+  if (recent_count_ < kReferenceWindows) recent_count_++;
+  reference_product_ = size;
+  reference_ps_ = median_of(recent_ps_, recent_count_);
 }
 
 void WidthControl::start_probe() {
@@ -92,7 +112,7 @@ void WidthControl::judge_probe(const WidthWindow& w) {
   // window as its reference; probe again soon (the host may have changed,
   // and the other neighbour may be better still).
   settled_width_ = neighbour_;
-  take_reference(w);
+  take_reference(w, true);
   probe_interval_ = kProbeWindows;
   back_to_settled(probe_interval_);
 }

@@ -17,8 +17,10 @@
 //     products took, the multiply-adds they did, and how many products there
 //     were. The rest of the pass is not measured and runs at the settled
 //     width (PassWindows, below).
-//   - The team runs at its *settled* width. Every settled window becomes
-//     the fresh reference: time per multiply-add, and mean product size.
+//   - The team runs at its *settled* width. The *reference* is the median
+//     time per multiply-add of the last kReferenceWindows (3) windows at the
+//     settled width that did the same kind of work (mean product size within
+//     1/8; another kind, or a new settled width, starts the history anew).
 //   - Every so many windows it *probes* a neighbouring width (one thread
 //     fewer or one more, in turn) for one window.
 //   - A probe *wins* if it was faster than the reference by more than
@@ -75,6 +77,12 @@ constexpr uint64_t kBetterBy = 20;          // a probe must be 5% (1/20) faster 
 constexpr uint64_t kProbeShare = 32;
 constexpr uint32_t kProbeWins = 3;          // wins in a row that adopt a neighbour
 constexpr uint32_t kMaxUnjudged = 3;        // probe windows not judged before an attempt gives up
+// Why a median: one window at the settled width that the host stalled
+// (2.4x slower, as `calib` saw within `make perf` boots) made a probe of a far
+// slower width look faster than it. With the median of three, one stalled
+// reference changes nothing; the host's slow drift (tens of percent over
+// seconds) still enters within three windows.
+constexpr uint32_t kReferenceWindows = 3;
 
 // One closed measurement window, as RowTeam measured it.
 struct WidthWindow {
@@ -113,7 +121,8 @@ class WidthControl {
   static uint64_t ps_per_mac(const WidthWindow& w) { return w.ns * 1000 / w.macs; }
   static uint64_t product_size(const WidthWindow& w) { return w.macs / w.products; }
   bool comparable(uint64_t product_size) const;
-  void take_reference(const WidthWindow& w);
+  // fresh: the width changed, so earlier windows are no reference.
+  void take_reference(const WidthWindow& w, bool fresh);
   void start_probe();
   void judge_probe(const WidthWindow& w);
   uint32_t windows_to_afford(uint64_t probe_ps) const;
@@ -127,9 +136,12 @@ class WidthControl {
   uint32_t wins_ = 0;              // judged probes of neighbour_ won in a row
   uint32_t unjudged_ = 0;          // probe windows of this attempt not judged
   bool probe_down_ = true;         // which neighbour the next attempt tries
-  // The reference: the latest window at the settled width.
+  // The reference: the median of the recent windows at the settled width.
   uint64_t reference_ps_ = 0;      // 0: none measured yet
   uint64_t reference_product_ = 0;
+  uint64_t recent_ps_[kReferenceWindows] = {};   // a ring: the last windows' ps per mac
+  uint32_t recent_count_ = 0;      // how many of recent_ps_ hold a window (<= kReferenceWindows)
+  uint32_t recent_next_ = 0;       // where the next one goes
   uint32_t windows_to_probe_ = kProbeWindows;
   uint32_t probe_interval_ = kProbeWindows;
 };

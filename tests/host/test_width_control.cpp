@@ -11,6 +11,9 @@
 //     third won probe and not the second;
 //   - a team of 3 on a host where 2 is best settles at 2 and then tries
 //     both neighbours in turn;
+//   - the reference is the median of the last 3 windows at the settled
+//     width: a stalled one before each probe moves nothing, and a host that
+//     slows down for good is the reference within 3 windows;
 //   - a probe window with other work than its reference (a prompt chunk) is
 //     neither a win nor a loss, and after 3 of them the attempt gives up;
 //   - each lost probe at least doubles the wait before the next, up to 32
@@ -114,6 +117,39 @@ TEST_CASE("a team where two threads are faster stays at two despite two lucky pr
   CHECK(widths == expected);
   CHECK(control.settled_width() == 2);
   CHECK(off_width(widths, 2) == std::vector<int>{4, 6, 8, 35, 68});
+}
+
+TEST_CASE("a stalled reference window before each probe does not move the team", "[width]") {
+  WidthControl control(2);
+  // The host stalls (2.5x slower, 2500 ps at width 2) in the last settled
+  // or recheck window before each probe of the first attempt: windows 3, 5
+  // and 7. Against that window alone, each probe at 1 (1800 ps) would win
+  // and the third would move the team to 1. The reference is the median of
+  // the last three windows at 2, (1000, 1000, 2500) -> 1000 at window 4,
+  // so the first probe loses by 80% and the team stays at 2.
+  Host host = [](int i, uint32_t w) {
+    if (w == 2 && (i == 3 || i == 5 || i == 7)) return decode_window(2500);
+    return two_faster(w);
+  };
+  auto widths = run(control, 40, host);
+  CHECK(widths == concat({times(4, 2), {1}, times(26, 2), {1}, times(8, 2)}));
+  CHECK(control.settled_width() == 2);
+}
+
+TEST_CASE("the reference follows the host's drift within three windows", "[width]") {
+  WidthControl control(2);
+  // One thread is 10% faster (900 against 1000 ps), and from window 2 on
+  // the whole host is twice as slow (1800 against 2000). The first probe
+  // (window 4) is judged against the median of windows 1-3 at 2: (1000,
+  // 2000, 2000) -> 2000, so 1800 wins; a reference that kept the old speed
+  // (1000) would call it a loss. Three wins in a row move the team to 1.
+  Host host = [](int i, uint32_t w) {
+    uint64_t ps = w == 1 ? 900 : 1000;
+    return decode_window(i >= 2 ? 2 * ps : ps);
+  };
+  auto widths = run(control, 9, host);
+  CHECK(widths == concat({times(4, 2), {1, 2, 1, 2, 1}}));
+  CHECK(control.settled_width() == 1);
 }
 
 TEST_CASE("a team where one thread is faster in every window moves to one after three won probes", "[width]") {
