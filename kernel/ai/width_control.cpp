@@ -46,8 +46,12 @@ uint64_t median_of(const uint64_t* v, uint32_t n) {
   if (n == 1) return v[0];
   if (n == 2) return (v[0] + v[1]) / 2;
   uint64_t a = v[0], b = v[1], c = v[2];   // n == kReferenceWindows == 3
-  if (a > b) { uint64_t t = a; a = b; b = t; }
-  if (b > c) b = c;
+  if (a > b) {   // now a <= b
+    uint64_t t = a;
+    a = b;
+    b = t;
+  }
+  if (b > c) b = c;   // b: the smaller of the two larger ones
   return a > b ? a : b;
 }
 }  // namespace
@@ -131,10 +135,6 @@ void WidthControl::back_to_settled(uint32_t windows_to_probe) {
   width_ = settled_width_;
   windows_to_probe_ = windows_to_probe;
 }
-
-}  // namespace ai
-
-namespace ai {
 
 void PassWindows::product_done(uint64_t ns, uint64_t macs) {
   if (!measuring_) return;
