@@ -99,10 +99,11 @@ inline uint64_t weight(const int8_t* row, uint32_t c) { return uint64_t(int64_t(
 // a software TLB lookup, several times the real time of a shift, so 1 load
 // and 16 shifts beat 8 byte loads although they are more instructions (per
 // 8 columns of block_4x3: 297 instructions with 32 loads, against 259 with
-// 57; tokens/s with 8 clients +7% at `-smp 1`, paired boots, real time).
-// The 4 rows are reached from one pointer (p, p + n, p + 2n, p + 3n): one
-// register instead of four, the same three adds per 8 columns, and it
-// freed the registers whose spills the byte loads had not needed.
+// 57; 8 clients at `-smp 1`, 9.12 against 8.35 tokens/s, paired boots, real
+// time). The 4 rows are reached from one pointer (p, p + n, p + 2n, p + 3n):
+// the same three adds per 8 columns as four walking pointers, and three
+// registers fewer; with four pointers the four weight words did not fit and
+// the loop spilled 8 loads and 4 stores per 8 columns.
 inline uint64_t load8(const int8_t* p) { return *reinterpret_cast<const uint64_t*>(p); }
 inline uint64_t byte_of(uint64_t w, uint32_t j) { return uint64_t(int64_t(w << (56 - 8 * j)) >> 56); }
 inline void load_rows8(const int8_t* p, size_t n, uint64_t& w0, uint64_t& w1, uint64_t& w2, uint64_t& w3) {
