@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Turns the AI service's trace into a timeline.
 
-    trace.py LOG [--json OUT.json] [--png OUT.png] [--title TEXT] [--summary] [--handoffs]
+    trace.py LOG [--json OUT.json] [--png OUT.png] [--title TEXT] [--summary] [--handoffs] [--widths]
 
 LOG is a console transcript (or a file) holding the lines /bin/aitrace
 prints, one per event of the kernel's trace ring (<kai/ai_trace.h>):
@@ -32,6 +32,12 @@ inside its jobs or between them (the worker alone), how late the second
 hart joined a job, how far apart the harts finished it, and how many jobs
 ran on one hart only (a width-control probe, or a helper that slept).
 
+--widths prints, from the WIDTH events (the `iterations` class), each row
+team's measuring windows: the width each ran at, its picoseconds per
+multiply-add against the reference, and the verdict (reference, won,
+adopted, lost, unjudged); then, per width, how many windows ran at it and
+their median speed. It shows why a team settled where it did.
+
 Times are the kernel's clock_ns(): virtual time in exact mode (one
 instruction = 1 ns), real time otherwise. docs/ai-service.md, "The trace",
 lists the events.
@@ -51,6 +57,7 @@ FINISH_NAMES = {0: "none", 1: "length", 2: "eos", 3: "stop", 4: "cancelled", 5: 
 POLICY_NAMES = {0: "fcfs", 1: "sjf", 2: "priority"}
 PHASE_PREFILL, PHASE_DECODE = 1, 2
 LOAD_PHASES = {1: "probed", 2: "weights", 3: "ready", 4: "failed"}
+WIDTH_VERDICTS = {1: "reference", 2: "won", 3: "adopted", 4: "lost", 5: "unjudged"}
 
 
 class Event:
@@ -564,6 +571,46 @@ def handoff_lines(tr):
     return lines
 
 
+def width_lines(tr):
+    """Each row team's measuring windows (WIDTH events), one line each, then
+    per width the number of windows and their median ps per multiply-add.
+    A probe is a window whose verdict is won, adopted, lost or unjudged."""
+    by_worker = {}
+    for e in tr.events:
+        if e.name == "WIDTH":
+            by_worker.setdefault(e["worker"], []).append(e)
+    lines = []
+    for w, evs in sorted(by_worker.items()):
+        t0 = evs[0].t
+        lines.append(f"worker {w}: {len(evs)} measuring windows")
+        lines.append("  t_ms width ps_per_mac reference_ps verdict")
+        for e in evs:
+            verdict = WIDTH_VERDICTS.get(e["verdict"], str(e["verdict"]))
+            lines.append(f"  {(e.t - t0) / 1e6:.1f} {e['width']} {e['ps_per_mac']} {e['reference_ps']} {verdict}")
+        for width in sorted({e["width"] for e in evs}):
+            mine = [e for e in evs if e["width"] == width]
+            probes = [e for e in mine if e["verdict"] != 1]
+            lines.append(f"  width {width}: {len(mine)} windows ({len(probes)} probes), "
+                         f"median {median([e['ps_per_mac'] for e in mine]):.0f} ps per multiply-add")
+        counts = {}
+        for e in evs:
+            name = WIDTH_VERDICTS.get(e["verdict"], str(e["verdict"]))
+            counts[name] = counts.get(name, 0) + 1
+        lines.append("  verdicts: " + ", ".join(f"{k} {counts[k]}" for k in WIDTH_VERDICTS.values() if k in counts))
+        lines.append(f"  settled at the end: {settled_width(evs)}")
+    return lines
+
+
+def settled_width(evs):
+    """The settled width after the last window: the width of the last
+    reference or adopted window (a won, lost or unjudged probe ran at a
+    neighbour and is followed by the settled width)."""
+    for e in reversed(evs):
+        if e["verdict"] in (1, 3):
+            return e["width"]
+    return "unknown"
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("log", help="console transcript or file holding aitrace's lines")
@@ -573,6 +620,8 @@ def main(argv=None):
     p.add_argument("--summary", action="store_true", help="print each request as the trace tells it")
     p.add_argument("--handoffs", action="store_true",
                    help="print where the row teams' time goes (needs the `parts` class)")
+    p.add_argument("--widths", action="store_true",
+                   help="print each row team's measuring windows and the width control's verdicts")
     a = p.parse_args(argv)
     try:
         with open(a.log, errors="replace") as f:
@@ -592,7 +641,11 @@ def main(argv=None):
     if a.handoffs:
         lines = handoff_lines(tr)
         print("\n".join(lines) if lines else "no row-team parts in the trace (aitrace start parts)")
-    if a.summary or not (a.json or a.png or a.handoffs):
+    if a.widths:
+        lines = width_lines(tr)
+        print("\n".join(lines) if lines else "no WIDTH events in the trace (a row team of 2 or more harts, "
+              "class iterations)")
+    if a.summary or not (a.json or a.png or a.handoffs or a.widths):
         print("\n".join(summary_lines(tr)))
     print(f"trace.py: {len(events)} events, {len(tr.requests)} requests, {len(tr.iterations)} iterations",
           file=sys.stderr)

@@ -73,6 +73,11 @@ struct kai_trace_event {
 //                 address (names the caller of a leaf function). A sampling
 //                 profiler: where the real time goes, TICK_HZ samples per
 //                 second per hart (tools/hotspots.py)
+//   WIDTH         a row team's measuring window closed (kernel/ai/width_control.h):
+//                 it ran at `width` threads, at ps_per_mac picoseconds of real
+//                 time per multiply-add; reference_ps = what probes are judged
+//                 against after it; verdict = KAI_TRACE_WIDTH_* (only teams of
+//                 2 or more threads measure)
 #define KAI_TRACE_EVENTS(X)                                                           \
   X(1, SUBMIT, REQUESTS, "model", "prompt", "predict", "priority", "queue")          \
   X(2, ADMIT, REQUESTS, "worker", "policy", "queue", "running", "")                  \
@@ -91,7 +96,8 @@ struct kai_trace_event {
   X(15, PART_END, PARTS, "worker", "part", "", "", "")                               \
   X(16, LOAD, LOAD, "model", "phase", "", "", "")                                    \
   X(17, STARTED, ALL, "capacity", "classes", "", "", "")                             \
-  X(18, SAMPLE, SAMPLES, "pc_lo", "pc_hi", "mode", "pid", "ra_lo")
+  X(18, SAMPLE, SAMPLES, "pc_lo", "pc_hi", "mode", "pid", "ra_lo")                   \
+  X(19, WIDTH, ITERATIONS, "worker", "width", "ps_per_mac", "reference_ps", "verdict")
 
 enum kai_trace_type : uint16_t {
 #define KAI_TRACE_ENUM_(number, name, cls, a0, a1, a2, a3, a4) KAI_TRACE_##name = number,
@@ -122,6 +128,13 @@ enum kai_trace_type : uint16_t {
 // SAMPLE mode
 #define KAI_TRACE_MODE_KERNEL 0     // supervisor code (pc in kernel.elf)
 #define KAI_TRACE_MODE_USER   1     // user code of process pid (pc in its program)
+
+// WIDTH verdicts: what the width control made of the window.
+#define KAI_TRACE_WIDTH_REFERENCE 1  // at the settled width: it entered the reference
+#define KAI_TRACE_WIDTH_WON       2  // a probe faster than the reference; a recheck follows
+#define KAI_TRACE_WIDTH_ADOPTED   3  // the last win needed: `width` is now the settled width
+#define KAI_TRACE_WIDTH_LOST      4  // a probe not clearly faster: back to the settled width
+#define KAI_TRACE_WIDTH_UNJUDGED  5  // a probe that did other work than its reference
 
 // LOAD phase
 #define KAI_TRACE_LOAD_PROBED  1    // the bundle's header is read and checked

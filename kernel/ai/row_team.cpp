@@ -153,8 +153,24 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs
   }
   // The width control's measurement; a window that closes here puts the
   // rest of the pass at the settled width.
-  windows_.product_done(clock_ns() - posted, macs);
+  if (windows_.product_done(clock_ns() - posted, macs)) trace_window();
   follow_windows();
+}
+
+// The WIDTH event: the window that just closed and what the control made
+// of it, so a trace shows why a team runs at the width it does.
+void RowTeam::trace_window() const {
+  using V = WidthControl::Verdict;
+  static_assert(uint32_t(V::Reference) == KAI_TRACE_WIDTH_REFERENCE && uint32_t(V::Won) == KAI_TRACE_WIDTH_WON &&
+                    uint32_t(V::Adopted) == KAI_TRACE_WIDTH_ADOPTED && uint32_t(V::Lost) == KAI_TRACE_WIDTH_LOST &&
+                    uint32_t(V::Unjudged) == KAI_TRACE_WIDTH_UNJUDGED,
+                "the verdicts are the trace's numbers");
+  if (!trace::enabled(KAI_TRACE_WIDTH)) return;
+  const WidthControl& control = windows_.control();
+  uint64_t ps = WidthControl::ps_per_mac(windows_.last_window());
+  uint64_t ref = control.reference_ps();
+  trace::emit(KAI_TRACE_WIDTH, 0, worker_, windows_.last_width(), ps > 0xffffffffu ? 0xffffffffu : uint32_t(ps),
+              ref > 0xffffffffu ? 0xffffffffu : uint32_t(ref), uint32_t(control.verdict()));
 }
 
 void RowTeam::end_of_forward() {

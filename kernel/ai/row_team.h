@@ -90,6 +90,7 @@ class RowTeam {
  private:
   void set_width(uint32_t width);
   void follow_windows();   // set_width(windows_.width()) if it changed
+  void trace_window() const;   // the WIDTH event of a window that closed
   // Claims and runs parts of job `generation` until none is left.
   void run_parts(uint64_t generation, void (*fn)(void*, uint32_t), void* arg);
 

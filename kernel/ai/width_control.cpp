@@ -14,13 +14,16 @@
 namespace ai {
 
 uint32_t WidthControl::on_window(const WidthWindow& w) {
+  verdict_ = Verdict::None;
   if (threads_ <= 1 || w.macs == 0 || w.products == 0) return width_;
   switch (phase_) {
     case Phase::Settled:
+      verdict_ = Verdict::Reference;
       take_reference(w, false);
       if (--windows_to_probe_ == 0) start_probe();
       break;
     case Phase::Recheck:
+      verdict_ = Verdict::Reference;   // back at the settled width, as any settled window
       take_reference(w, false);
       phase_ = Phase::Probe;
       width_ = neighbour_;
@@ -84,6 +87,7 @@ void WidthControl::start_probe() {
 
 void WidthControl::judge_probe(const WidthWindow& w) {
   if (!comparable(product_size(w))) {
+    verdict_ = Verdict::Unjudged;
     // Not judged: a fresh reference at the settled width, then the same
     // probe again (wins_ stays as it was); or, after kMaxUnjudged of them,
     // no verdict: the next attempt after the usual wait.
@@ -97,6 +101,7 @@ void WidthControl::judge_probe(const WidthWindow& w) {
   }
   uint64_t ps = ps_per_mac(w);
   if (ps + ps / kBetterBy >= reference_ps_) {
+    verdict_ = Verdict::Lost;
     // Lost (or not clearly faster): back at once, and probe at most half as
     // often; after a clear loss, rarely enough that probing costs little.
     uint32_t wait = probe_interval_ * 2;
@@ -107,6 +112,7 @@ void WidthControl::judge_probe(const WidthWindow& w) {
     return;
   }
   if (++wins_ < kProbeWins) {
+    verdict_ = Verdict::Won;
     // Won once: check against a fresh measurement at the settled width.
     phase_ = Phase::Recheck;
     width_ = settled_width_;
@@ -115,6 +121,7 @@ void WidthControl::judge_probe(const WidthWindow& w) {
   // Won every time: the neighbour is the new settled width, with this
   // window as its reference; probe again soon (the host may have changed,
   // and the other neighbour may be better still).
+  verdict_ = Verdict::Adopted;
   settled_width_ = neighbour_;
   take_reference(w, true);
   probe_interval_ = kProbeWindows;
@@ -136,15 +143,18 @@ void WidthControl::back_to_settled(uint32_t windows_to_probe) {
   windows_to_probe_ = windows_to_probe;
 }
 
-void PassWindows::product_done(uint64_t ns, uint64_t macs) {
-  if (!measuring_) return;
+bool PassWindows::product_done(uint64_t ns, uint64_t macs) {
+  if (!measuring_) return false;
   window_.ns += ns;
   window_.macs += macs;
   window_.products++;
-  if (window_.macs < kWindowMacs) return;
+  if (window_.macs < kWindowMacs) return false;
+  last_width_ = control_.width();   // a window runs at one width: it changes only here
   control_.on_window(window_);
+  last_window_ = window_;
   window_ = WidthWindow{};
   measuring_ = false;
+  return true;
 }
 
 }  // namespace ai

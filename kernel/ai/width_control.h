@@ -99,6 +99,17 @@ class WidthControl {
     Recheck,   // a probe won: one window at the settled width for a fresh reference
   };
 
+  // What on_window made of the window that closed (the trace's WIDTH event
+  // shows it; the numbers are KAI_TRACE_WIDTH_*).
+  enum class Verdict : uint8_t {
+    None = 0,       // nothing closed yet, or the window was ignored
+    Reference = 1,  // a window at the settled width: it entered the reference
+    Won = 2,        // a probe faster than the reference; a recheck comes next
+    Adopted = 3,    // the kProbeWins-th win: the probe's width is now settled
+    Lost = 4,       // a probe not clearly faster: back to the settled width
+    Unjudged = 5,   // a probe that did other work than its reference
+  };
+
   constexpr WidthControl() = default;
   // A team of `threads` threads (>= 1): starts settled at the full width.
   explicit constexpr WidthControl(uint32_t threads)
@@ -112,13 +123,17 @@ class WidthControl {
   uint32_t width() const { return width_; }                  // for the next window
   uint32_t settled_width() const { return settled_width_; }
   Phase phase() const { return phase_; }
+  // What probes are judged against (ps per multiply-add; 0 before the first
+  // settled window). The trace's WIDTH event shows it beside each window.
+  uint64_t reference_ps() const { return reference_ps_; }
+  Verdict verdict() const { return verdict_; }   // of the last window on_window took
+  // Time per multiply-add in picoseconds (ns alone would round a SmolLM2
+  // decode step's ~1.5 ns to 1 or 2).
+  static uint64_t ps_per_mac(const WidthWindow& w) { return w.macs ? w.ns * 1000 / w.macs : 0; }
   // Settled windows between the end of a lost probe and the next probe.
   uint32_t probe_interval() const { return probe_interval_; }
 
  private:
-  // Time per multiply-add in picoseconds (ns alone would round a SmolLM2
-  // decode step's ~1.5 ns to 1 or 2).
-  static uint64_t ps_per_mac(const WidthWindow& w) { return w.ns * 1000 / w.macs; }
   static uint64_t product_size(const WidthWindow& w) { return w.macs / w.products; }
   bool comparable(uint64_t product_size) const;
   // fresh: the width changed, so earlier windows are no reference.
@@ -132,6 +147,7 @@ class WidthControl {
   uint32_t width_ = 1;             // what the next window runs at
   uint32_t settled_width_ = 1;
   Phase phase_ = Phase::Settled;
+  Verdict verdict_ = Verdict::None;
   uint32_t neighbour_ = 1;         // the width being tried (Probe, Recheck)
   uint32_t wins_ = 0;              // judged probes of neighbour_ won in a row
   uint32_t unjudged_ = 0;          // probe windows of this attempt not judged
@@ -169,8 +185,11 @@ class PassWindows {
   uint32_t width() const { return measuring_ ? control_.width() : control_.settled_width(); }
   // One product ended: ns of real time, macs multiply-adds. Closes the
   // window when it holds kWindowMacs; the pass's later products are then
-  // not measured.
-  void product_done(uint64_t ns, uint64_t macs);
+  // not measured. Returns true when this product closed a window (then
+  // last_window() is that window and control() has judged it).
+  bool product_done(uint64_t ns, uint64_t macs);
+  const WidthWindow& last_window() const { return last_window_; }
+  uint32_t last_width() const { return last_width_; }   // the width it ran at
   // A forward pass ended: the next pass starts measuring again (a window
   // not yet full goes on).
   void end_of_pass() { measuring_ = true; }
@@ -181,6 +200,8 @@ class PassWindows {
  private:
   WidthControl control_;
   WidthWindow window_;      // the window being measured
+  WidthWindow last_window_; // the one closed last
+  uint32_t last_width_ = 0; // ... and its width
   bool measuring_ = true;   // false from a window's close to the end of its pass
 };
 

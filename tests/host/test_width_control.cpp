@@ -356,3 +356,54 @@ TEST_CASE("a window goes on into the next pass when a pass is smaller than a win
   for (const auto& pass : run_passes(three, 60, 30, 2'000'000))
     for (uint32_t w : pass) CHECK((w >= 1 && w <= 3));
 }
+
+TEST_CASE("each window's verdict says what the control made of it", "[width]") {
+  // The verdicts the trace's WIDTH event shows. A team of 2 on a host where
+  // one thread is faster (700 against 1000 ps per multiply-add), with window
+  // 6 a prompt chunk: 4 references at 2; probe 1 won; recheck; the chunk,
+  // not judged; recheck; probe won; recheck; probe won for the third time:
+  // adopted; then references at 1 until the probe of 2 loses.
+  using V = WidthControl::Verdict;
+  WidthControl control(2);
+  CHECK(control.verdict() == V::None);
+  std::vector<V> verdicts;
+  std::vector<uint32_t> widths;
+  for (int i = 0; i < 16; i++) {
+    uint32_t w = control.width();
+    widths.push_back(w);
+    control.on_window(i == 6 ? chunk_window(600) : decode_window(w == 1 ? 700 : 1000));
+    verdicts.push_back(control.verdict());
+  }
+  CHECK(widths == std::vector<uint32_t>{2, 2, 2, 2, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 2});
+  std::vector<V> expected = {V::Reference, V::Reference, V::Reference, V::Reference, V::Won, V::Reference,
+                             V::Unjudged, V::Reference, V::Won, V::Reference, V::Adopted, V::Reference,
+                             V::Reference, V::Reference, V::Reference, V::Lost};
+  CHECK(verdicts == expected);
+  // The reference after the adoption is width 1's own: 700 ps.
+  CHECK(control.reference_ps() == 700);
+  // An empty window is ignored, and says so.
+  control.on_window(WidthWindow{});
+  CHECK(control.verdict() == V::None);
+}
+
+TEST_CASE("PassWindows tells which product closed a window, its figures and its width", "[width]") {
+  // Passes of 150 products of 7.2 M multiply-adds, 720 us each (100 ps per
+  // multiply-add): the 14th product of each pass closes its window.
+  ai::PassWindows windows(2);
+  for (int p = 0; p < 6; p++) {
+    for (int k = 0; k < 150; k++) {
+      uint32_t w = windows.width();
+      bool closed = windows.product_done(720'000, 7'200'000);
+      CHECK(closed == (k == 13));
+      if (closed) {
+        CHECK(windows.last_window().macs == 14 * 7'200'000ull);
+        CHECK(windows.last_window().products == 14);
+        CHECK(WidthControl::ps_per_mac(windows.last_window()) == 100);
+        CHECK(windows.last_width() == w);
+        // The first probe is the fifth window: it ran at 1.
+        CHECK(w == (p == 4 ? 1u : 2u));
+      }
+    }
+    windows.end_of_pass();
+  }
+}

@@ -249,3 +249,53 @@ def test_handoffs_on_the_command_line(tmp_path):
     assert run.returncode == 0, run.stderr
     # One part, no whole job: nothing to say about hand-offs, and no summary.
     assert run.stdout.splitlines() == ["no row-team parts in the trace (aitrace start parts)"]
+
+
+# A team of 3 at -smp 4 (worker 0), windows written by hand: three
+# references at 3 (900, 1000, 1100 ps per multiply-add), a probe of 2 that
+# wins (700), a recheck (1000), a probe that wins (650), a recheck (950), the
+# third win (680): adopted; a reference at 2 (690), a probe of 3 that loses
+# (1000), and a prompt chunk at 1, not judged (400).
+WIDTH_WINDOWS = [
+    (3, 900, 900, 1), (3, 1000, 950, 1), (3, 1100, 1000, 1), (2, 700, 1000, 2), (3, 1000, 1000, 1),
+    (2, 650, 1000, 2), (3, 950, 1000, 1), (2, 680, 680, 3), (2, 690, 685, 1), (3, 1000, 685, 4),
+    (1, 400, 685, 5),
+]
+
+
+def width_trace_text():
+    return "\n".join(f"ev {k} {(k + 1) * 200_000_000} {k * 1000} 0 WIDTH worker=0 width={w} ps_per_mac={ps} "
+                     f"reference_ps={ref} verdict={v}" for k, (w, ps, ref, v) in enumerate(WIDTH_WINDOWS))
+
+
+def test_width_lines_tell_each_window_and_where_the_team_settled():
+    tr = kai_trace.Trace(kai_trace.parse(width_trace_text()))
+    lines = kai_trace.width_lines(tr)
+    assert lines[0] == "worker 0: 11 measuring windows"
+    assert lines[2] == "  0.0 3 900 900 reference"
+    assert lines[5] == "  600.0 2 700 1000 won"
+    assert lines[9] == "  1400.0 2 680 680 adopted"
+    assert lines[11] == "  1800.0 3 1000 685 lost"
+    assert lines[12] == "  2000.0 1 400 685 unjudged"
+    # Width 1: one window; 2: four (all but one probes), median of 650, 680,
+    # 690, 700 = 685; 3: six, one a probe, median of 900, 950, 1000, 1000,
+    # 1000, 1100 = 1000.
+    assert lines[13:] == [
+        "  width 1: 1 windows (1 probes), median 400 ps per multiply-add",
+        "  width 2: 4 windows (3 probes), median 685 ps per multiply-add",
+        "  width 3: 6 windows (1 probes), median 1000 ps per multiply-add",
+        "  verdicts: reference 6, won 2, adopted 1, lost 1, unjudged 1",
+        "  settled at the end: 2",
+    ]
+
+
+def test_widths_on_the_command_line(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text(width_trace_text())
+    run = subprocess.run([PYTHON, TOOL, str(log), "--widths"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-1] == "  settled at the end: 2"
+    log.write_text(TRANSCRIPT)
+    run = subprocess.run([PYTHON, TOOL, str(log), "--widths"], capture_output=True, text=True, timeout=60)
+    assert run.stdout.splitlines() == [
+        "no WIDTH events in the trace (a row team of 2 or more harts, class iterations)"]
