@@ -54,6 +54,8 @@
 // ai_control commands (only init or the console's foreground process may use them)
 #define KAI_AI_CTL_SET_POLICY 1     // arg: KAI_AI_POLICY_*
 #define KAI_AI_CTL_SET_AGING  2     // arg: milliseconds, 1..3600000
+#define KAI_AI_CTL_SET_HARTS  3     // arg: 1..ai.harts: harts each worker's row team may use, from its next pass
+#define KAI_AI_CTL_SET_MAX_BATCH 4  // arg: 1..16 and at most ai.budget: requests one worker runs together
 
 // Request states (ai_query, kai_ai_result.state)
 #define KAI_AI_QUEUED    1
@@ -210,9 +212,10 @@ struct kai_ai_info {
                               // dead owner's running request until its worker frees it)
   uint32_t policy;            // KAI_AI_POLICY_* in force
   uint32_t aging_ms;          // a request queued this long runs before any younger one (ai.aging_ms)
-  uint32_t max_batch;         // requests one worker runs together (ai.max_batch)
+  uint32_t max_batch;         // requests one worker runs together (ai.max_batch, or KAI_AI_CTL_SET_MAX_BATCH)
   uint32_t budget;            // tokens per iteration (ai.budget)
-  uint32_t harts;             // harts one worker's pass is split over, by matrix rows (ai.harts)
+  uint32_t harts;             // harts one worker's pass is split over, by matrix rows (ai.harts,
+                              // or the limit KAI_AI_CTL_SET_HARTS set since)
   uint32_t harts_in_use;      // of those, how many take part now: the row team narrows
                               // itself when its harts lack host cores (kernel/ai/row_team.h)
   uint64_t iterations;        // batched forward passes run so far, all workers

@@ -274,6 +274,17 @@ uint32_t engine_team_parts(uint32_t worker) {
   return worker < uint32_t(kMaxWorkers) ? teams[worker].parts() : 0;
 }
 
+uint32_t engine_team_limit(uint32_t worker) {
+  return worker < uint32_t(kMaxWorkers) ? teams[worker].limit() : 0;
+}
+
+bool engine_limit_teams(uint32_t harts, uint32_t workers) {
+  for (uint32_t w = 0; w < workers && w < uint32_t(kMaxWorkers); w++)
+    if (harts < 1 || harts > teams[w].parts()) return false;
+  for (uint32_t w = 0; w < workers && w < uint32_t(kMaxWorkers); w++) teams[w].set_limit(harts);
+  return true;
+}
+
 uint32_t engine_team_width(uint32_t worker) {
   return worker < uint32_t(kMaxWorkers) ? teams[worker].width() : 0;
 }
@@ -312,13 +323,15 @@ ErrorOr<void, Error> engine_forward(uint32_t worker, EngineModel* em, bool int8_
       return Error::make(Errno::NoMem, "forward pass", "no contiguous memory for the batch scratch");
     if (auto r = eb.batch.init(em->model, eb.mem, eb.bytes, kMaxBudget, options_for(int8_activations)); r.is_error())
       return Error::from("forward pass", r.error());
-    eb.parallel.parts = teams[worker].chunks();
     eb.parallel.ctx = &teams[worker];
     eb.parallel.run = team_run;
     eb.batch.set_parallel(&eb.parallel);
     eb.bound_model = em;
     eb.bound_int8 = int8_activations;
   }
+  // The parts a product is cut into, under the team's limit now (1: the
+  // worker alone). Parts never change a bit (lib/llm_rows.h).
+  eb.parallel.parts = teams[worker].begin_forward();
   // One pass over the weights for all n tokens; each token's result is
   // exactly what it would be alone (lib/llm_batch.h).
   auto r = eb.batch.forward(items, n);

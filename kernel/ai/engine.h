@@ -61,6 +61,13 @@ llm::Session* engine_runtime_session(EngineSession* s);
 // Returns the parts actually started.
 uint32_t engine_start_team(uint32_t worker, uint32_t harts);
 uint32_t engine_team_parts(uint32_t worker);
+// The limit in force or asked for (RowTeam::limit(): at most that many of
+// the parts take part; `aictl harts H`).
+uint32_t engine_team_limit(uint32_t worker);
+// Limits the teams of workers 0..workers-1 to `harts` threads each, from
+// their next pass. False (nothing changed) unless 1 <= harts <= every
+// team's parts.
+bool engine_limit_teams(uint32_t harts, uint32_t workers);
 // How many of them currently take part (RowTeam::width()).
 uint32_t engine_team_width(uint32_t worker);
 

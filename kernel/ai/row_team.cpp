@@ -61,8 +61,10 @@ uint32_t RowTeam::start(uint32_t worker, uint32_t parts) {
   }
   SpinlockGuard guard(lock_);
   threads_ = started;
-  windows_ = PassWindows(started);
-  width_ = windows_.width();
+  for (uint32_t k = 1; k <= started; k++) windows_by_limit_[k] = PassWindows(k);
+  limit_ = started;
+  __atomic_store_n(&limit_asked_, started, __ATOMIC_RELAXED);
+  width_ = windows().width();
   worker_ = worker;
   uint32_t chunks = started == 1 ? 1 : started * kChunksPerHart;
   chunks_ = chunks < kMaxChunks ? chunks : kMaxChunks;
@@ -153,7 +155,7 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs
   }
   // The width control's measurement; a window that closes here puts the
   // rest of the pass at the settled width.
-  if (windows_.product_done(clock_ns() - posted, macs)) trace_window();
+  if (windows().product_done(clock_ns() - posted, macs)) trace_window();
   follow_windows();
 }
 
@@ -166,21 +168,36 @@ void RowTeam::trace_window() const {
                     uint32_t(V::Unjudged) == KAI_TRACE_WIDTH_UNJUDGED,
                 "the verdicts are the trace's numbers");
   if (!trace::enabled(KAI_TRACE_WIDTH)) return;
-  const WidthControl& control = windows_.control();
-  uint64_t ps = WidthControl::ps_per_mac(windows_.last_window());
+  const WidthControl& control = windows().control();
+  uint64_t ps = WidthControl::ps_per_mac(windows().last_window());
   uint64_t ref = control.reference_ps();
-  trace::emit(KAI_TRACE_WIDTH, 0, worker_, windows_.last_width(), ps > 0xffffffffu ? 0xffffffffu : uint32_t(ps),
+  trace::emit(KAI_TRACE_WIDTH, 0, worker_, windows().last_width(), ps > 0xffffffffu ? 0xffffffffu : uint32_t(ps),
               ref > 0xffffffffu ? 0xffffffffu : uint32_t(ref), uint32_t(control.verdict()));
 }
 
+bool RowTeam::set_limit(uint32_t harts) {
+  if (harts < 1 || harts > threads_) return false;
+  __atomic_store_n(&limit_asked_, harts, __ATOMIC_RELAXED);
+  return true;
+}
+
+uint32_t RowTeam::begin_forward() {
+  uint32_t asked = limit();
+  if (asked != limit_) {
+    limit_ = asked;
+    follow_windows();   // that limit's control picks the width; helpers beyond it sleep
+  }
+  return limit_ <= 1 ? 1 : chunks_;
+}
+
 void RowTeam::end_of_forward() {
-  if (threads_ <= 1) return;
-  windows_.end_of_pass();
+  if (limit_ <= 1) return;
+  windows().end_of_pass();
   follow_windows();   // the next window may be a probe
 }
 
 void RowTeam::follow_windows() {
-  uint32_t next = windows_.width();
+  uint32_t next = windows().width();
   if (next != width()) set_width(next);
 }
 

@@ -80,6 +80,20 @@ class RowTeam {
   // macs: the job's size, for the width control.
   void run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs);
 
+  // The team's *limit* (`aictl harts H`, KAI_AI_CTL_SET_HARTS): at most H
+  // of its threads take part, from the next forward pass on. Any thread may
+  // ask; the worker applies it between passes (begin_forward), so a pass
+  // never changes team in the middle. Returns false if H is not in
+  // 1..parts(). Why at run time: a student (and `make perf`) can then
+  // compare one hart with two in one boot, run against run, on the same
+  // host conditions, instead of across two boots.
+  bool set_limit(uint32_t harts);
+  uint32_t limit() const { return __atomic_load_n(&limit_asked_, __ATOMIC_RELAXED); }
+  // The worker, before each forward pass: applies a new limit and returns
+  // the parts a product is cut into: 1 under a limit of 1 (the pass then
+  // runs on the worker alone, exactly as with ai.harts=1), else chunks().
+  uint32_t begin_forward();
+
  private:
   static void helper_main(void* self_and_part);
   void helper_loop(uint32_t index);
@@ -89,7 +103,7 @@ class RowTeam {
   void end_of_forward();
  private:
   void set_width(uint32_t width);
-  void follow_windows();   // set_width(windows_.width()) if it changed
+  void follow_windows();   // set_width(windows().width()) if it changed
   void trace_window() const;   // the WIDTH event of a window that closed
   // Claims and runs parts of job `generation` until none is left.
   void run_parts(uint64_t generation, void (*fn)(void*, uint32_t), void* arg);
@@ -113,9 +127,18 @@ class RowTeam {
   // Width control. width_ is written by the worker under lock_ and read by
   // helpers with atomic loads; helpers at index >= width_ sleep on &width_.
   uint32_t width_ = 1;
-  // The worker's own (only the worker touches it): which products are
-  // measured, and the control that judges each closed window.
-  PassWindows windows_;
+  // The limit asked for (atomic; any thread) and the one in force (the
+  // worker's own).
+  uint32_t limit_asked_ = 1;
+  uint32_t limit_ = 1;
+  // The worker's own (only the worker touches them): which products are
+  // measured, and the control that judges each closed window, one for each
+  // limit (a team of that many threads). Each keeps its measurements while
+  // another limit is in force, so switching back and forth does not start
+  // a control over (its first probes would cost the runs after a switch).
+  PassWindows windows_by_limit_[kMaxTeamParts + 1];
+  PassWindows& windows() { return windows_by_limit_[limit_]; }
+  const PassWindows& windows() const { return windows_by_limit_[limit_]; }
 };
 
 }  // namespace ai

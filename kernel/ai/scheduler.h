@@ -31,7 +31,9 @@ struct EngineSession;   // engine.h: one batch slot's runtime session (opaque he
 // first), so SJF and priority cannot starve anyone (`ai.aging_ms=N`).
 extern Policy policy;
 extern uint64_t aging_ns;
-// Batching (ai.max_batch, ai.budget; limits.h): read-only while workers run.
+// Batching (ai.max_batch, ai.budget; limits.h). max_batch changes at run
+// time only under ai::lock (ai_control KAI_AI_CTL_SET_MAX_BATCH), and never
+// above token_budget; token_budget is read-only while workers run.
 extern uint32_t max_batch;
 extern uint32_t token_budget;
 

@@ -263,7 +263,7 @@ SyscallResult sys_ai_info() {
     info.in_flight = slots_in_use();
     info.max_batch = max_batch;
     info.budget = token_budget;
-    info.harts = engine_team_parts(0);
+    info.harts = engine_team_limit(0);
     info.harts_in_use = engine_team_width(0);
     info.iterations = counters.iterations;
     info.batch_requests = counters.batch_requests;
@@ -325,6 +325,22 @@ SyscallResult sys_ai_control() {
       SpinlockGuard guard(lock);
       aging_ns = arg * 1000000;
       break;
+    }
+    case KAI_AI_CTL_SET_HARTS: {
+      // Each worker's row team applies it before its next pass.
+      if (arg > 0xffffffffu || !engine_limit_teams(uint32_t(arg), uint32_t(n_workers()))) return Errno::Invalid;
+      kprintf("ai: row teams limited to %lu harts (set by pid %d)\n", arg, pid);
+      return 0;
+    }
+    case KAI_AI_CTL_SET_MAX_BATCH: {
+      SpinlockGuard guard(lock);
+      if (arg < 1 || arg > kMaxBatch || arg > token_budget) return Errno::Invalid;
+      // Takes effect at the next admission: a batch above the new bound
+      // shrinks as its requests finish; none is stopped for it.
+      max_batch = uint32_t(arg);
+      wakeup(&queue_nonempty_chan);
+      kprintf("ai: max_batch %u (set by pid %d)\n", max_batch, pid);
+      return 0;
     }
     default:
       return Errno::Invalid;

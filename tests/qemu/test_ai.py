@@ -235,6 +235,54 @@ def test_batched_tokens_equal_solo(image, smp, workers, max_batch, harts):
     assert (mean > 1.0) if max_batch > 1 else (mean == 1.0), stat
 
 
+def test_aictl_limits_harts_and_batch_in_a_running_boot(image):
+    """`aictl harts H` and `aictl max_batch N` change a running service, so
+    one boot can compare one hart with two, run against run. Under harts 1
+    a pass runs on the worker alone, as with ai.harts=1: no row-team job at
+    all (the trace's `parts` class records none); under max_batch 1 no two
+    requests share an iteration; back at harts 2 and max_batch 8 the team's
+    parts run again and requests are batched; the tokens never change
+    (aibatch against solo runs and the host runner)."""
+    img, bundles = image
+    append = "ai.workers=1 ai.max_batch=8 ai.budget=16 ai.harts=2"
+    host_cache = {}
+    with qemu_run.Session(img, KERNEL, smp=2, memory="1G", snapshot=True, boot_timeout=180,
+                          append=append) as s:
+        assert s.booted, s.transcript
+        assert s.wait_log(r"ai: model LLAMA (ready|failed)", timeout=180), s.transcript
+
+        def run(cmd, timeout=600):
+            start = s.mark()
+            assert s.command(cmd, timeout=timeout), s.transcript[start:]
+            return s.transcript[start:]
+
+        out = run("aictl harts 1")
+        assert "ai: row teams limited to 1 harts" in out and "max_batch=8 harts=1" in out, out
+        out = run("aictl max_batch 1")
+        assert "max_batch=1 harts=1" in out, out
+        run("aitrace start parts")
+        alone = run("aibatch LLAMA --clients 8")
+        parts_alone = run("aitrace")
+        stat_alone = run("aistat")
+        out = run("aictl harts 2")
+        assert "max_batch=1 harts=2" in out, out
+        run("aictl max_batch 8")
+        run("aitrace clear")
+        together = run("aibatch LLAMA --clients 8")
+        parts_together = run("aitrace")
+        stat_together = run("aistat")
+        s.halt()
+    assert not any(m in s.transcript for m in qemu_run.PANIC_MARKERS), s.transcript
+    check_aibatch(alone, bundles["LLAMA"], 8, False, host_cache)
+    check_aibatch(together, bundles["LLAMA"], 8, True, host_cache)
+    # aistat counts from boot: the first aibatch was the only work before.
+    assert "harts=1 harts_in_use=1" in stat_alone and "mean_batch=1.00" in stat_alone, stat_alone
+    assert "max_batch=8 budget=16 harts=2 " in stat_together, stat_together
+    assert not re.search(r"^ev \d+ .* PART_BEGIN", parts_alone, re.M), parts_alone[-2000:]
+    harts = set(re.findall(r"^ev \d+ \d+ \d+ (\d+) PART_BEGIN", parts_together, re.M))
+    assert harts and harts <= {"0", "1"}, parts_together[-2000:]
+
+
 def host_run(bundle, prompt, predict, int8=False, sampling=None):
     """Token ids of one request alone on the host runner (no kernel, no
     batch, no paged or shared KV cache). sampling: (temp, top_k, seed)."""
