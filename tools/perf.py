@@ -17,16 +17,21 @@ count, the same on any host. One boot runs
   aibench 8 clients   instructions per token with 8 requests batched.
 
 Real time (the wall clock of the host), one boot per configuration, each
-case repeated R times (default 5), reported as median [min..max]:
+case repeated R times (default 5), reported as median [min..max]. What is
+compared is measured in the same boot, run against run, wherever it can be:
+a host that slows down for a while then slows both sides of a pair.
   -smp 1            coldwarm --runs R: cold and warm alternate, one pair per
                     run (the pairs give the warm/cold ratios); then aibench
-                    with 8 clients, R times; then QEMU's `info jit`;
-  -smp 2 ai.harts=1, -smp 2 ai.harts=2, -smp 4 (ai.harts=3):
-                    the same one request (ai --timing), R times; in the
-                    ai.harts=2 boot also aibench with 8 clients, R times;
-  -smp 1 ai.max_batch=1: aibench with 8 clients, R times: one request at a
-                    time on one hart, the baseline that batching and harts
-                    are compared with (tokens/s).
+                    with 8 clients R times, each run after one at
+                    `aictl max_batch 1` (one request at a time on one hart:
+                    the baseline that batching and harts are compared with,
+                    in tokens/s); then QEMU's `info jit`;
+  -smp 2 ai.harts=2 one request (ai --timing) R times at `aictl harts 1`
+                    and at `aictl harts 2`, alternately (the pairs give the
+                    harts ratio); then aibench with 8 clients R times at
+                    `aictl max_batch 1` + `aictl harts 1` and at the default
+                    engine, alternately;
+  -smp 4 (ai.harts=3): one request, R times.
 Each case also gets nanoseconds of real time per counted instruction (its
 real time over its exact-mode instruction count): a case that runs slow for
 its work stands out (code that crosses pages, a hand-off that waits). The
@@ -198,6 +203,13 @@ def exact_boot(args):
     return out
 
 
+def aictl(b, setting, args):
+    """`aictl SETTING` in boot b; fails the boot if the kernel refused it."""
+    text = b.run(f"aictl {setting}", args.timeout)
+    if "aictl:" in text:
+        b.fail(f"aictl {setting}: {text.strip()[-200:]}")
+
+
 def real_boots(args):
     """Real-time figures, one boot per configuration."""
     cases, boots, jit = {}, [], {}
@@ -214,40 +226,68 @@ def real_boots(args):
                     cases[f"{path} {k}"] = [p[path][k] for p in pairs]
             cases["cold prefill"] = [p["cold"]["prefill"] for p in pairs]
             cases["pairs"] = pairs
-            cases["batch8"] = [c for c in (batch_cost_us(b.run(BATCH, args.timeout))
-                                           for _ in range(args.repeat)) if c]
-            team.update(dict.fromkeys(("warm ttft", "warm tpot", "batch8"), b.row_team()))
+            # Batching against one request at a time, alternately.
+            batch_pairs = []
+            for _ in range(args.repeat):
+                aictl(b, "max_batch 1", args)
+                alone = batch_cost_us(b.run(BATCH, args.timeout))
+                aictl(b, "max_batch 8", args)
+                together = batch_cost_us(b.run(BATCH, args.timeout))
+                if alone and together:
+                    batch_pairs.append((alone, together))
+            cases["batch8 max_batch1"] = [a for a, _ in batch_pairs]
+            cases["batch8"] = [t for _, t in batch_pairs]
+            cases["batch pairs smp1"] = batch_pairs
+            team.update(dict.fromkeys(("warm ttft", "warm tpot", "batch8", "batch8 max_batch1"), b.row_team()))
             after = b.calib()
             jit = b.info_jit()
             boots.append((b.label, before, after))
         finally:
             b.close()
-    for smp, harts in ((2, 1), (2, 2), (4, 3)):
-        b = Boot(args, smp, append=f"ai.harts={harts}")
-        try:
-            before = b.calib()
-            runs = [one_request(b.run(ONE_REQUEST, args.timeout)) for _ in range(args.repeat)]
-            runs = [r for r in runs if r]
-            cases[f"smp{smp} harts{harts} ttft"] = [r["ttft"] for r in runs]
-            cases[f"smp{smp} harts{harts} tpot"] = [r["tpot"] for r in runs]
-            measured = [f"smp{smp} harts{harts} ttft", f"smp{smp} harts{harts} tpot"]
-            if (smp, harts) == (2, 2):
-                cases["smp2 harts2 batch8"] = [c for c in (batch_cost_us(b.run(BATCH, args.timeout))
-                                                           for _ in range(args.repeat)) if c]
-                measured.append("smp2 harts2 batch8")
-            team.update(dict.fromkeys(measured, b.row_team()))
-            after = b.calib()
-            boots.append((b.label, before, after))
-        finally:
-            b.close()
-    # The baseline of batching and harts: the same 8 clients served one
-    # request at a time on one hart.
-    b = Boot(args, 1, append="ai.max_batch=1")
+    # One hart against two, and the 8 clients batched on two harts against
+    # one request at a time on one, alternately in one -smp 2 boot.
+    b = Boot(args, 2, append="ai.harts=2")
     try:
         before = b.calib()
-        cases["batch8 max_batch1"] = [c for c in (batch_cost_us(b.run(BATCH, args.timeout))
-                                                  for _ in range(args.repeat)) if c]
-        team["batch8 max_batch1"] = b.row_team()
+        harts_pairs = []
+        for _ in range(args.repeat):
+            aictl(b, "harts 1", args)
+            one = one_request(b.run(ONE_REQUEST, args.timeout))
+            aictl(b, "harts 2", args)
+            two = one_request(b.run(ONE_REQUEST, args.timeout))
+            if one and two:
+                harts_pairs.append((one, two))
+        for h, k in ((1, 0), (2, 1)):
+            cases[f"smp2 harts{h} ttft"] = [p[k]["ttft"] for p in harts_pairs]
+            cases[f"smp2 harts{h} tpot"] = [p[k]["tpot"] for p in harts_pairs]
+        cases["harts pairs"] = harts_pairs
+        batch_pairs = []
+        for _ in range(args.repeat):
+            aictl(b, "max_batch 1", args)
+            aictl(b, "harts 1", args)
+            alone = batch_cost_us(b.run(BATCH, args.timeout))
+            aictl(b, "max_batch 8", args)
+            aictl(b, "harts 2", args)
+            together = batch_cost_us(b.run(BATCH, args.timeout))
+            if alone and together:
+                batch_pairs.append((alone, together))
+        cases["smp2 alone batch8"] = [a for a, _ in batch_pairs]
+        cases["smp2 harts2 batch8"] = [t for _, t in batch_pairs]
+        cases["batch pairs smp2"] = batch_pairs
+        team.update(dict.fromkeys(("smp2 harts2 ttft", "smp2 harts2 tpot", "smp2 harts2 batch8"), b.row_team()))
+        team.update(dict.fromkeys(("smp2 harts1 ttft", "smp2 harts1 tpot", "smp2 alone batch8"),
+                                  "limited to 1 (aictl harts 1)"))
+        after = b.calib()
+        boots.append((b.label, before, after))
+    finally:
+        b.close()
+    b = Boot(args, 4, append="ai.harts=3")
+    try:
+        before = b.calib()
+        runs = [r for r in (one_request(b.run(ONE_REQUEST, args.timeout)) for _ in range(args.repeat)) if r]
+        cases["smp4 harts3 ttft"] = [r["ttft"] for r in runs]
+        cases["smp4 harts3 tpot"] = [r["tpot"] for r in runs]
+        team["smp4 harts3 tpot"] = b.row_team()
         after = b.calib()
         boots.append((b.label, before, after))
     finally:
@@ -286,6 +326,7 @@ ROWS = [
     ("warm TPOT", "warm tpot", "warm tpot", 1, 1),
     (f"warm per token, {BATCH_CLIENTS} clients", "batch8", "batch8", 1, 1),
     (f"warm per token, {BATCH_CLIENTS} clients, ai.max_batch=1", "batch8 max_batch1", None, 1, 1),
+    (f"warm per token, {BATCH_CLIENTS} clients, ai.max_batch=1", "smp2 alone batch8", None, 2, 1),
     (f"warm per token, {BATCH_CLIENTS} clients", "smp2 harts2 batch8", "batch8", 2, 2),
     ("one request TPOT", "smp2 harts1 tpot", "one tpot", 2, 1),
     ("one request TPOT", "smp2 harts2 tpot", "one tpot", 2, 2),
@@ -335,10 +376,12 @@ def report(exact, real, boots, jit, repeat, started, up_before, up_after):
                             [p["warm"]["ttft"] for p in pairs], [p["cold"]["ttft"] for p in pairs])):
         if text:
             lines.append(text)
-    h1, h2, h3 = (real.get(f"smp{s} harts{h} tpot") for s, h in ((2, 1), (2, 2), (4, 3)))
-    if h1 and h2:
-        lines.append(f"one request TPOT, ai.harts=2 / ai.harts=1 at -smp 2 = "
-                     f"{statistics.median(h2) / statistics.median(h1):.3f} (medians)")
+    hp = real.get("harts pairs") or []
+    text = ratio_line("one request TPOT, 2 harts / 1 hart at -smp 2 (paired runs, aictl harts)",
+                      [two["tpot"] for _, two in hp], [one["tpot"] for one, _ in hp])
+    if text:
+        lines.append(text)
+    h2, h3 = real.get("smp2 harts2 tpot"), real.get("smp4 harts3 tpot")
     if h2 and h3:
         lines.append(f"one request TPOT, -smp 4 (3 harts) / -smp 2 (2 harts) = "
                      f"{statistics.median(h3) / statistics.median(h2):.3f} (medians)")
@@ -346,6 +389,15 @@ def report(exact, real, boots, jit, repeat, started, up_before, up_after):
     if base and best:
         lines.append(f"{BATCH_CLIENTS} clients, tokens/s at -smp 2 ai.harts=2 (batching) / at -smp 1 "
                      f"ai.max_batch=1 = {statistics.median(base) / statistics.median(best):.2f}x (medians)")
+    # tokens/s ratios: the time per token of one-at-a-time over batched.
+    for name, key in ((f"{BATCH_CLIENTS} clients, tokens/s batched / one at a time at -smp 1 "
+                       f"(paired runs, aictl max_batch)", "batch pairs smp1"),
+                      (f"{BATCH_CLIENTS} clients, tokens/s batched on 2 harts / one at a time on 1 hart at -smp 2 "
+                       f"(paired runs, aictl)", "batch pairs smp2")):
+        bp = real.get(key) or []
+        text = ratio_line(name, [a for a, _ in bp], [t for _, t in bp])
+        if text:
+            lines.append(text + "x")
     one_hart = [v for (label, smp, harts), v in per_instr.items() if harts == 1]
     computing = [v for (label, smp, harts), v in per_instr.items()
                  if harts == 1 and label not in DISK_WAIT_ROWS]

@@ -56,6 +56,10 @@ def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
             "cold ttft": [2_300_000, 2_400_000], "cold prefill": [1_000_000, 1_010_000],
             "pairs": pairs, "smp2 harts1 tpot": [400000, 410000], "smp2 harts2 tpot": [220000, 230000],
             "batch8 max_batch1": [180000, 190000, 200000], "smp2 harts2 batch8": [60000, 62000, 70000],
+            "harts pairs": [({"ttft": 0, "tpot": 400000}, {"ttft": 0, "tpot": 220000}),
+                            ({"ttft": 0, "tpot": 410000}, {"ttft": 0, "tpot": 230000})],
+            "smp2 alone batch8": [200000, 190000, 180000],
+            "batch pairs smp2": [(200000, 60000), (190000, 62000), (180000, 70000)],
             "row team": {"smp2 harts2 tpot": "harts=2 harts_in_use=1",
                          "smp2 harts2 batch8": "harts=2 harts_in_use=1"}}
     exact = {"cold tpot": 433_000_000, "warm tpot": 435_000_000, "one tpot": 440_000_000,
@@ -74,7 +78,14 @@ def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
     assert text.count("harts_in_use=1") == 2
     # paired ratios: 180/170 and 171/172
     assert "warm/cold TPOT (paired runs, -smp 1) = 1.027 [0.994..1.059]" in text
-    assert "ai.harts=2 / ai.harts=1 at -smp 2 = 0.556" in text
+    # harts pairs: 220/400 = 0.550 and 230/410 = 0.561, median of two = their mean
+    assert "one request TPOT, 2 harts / 1 hart at -smp 2 (paired runs, aictl harts) = 0.555 [0.550..0.561]" in text
+    # 8 clients paired at -smp 2: 200/60 = 3.333, 190/62 = 3.065, 180/70 = 2.571
+    assert ("8 clients, tokens/s batched on 2 harts / one at a time on 1 hart at -smp 2 (paired runs, aictl) = "
+            "3.065 [2.571..3.333]x") in text
+    assert "| warm per token, 8 clients, ai.max_batch=1 | 2 | 1 | 190.0 [180.0..200.0] | - | - |" in text
+    # no smp1 batch pairs given: no such line
+    assert "at -smp 1 (paired runs" not in text
     # 8 clients: 190 ms per token one at a time, 62 ms batched on two harts
     assert "8 clients, tokens/s at -smp 2 ai.harts=2 (batching) / at -smp 1 ai.max_batch=1 = 3.06x" in text
     assert "| warm per token, 8 clients, ai.max_batch=1 | 1 | 1 | 190.0 [180.0..200.0] | - | - |" in text
