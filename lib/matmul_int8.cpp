@@ -367,37 +367,43 @@ inline uint64_t cross8(uint64_t word, uint64_t p0, uint64_t p1, uint64_t p2, uin
 
 inline int64_t cross_group(uint64_t acc) { return high_lane(acc, low_lane(acc)); }
 
-// Rows r..r+3 times one item (x.cross packed), into y[k]: all blocks of
-// the row in one out-of-line function (its loop state is small enough for
-// the registers), so a block costs only its extraction, not a call.
+// Rows r..r+4*blocks-1 times one item (x.cross packed), into y[k]: all
+// column blocks of each 4 rows in one out-of-line function (its loop state
+// is small enough for the registers), so a block costs only its extraction,
+// not a call; and all 4-row blocks of a range in one call, because under
+// QEMU every return is a jump looked up at run time (it cannot be chained
+// like a direct jump): a call per 4 rows was about 58 000 calls per
+// SmolLM2 token.
 [[gnu::noinline, gnu::optimize("sched-pressure")]] void cross_4(const Matrix& w, const ActVec& x, uint32_t r,
-                                                                float* y) {
+                                                                uint32_t blocks, float* y) {
   uint32_t n = w.cols, g = group_of(w, x);
   const auto* w0 = reinterpret_cast<const uint64_t*>(w.q + size_t(r) * n);
-  const uint64_t *w1 = w0 + n / 8, *w2 = w1 + n / 8, *w3 = w2 + n / 8;
-  const uint64_t* xc = x.cross;
-  const uint8_t* shift = x.shift;
-  int64_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
-  for (uint32_t c0 = 0; c0 < n; c0 += g) {
-    const uint64_t* end = w0 + (c0 + g < n ? g : n - c0) / 8;
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (; w0 < end; w0++, w1++, w2++, w3++, xc += 4) {
-      uint64_t p0 = xc[0], p1 = xc[1], p2 = xc[2], p3 = xc[3];
-      s0 += cross8(*w0, p0, p1, p2, p3);
-      s1 += cross8(*w1, p0, p1, p2, p3);
-      s2 += cross8(*w2, p0, p1, p2, p3);
-      s3 += cross8(*w3, p0, p1, p2, p3);
+  for (; blocks > 0; blocks--, r += 4, y += 4, w0 += 3 * (n / 8)) {
+    const uint64_t *w1 = w0 + n / 8, *w2 = w1 + n / 8, *w3 = w2 + n / 8;
+    const uint64_t* xc = x.cross;
+    const uint8_t* shift = x.shift;
+    int64_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+    for (uint32_t c0 = 0; c0 < n; c0 += g) {
+      const uint64_t* end = w0 + (c0 + g < n ? g : n - c0) / 8;
+      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (; w0 < end; w0++, w1++, w2++, w3++, xc += 4) {
+        uint64_t p0 = xc[0], p1 = xc[1], p2 = xc[2], p3 = xc[3];
+        s0 += cross8(*w0, p0, p1, p2, p3);
+        s1 += cross8(*w1, p0, p1, p2, p3);
+        s2 += cross8(*w2, p0, p1, p2, p3);
+        s3 += cross8(*w3, p0, p1, p2, p3);
+      }
+      uint32_t sh = kMaxShift - *shift++;
+      t0 += cross_group(s0) << sh;
+      t1 += cross_group(s1) << sh;
+      t2 += cross_group(s2) << sh;
+      t3 += cross_group(s3) << sh;
     }
-    uint32_t sh = kMaxShift - *shift++;
-    t0 += cross_group(s0) << sh;
-    t1 += cross_group(s1) << sh;
-    t2 += cross_group(s2) << sh;
-    t3 += cross_group(s3) << sh;
+    y[0] = finish_int8(t0 - x.cross_fix, x, w.scale(r));
+    y[1] = finish_int8(t1 - x.cross_fix, x, w.scale(r + 1));
+    y[2] = finish_int8(t2 - x.cross_fix, x, w.scale(r + 2));
+    y[3] = finish_int8(t3 - x.cross_fix, x, w.scale(r + 3));
   }
-  y[0] = finish_int8(t0 - x.cross_fix, x, w.scale(r));
-  y[1] = finish_int8(t1 - x.cross_fix, x, w.scale(r + 1));
-  y[2] = finish_int8(t2 - x.cross_fix, x, w.scale(r + 2));
-  y[3] = finish_int8(t3 - x.cross_fix, x, w.scale(r + 3));
 }
 
 void cross_1(const Matrix& w, const ActVec& x, uint32_t r, float* y) {
@@ -451,9 +457,10 @@ uint32_t int8_packed(const Matrix& w, const ActVec* x, uint32_t left, uint32_t r
   return 0;
 }
 
-void int8_cross(const Matrix& w, const ActVec& x, uint32_t r, uint32_t rows, float* y) {
-  if (rows == 4) return cross_4(w, x, r, y);
-  for (uint32_t k = 0; k < rows; k++) cross_1(w, x, r + k, y + k);
+void int8_cross(const Matrix& w, const ActVec& x, uint32_t r0, uint32_t r1, float* y) {
+  uint32_t blocks = (r1 - r0) / 4;
+  if (blocks) cross_4(w, x, r0, blocks, y);
+  for (uint32_t r = r0 + 4 * blocks; r < r1; r++) cross_1(w, x, r, y + (r - r0));
 }
 
 void pack_int8_batch(ActVec* x, uint32_t n, int64_t* pair_mem, size_t pair_stride, uint64_t* cross_mem) {

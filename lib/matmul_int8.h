@@ -11,7 +11,7 @@ namespace llm {
 // 0 if no packed block starts at x[0].
 uint32_t int8_packed(const Matrix& w, const ActVec* x, uint32_t left, uint32_t r, uint32_t rows, float* y,
                      size_t stride);
-// rows r..r+rows-1 (rows <= 4) times one item (x.cross packed): y[k].
-void int8_cross(const Matrix& w, const ActVec& x, uint32_t r, uint32_t rows, float* y);
+// rows r0..r1-1 (any number) times one item (x.cross packed): y[r - r0].
+void int8_cross(const Matrix& w, const ActVec& x, uint32_t r0, uint32_t r1, float* y);
 
 }  // namespace llm

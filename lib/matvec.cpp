@@ -153,6 +153,10 @@ void matmul_int8(const Matrix& w, const ActVec* x, uint32_t n, float* y, size_t 
       for (uint32_t i = 0; i < n; i++) y[i * stride + (r - r0)] = row_int8(w, x[i], r);
     return;
   }
+  // One crosswise-packed item (a decode step): the whole row range in one
+  // call, as the loop below would do it 4 rows at a time (under QEMU a call
+  // per 4 rows costs a looked-up return each).
+  if (n == 1 && x[0].cross && !x[0].pair && !x[0].triple) return int8_cross(w, x[0], r0, r1, y);
   for (uint32_t r = r0; r < r1; r += 4) {
     uint32_t rows = r1 - r < 4 ? r1 - r : 4;
     float* yr = y + (r - r0);
@@ -161,7 +165,7 @@ void matmul_int8(const Matrix& w, const ActVec* x, uint32_t n, float* y, size_t 
       if (uint32_t done = int8_packed(w, x + i, n - i, r, rows, yr + i * stride, stride)) {
         i += done;
       } else if (x[i].cross) {
-        int8_cross(w, x[i], r, rows, yr + i * stride);
+        int8_cross(w, x[i], r, r + rows, yr + i * stride);
         i++;
       } else {
         if (rows == 4) int8_rows4(w, x[i], r, yr + i * stride);
