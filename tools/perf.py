@@ -43,10 +43,10 @@ After each boot's measurements `aistat` prints the engine's row team,
 `harts=H harts_in_use=W`: the width control (kernel/ai/width_control.h) may
 have settled on fewer harts than ai.harts, and the table's last column shows
 it next to each warm case of that boot.
-Every real-time boot runs `calib` (a fixed integer loop) first and last;
-a boot whose calibration moved, or ran slower than the median of all the
-boots' calibrations, by more than 15% is flagged as run on a noisy host
-(tools/benchlib/noise.py).
+Every real-time boot runs `calib` (a fixed integer loop, some 13 ms) first,
+last and after each pair of runs; a boot whose readings spread, or whose
+slowest ran slower than the median of all the boots' readings, by more than
+15% is flagged as run on a noisy host (tools/benchlib/noise.py).
 
 Prints one table, dated, with the host's load (uptime) before and after,
 ready to paste into docs/runtime.md. A benchmark, not a test: it asserts
@@ -94,6 +94,7 @@ class Boot:
 
     def __init__(self, args, smp, append="", exact=False, monitor=None):
         self.label = f"-smp {smp}" + (f" {append}" if append else "") + (" (exact)" if exact else "")
+        self.calibs = []
         self.monitor = monitor
         self.session = qemu_run.Session(args.image, args.kernel, smp, args.memory, snapshot=True,
                                         boot_timeout=300, append=append, deterministic=exact,
@@ -116,8 +117,15 @@ class Boot:
         return text
 
     def calib(self):
+        """One `calib` reading (us), also kept in self.calibs: a boot reads it
+        first, last and between its pairs, because the host can slow down
+        for a few seconds in the middle of a boot and be fast again by its
+        end (the readings before and after alone then look calm)."""
         m = CALIB_LINE.search(self.run(CALIB, 600))
-        return int(m.group(2)) if m else None
+        us = int(m.group(2)) if m else None
+        if us:
+            self.calibs.append(us)
+        return us
 
     def row_team(self):
         """aistat's 'harts=H harts_in_use=W' (the row team now), or None."""
@@ -219,7 +227,7 @@ def real_boots(args):
     with tempfile.TemporaryDirectory() as tmp:
         b = Boot(args, 1, monitor=os.path.join(tmp, "monitor.sock"))
         try:
-            before = b.calib()
+            b.calib()
             pairs = coldwarm_runs(b.run(COLDWARM.format(runs=args.repeat), args.timeout))
             for path in ("cold", "warm"):
                 for k in ("ttft", "tpot"):
@@ -235,20 +243,21 @@ def real_boots(args):
                 together = batch_cost_us(b.run(BATCH, args.timeout))
                 if alone and together:
                     batch_pairs.append((alone, together))
+                b.calib()
             cases["batch8 max_batch1"] = [a for a, _ in batch_pairs]
             cases["batch8"] = [t for _, t in batch_pairs]
             cases["batch pairs smp1"] = batch_pairs
             team.update(dict.fromkeys(("warm ttft", "warm tpot", "batch8", "batch8 max_batch1"), b.row_team()))
-            after = b.calib()
+            b.calib()
             jit = b.info_jit()
-            boots.append((b.label, before, after))
+            boots.append((b.label, *b.calibs))
         finally:
             b.close()
     # One hart against two, and the 8 clients batched on two harts against
     # one request at a time on one, alternately in one -smp 2 boot.
     b = Boot(args, 2, append="ai.harts=2")
     try:
-        before = b.calib()
+        b.calib()
         harts_pairs = []
         for _ in range(args.repeat):
             aictl(b, "harts 1", args)
@@ -257,6 +266,7 @@ def real_boots(args):
             two = one_request(b.run(ONE_REQUEST, args.timeout))
             if one and two:
                 harts_pairs.append((one, two))
+            b.calib()
         for h, k in ((1, 0), (2, 1)):
             cases[f"smp2 harts{h} ttft"] = [p[k]["ttft"] for p in harts_pairs]
             cases[f"smp2 harts{h} tpot"] = [p[k]["tpot"] for p in harts_pairs]
@@ -271,25 +281,31 @@ def real_boots(args):
             together = batch_cost_us(b.run(BATCH, args.timeout))
             if alone and together:
                 batch_pairs.append((alone, together))
+            b.calib()
         cases["smp2 alone batch8"] = [a for a, _ in batch_pairs]
         cases["smp2 harts2 batch8"] = [t for _, t in batch_pairs]
         cases["batch pairs smp2"] = batch_pairs
         team.update(dict.fromkeys(("smp2 harts2 ttft", "smp2 harts2 tpot", "smp2 harts2 batch8"), b.row_team()))
         team.update(dict.fromkeys(("smp2 harts1 ttft", "smp2 harts1 tpot", "smp2 alone batch8"),
                                   "limited to 1 (aictl harts 1)"))
-        after = b.calib()
-        boots.append((b.label, before, after))
+        b.calib()
+        boots.append((b.label, *b.calibs))
     finally:
         b.close()
     b = Boot(args, 4, append="ai.harts=3")
     try:
-        before = b.calib()
-        runs = [r for r in (one_request(b.run(ONE_REQUEST, args.timeout)) for _ in range(args.repeat)) if r]
+        b.calib()
+        runs = []
+        for _ in range(args.repeat):
+            r = one_request(b.run(ONE_REQUEST, args.timeout))
+            if r:
+                runs.append(r)
+            b.calib()
         cases["smp4 harts3 ttft"] = [r["ttft"] for r in runs]
         cases["smp4 harts3 tpot"] = [r["tpot"] for r in runs]
         team["smp4 harts3 tpot"] = b.row_team()
-        after = b.calib()
-        boots.append((b.label, before, after))
+        b.calib()
+        boots.append((b.label, *b.calibs))
     finally:
         b.close()
     return cases, boots, jit
@@ -418,11 +434,17 @@ def report(exact, real, boots, jit, repeat, started, up_before, up_after):
             lines.append(f"info jit after the -smp 1 boot: {tbs} translation blocks, {cp} cross a page "
                          f"({cpp}%), direct jumps {dj} ({djp}%)")
     if boots:
-        calibs = [t for _, b, a in boots for t in (b, a) if t]
+        # A boot is (label, first reading, ..., last reading): judged by the
+        # fastest and slowest of them, so a slow stretch in the middle shows.
+        calibs = [t for _, *readings in boots for t in readings if t]
         ref = statistics.median(calibs) if calibs else None
-        for label, before, after in boots:
-            flags, _ = noise.calibration_flags(before, after, ref)
-            lines.append(f"calib {label}: {before} -> {after} us" +
+        for label, *readings in boots:
+            readings = [t for t in readings if t]
+            before, after = (readings[0], readings[-1]) if readings else (None, None)
+            lo, hi = (min(readings), max(readings)) if readings else (None, None)
+            flags, _ = noise.calibration_flags(lo, hi, ref)
+            between = f" (all {len(readings)} readings {lo}..{hi} us)" if len(readings) > 2 else ""
+            lines.append(f"calib {label}: {before} -> {after} us{between}" +
                          (f"  NOISY HOST: {'; '.join(flags)}" if flags else ""))
     pb = exact.get("perfbench") or {}
     if pb:

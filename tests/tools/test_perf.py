@@ -66,7 +66,8 @@ def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
              "cold ttft": 1_100_000_000, "cold prefill": 1_000_000_000,
              "perfbench": {"decode@1": (134_790_912, 432_398_700)}}
     jit = {"tbs": (3339,), "cross_page": (7, 1), "direct": (1862, 55)}
-    boots = [("-smp 1", 100000, 101000), ("-smp 2 ai.harts=1", 100000, 130000)]
+    boots = [("-smp 1", 100000, 101000), ("-smp 2 ai.harts=1", 100000, 130000),
+             ("-smp 4 ai.harts=3", 100000, 150000, 101000)]
     when = datetime.datetime(2026, 12, 3, 14, 0, tzinfo=datetime.timezone.utc)
     text = perf.report(exact, real, boots, jit, 3, when, "load 0.10", "load 0.20")
     assert "make perf, 2026-12-03 14:00 UTC" in text and "load 0.10" in text
@@ -92,6 +93,11 @@ def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
     assert "3339 translation blocks, 7 cross a page (1%), direct jumps 1862 (55%)" in text
     assert "calib -smp 1: 100000 -> 101000 us\n" in text
     assert "NOISY HOST: calibration moved 30%" in text
+    # A slow stretch in the middle of a boot: first and last readings agree,
+    # the one between is 50% slower. (Readings 100000, 101000, 100000,
+    # 130000, 100000, 150000, 101000: median 101000; 150000 is 49% slower.)
+    assert ("calib -smp 4 ai.harts=3: 100000 -> 101000 us (all 3 readings 100000..150000 us)  NOISY HOST: "
+            "calibration moved 50% during the point; host 49% slower than the study's median calibration") in text
     assert "instr/MAC (exact, perfbench): decode@1=3.21" in text
     # ns per instruction of the one-hart cases: cold TTFT 2350000 us / 1.1e9
     # = 2.136 (it waits for the disk), cold prefill 1.005, one request at
