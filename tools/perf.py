@@ -20,7 +20,7 @@ Real time (the wall clock of the host), one boot per configuration, each
 case repeated R times (default 5), reported as median [min..max]. What is
 compared is measured in the same boot, run against run, wherever it can be:
 a host that slows down for a while then slows both sides of a pair.
-  -smp 1            coldwarm --runs R: cold and warm alternate, one pair per
+  -smp 1            coldwarm --runs 1, R times: cold and warm, one pair per
                     run (the pairs give the warm/cold ratios); then aibench
                     with 8 clients R times, each run after one at
                     `aictl max_batch 1` (one request at a time on one hart:
@@ -32,6 +32,10 @@ a host that slows down for a while then slows both sides of a pair.
                     `aictl max_batch 1` + `aictl harts 1` and at the default
                     engine, alternately;
   -smp 4 (ai.harts=3): one request, R times.
+In the -smp 2 and -smp 4 boots one request runs first, outside the medians,
+and is shown on a row of its own: the first request after a boot is the one
+in which QEMU translates the code and a row team settles its width (at
+-smp 4 on 2 host cores it starts with 3 threads, where 2 are faster).
 Each case also gets nanoseconds of real time per counted instruction (its
 real time over its exact-mode instruction count): a case that runs slow for
 its work stands out (code that crosses pages, a hand-off that waits). The
@@ -46,7 +50,10 @@ it next to each warm case of that boot.
 Every real-time boot runs `calib` (a fixed integer loop, some 13 ms) first,
 last and after each pair of runs; a boot whose readings spread, or whose
 slowest ran slower than the median of all the boots' readings, by more than
-15% is flagged as run on a noisy host (tools/benchlib/noise.py).
+15% is flagged as run on a noisy host (tools/benchlib/noise.py). Each paired
+ratio is also given over the *steady* pairs alone, those whose readings just
+before and just after agree within 15%: a pair during which the host changed
+speed compares two hosts, not two configurations.
 
 Prints one table, dated, with the host's load (uptime) before and after,
 ready to paste into docs/runtime.md. A benchmark, not a test: it asserts
@@ -227,23 +234,34 @@ def real_boots(args):
     with tempfile.TemporaryDirectory() as tmp:
         b = Boot(args, 1, monitor=os.path.join(tmp, "monitor.sock"))
         try:
-            b.calib()
-            pairs = coldwarm_runs(b.run(COLDWARM.format(runs=args.repeat), args.timeout))
+            pairs, around = [], []
+            before = b.calib()
+            for _ in range(args.repeat):
+                got = coldwarm_runs(b.run(COLDWARM.format(runs=1), args.timeout))
+                after = b.calib()
+                if got:
+                    pairs.append(got[0])
+                    around.append((before, after))
+                before = after
+            cases["pairs calib"] = around
             for path in ("cold", "warm"):
                 for k in ("ttft", "tpot"):
                     cases[f"{path} {k}"] = [p[path][k] for p in pairs]
             cases["cold prefill"] = [p["cold"]["prefill"] for p in pairs]
             cases["pairs"] = pairs
             # Batching against one request at a time, alternately.
-            batch_pairs = []
+            batch_pairs, around = [], []
             for _ in range(args.repeat):
                 aictl(b, "max_batch 1", args)
                 alone = batch_cost_us(b.run(BATCH, args.timeout))
                 aictl(b, "max_batch 8", args)
                 together = batch_cost_us(b.run(BATCH, args.timeout))
+                after = b.calib()
                 if alone and together:
                     batch_pairs.append((alone, together))
-                b.calib()
+                    around.append((before, after))
+                before = after
+            cases["batch pairs smp1 calib"] = around
             cases["batch8 max_batch1"] = [a for a, _ in batch_pairs]
             cases["batch8"] = [t for _, t in batch_pairs]
             cases["batch pairs smp1"] = batch_pairs
@@ -258,20 +276,26 @@ def real_boots(args):
     b = Boot(args, 2, append="ai.harts=2")
     try:
         b.calib()
-        harts_pairs = []
+        first = one_request(b.run(ONE_REQUEST, args.timeout))
+        cases["smp2 harts2 first tpot"] = [first["tpot"]] if first else []
+        harts_pairs, around = [], []
+        before = b.calib()
         for _ in range(args.repeat):
             aictl(b, "harts 1", args)
             one = one_request(b.run(ONE_REQUEST, args.timeout))
             aictl(b, "harts 2", args)
             two = one_request(b.run(ONE_REQUEST, args.timeout))
+            after = b.calib()
             if one and two:
                 harts_pairs.append((one, two))
-            b.calib()
+                around.append((before, after))
+            before = after
+        cases["harts pairs calib"] = around
         for h, k in ((1, 0), (2, 1)):
             cases[f"smp2 harts{h} ttft"] = [p[k]["ttft"] for p in harts_pairs]
             cases[f"smp2 harts{h} tpot"] = [p[k]["tpot"] for p in harts_pairs]
         cases["harts pairs"] = harts_pairs
-        batch_pairs = []
+        batch_pairs, around = [], []
         for _ in range(args.repeat):
             aictl(b, "max_batch 1", args)
             aictl(b, "harts 1", args)
@@ -279,9 +303,12 @@ def real_boots(args):
             aictl(b, "max_batch 8", args)
             aictl(b, "harts 2", args)
             together = batch_cost_us(b.run(BATCH, args.timeout))
+            after = b.calib()
             if alone and together:
                 batch_pairs.append((alone, together))
-            b.calib()
+                around.append((before, after))
+            before = after
+        cases["batch pairs smp2 calib"] = around
         cases["smp2 alone batch8"] = [a for a, _ in batch_pairs]
         cases["smp2 harts2 batch8"] = [t for _, t in batch_pairs]
         cases["batch pairs smp2"] = batch_pairs
@@ -295,6 +322,9 @@ def real_boots(args):
     b = Boot(args, 4, append="ai.harts=3")
     try:
         b.calib()
+        first = one_request(b.run(ONE_REQUEST, args.timeout))
+        cases["smp4 harts3 first tpot"] = [first["tpot"]] if first else []
+        team["smp4 harts3 first tpot"] = b.row_team()
         runs = []
         for _ in range(args.repeat):
             r = one_request(b.run(ONE_REQUEST, args.timeout))
@@ -347,16 +377,34 @@ ROWS = [
     ("one request TPOT", "smp2 harts1 tpot", "one tpot", 2, 1),
     ("one request TPOT", "smp2 harts2 tpot", "one tpot", 2, 2),
     ("one request TPOT", "smp4 harts3 tpot", "one tpot", 4, 3),
+    ("first request after boot, TPOT (not in the medians)", "smp2 harts2 first tpot", "one tpot", 2, 2),
+    ("first request after boot, TPOT (not in the medians)", "smp4 harts3 first tpot", "one tpot", 4, 3),
     ("one request TTFT", "smp2 harts1 ttft", "one ttft", 2, 1),
     ("one request TTFT", "smp2 harts2 ttft", "one ttft", 2, 2),
 ]
 
 
-def ratio_line(name, num, den):
+def steady_pair(calib_around, threshold_pct=noise.DEFAULT_THRESHOLD_PCT):
+    """Whether the host kept its speed through one pair of runs: the calib
+    readings just before and just after it within threshold_pct."""
+    before, after = calib_around
+    return bool(before and after) and abs(after - before) / min(before, after) * 100 <= threshold_pct
+
+
+def ratio_line(name, num, den, calib_around=None, unit=""):
+    """'NAME = median [min..max]' of the pairs' ratios num/den; with the calib
+    readings around each pair, also the same over the pairs run on a steady
+    host (a pair during which the host changed speed compares two hosts)."""
     if not num or not den or len(num) != len(den):
         return None
     r = [a / b for a, b in zip(num, den)]
-    return f"{name} = {statistics.median(r):.3f} [{min(r):.3f}..{max(r):.3f}]"
+    text = f"{name} = {statistics.median(r):.3f} [{min(r):.3f}..{max(r):.3f}]{unit}"
+    if calib_around and len(calib_around) == len(r):
+        steady = [x for x, c in zip(r, calib_around) if steady_pair(c)]
+        text += (f"; steady host, {len(steady)} of {len(r)} pairs: {statistics.median(steady):.3f} "
+                 f"[{min(steady):.3f}..{max(steady):.3f}]{unit}" if steady else
+                 f"; steady host: none of {len(r)} pairs")
+    return text
 
 
 def report(exact, real, boots, jit, repeat, started, up_before, up_after):
@@ -386,15 +434,16 @@ def report(exact, real, boots, jit, repeat, started, up_before, up_after):
                      f"{f'{nspi:.3f}' if nspi else '-'} | {team.get(rcase) or '-'} |")
     lines.append("")
     pairs = real.get("pairs") or []
+    around = real.get("pairs calib")
     for text in (ratio_line("warm/cold TPOT (paired runs, -smp 1)",
-                            [p["warm"]["tpot"] for p in pairs], [p["cold"]["tpot"] for p in pairs]),
+                            [p["warm"]["tpot"] for p in pairs], [p["cold"]["tpot"] for p in pairs], around),
                  ratio_line("warm/cold TTFT (paired runs, -smp 1)",
-                            [p["warm"]["ttft"] for p in pairs], [p["cold"]["ttft"] for p in pairs])):
+                            [p["warm"]["ttft"] for p in pairs], [p["cold"]["ttft"] for p in pairs], around)):
         if text:
             lines.append(text)
     hp = real.get("harts pairs") or []
     text = ratio_line("one request TPOT, 2 harts / 1 hart at -smp 2 (paired runs, aictl harts)",
-                      [two["tpot"] for _, two in hp], [one["tpot"] for one, _ in hp])
+                      [two["tpot"] for _, two in hp], [one["tpot"] for one, _ in hp], real.get("harts pairs calib"))
     if text:
         lines.append(text)
     h2, h3 = real.get("smp2 harts2 tpot"), real.get("smp4 harts3 tpot")
@@ -411,9 +460,9 @@ def report(exact, real, boots, jit, repeat, started, up_before, up_after):
                       (f"{BATCH_CLIENTS} clients, tokens/s batched on 2 harts / one at a time on 1 hart at -smp 2 "
                        f"(paired runs, aictl)", "batch pairs smp2")):
         bp = real.get(key) or []
-        text = ratio_line(name, [a for a, _ in bp], [t for _, t in bp])
+        text = ratio_line(name, [a for a, _ in bp], [t for _, t in bp], real.get(key + " calib"), unit="x")
         if text:
-            lines.append(text + "x")
+            lines.append(text)
     one_hart = [v for (label, smp, harts), v in per_instr.items() if harts == 1]
     computing = [v for (label, smp, harts), v in per_instr.items()
                  if harts == 1 and label not in DISK_WAIT_ROWS]

@@ -58,7 +58,10 @@ def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
             "batch8 max_batch1": [180000, 190000, 200000], "smp2 harts2 batch8": [60000, 62000, 70000],
             "harts pairs": [({"ttft": 0, "tpot": 400000}, {"ttft": 0, "tpot": 220000}),
                             ({"ttft": 0, "tpot": 410000}, {"ttft": 0, "tpot": 230000})],
-            "smp2 alone batch8": [200000, 190000, 180000],
+            "smp2 alone batch8": [200000, 190000, 180000], "smp4 harts3 first tpot": [130000],
+            # calib around each pair: the second harts pair ran while the host slowed by 30%
+            "harts pairs calib": [(13000, 13100), (13100, 17030)],
+            "batch pairs smp2 calib": [(13000, 13000), (13000, 13000), (None, 13000)],
             "batch pairs smp2": [(200000, 60000), (190000, 62000), (180000, 70000)],
             "row team": {"smp2 harts2 tpot": "harts=2 harts_in_use=1",
                          "smp2 harts2 batch8": "harts=2 harts_in_use=1"}}
@@ -85,6 +88,14 @@ def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
     assert ("8 clients, tokens/s batched on 2 harts / one at a time on 1 hart at -smp 2 (paired runs, aictl) = "
             "3.065 [2.571..3.333]x") in text
     assert "| warm per token, 8 clients, ai.max_batch=1 | 2 | 1 | 190.0 [180.0..200.0] | - | - |" in text
+    # ... and over the pairs on a steady host: the first harts pair alone
+    # (13100 / 13000: 0.8% apart; 17030 / 13100: 30%); a pair without a
+    # reading before it is not counted as steady
+    assert ("(paired runs, aictl harts) = 0.555 [0.550..0.561]; steady host, 1 of 2 pairs: 0.550 [0.550..0.550]"
+            in text)
+    assert "= 3.065 [2.571..3.333]x; steady host, 2 of 3 pairs: 3.199 [3.065..3.333]x" in text
+    # the first request after a boot has a row of its own (440e6 instructions: 0.295 ns each)
+    assert "| first request after boot, TPOT (not in the medians) | 4 | 3 | 130.0 [130.0..130.0] | 440.0 M | 0.295 |" in text
     # no smp1 batch pairs given: no such line
     assert "at -smp 1 (paired runs" not in text
     # 8 clients: 190 ms per token one at a time, 62 ms batched on two harts
