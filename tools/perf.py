@@ -225,6 +225,33 @@ def aictl(b, setting, args):
         b.fail(f"aictl {setting}: {text.strip()[-200:]}")
 
 
+def alternate(b, args, first, second):
+    """R pairs of runs in boot b, alternately, with `calib` after each pair.
+    first and second are (aictl settings, command, parse) of a pair's two
+    runs. Returns the pairs (first result, second result) in which both
+    parsed, and the calib readings (before, after) around each."""
+    pairs, around = [], []
+    before = b.calibs[-1] if b.calibs else b.calib()
+    for _ in range(args.repeat):
+        got = []
+        for settings, command, parse in (first, second):
+            for setting in settings:
+                aictl(b, setting, args)
+            got.append(parse(b.run(command, args.timeout)))
+        after = b.calib()
+        if all(got):
+            pairs.append(tuple(got))
+            around.append((before, after))
+        before = after
+    return pairs, around
+
+
+def warm_up(b, args):
+    """The first request of a boot, outside the medians: [its TPOT] (or [])."""
+    first = one_request(b.run(ONE_REQUEST, args.timeout))
+    return [first["tpot"]] if first else []
+
+
 def real_boots(args):
     """Real-time figures, one boot per configuration."""
     cases, boots, jit = {}, [], {}
@@ -250,18 +277,8 @@ def real_boots(args):
             cases["cold prefill"] = [p["cold"]["prefill"] for p in pairs]
             cases["pairs"] = pairs
             # Batching against one request at a time, alternately.
-            batch_pairs, around = [], []
-            for _ in range(args.repeat):
-                aictl(b, "max_batch 1", args)
-                alone = batch_cost_us(b.run(BATCH, args.timeout))
-                aictl(b, "max_batch 8", args)
-                together = batch_cost_us(b.run(BATCH, args.timeout))
-                after = b.calib()
-                if alone and together:
-                    batch_pairs.append((alone, together))
-                    around.append((before, after))
-                before = after
-            cases["batch pairs smp1 calib"] = around
+            batch_pairs, cases["batch pairs smp1 calib"] = alternate(
+                b, args, (["max_batch 1"], BATCH, batch_cost_us), (["max_batch 8"], BATCH, batch_cost_us))
             cases["batch8 max_batch1"] = [a for a, _ in batch_pairs]
             cases["batch8"] = [t for _, t in batch_pairs]
             cases["batch pairs smp1"] = batch_pairs
@@ -276,39 +293,17 @@ def real_boots(args):
     b = Boot(args, 2, append="ai.harts=2")
     try:
         b.calib()
-        first = one_request(b.run(ONE_REQUEST, args.timeout))
-        cases["smp2 harts2 first tpot"] = [first["tpot"]] if first else []
-        harts_pairs, around = [], []
-        before = b.calib()
-        for _ in range(args.repeat):
-            aictl(b, "harts 1", args)
-            one = one_request(b.run(ONE_REQUEST, args.timeout))
-            aictl(b, "harts 2", args)
-            two = one_request(b.run(ONE_REQUEST, args.timeout))
-            after = b.calib()
-            if one and two:
-                harts_pairs.append((one, two))
-                around.append((before, after))
-            before = after
-        cases["harts pairs calib"] = around
+        cases["smp2 harts2 first tpot"] = warm_up(b, args)
+        b.calib()
+        harts_pairs, cases["harts pairs calib"] = alternate(
+            b, args, (["harts 1"], ONE_REQUEST, one_request), (["harts 2"], ONE_REQUEST, one_request))
         for h, k in ((1, 0), (2, 1)):
             cases[f"smp2 harts{h} ttft"] = [p[k]["ttft"] for p in harts_pairs]
             cases[f"smp2 harts{h} tpot"] = [p[k]["tpot"] for p in harts_pairs]
         cases["harts pairs"] = harts_pairs
-        batch_pairs, around = [], []
-        for _ in range(args.repeat):
-            aictl(b, "max_batch 1", args)
-            aictl(b, "harts 1", args)
-            alone = batch_cost_us(b.run(BATCH, args.timeout))
-            aictl(b, "max_batch 8", args)
-            aictl(b, "harts 2", args)
-            together = batch_cost_us(b.run(BATCH, args.timeout))
-            after = b.calib()
-            if alone and together:
-                batch_pairs.append((alone, together))
-                around.append((before, after))
-            before = after
-        cases["batch pairs smp2 calib"] = around
+        batch_pairs, cases["batch pairs smp2 calib"] = alternate(
+            b, args, (["max_batch 1", "harts 1"], BATCH, batch_cost_us),
+            (["max_batch 8", "harts 2"], BATCH, batch_cost_us))
         cases["smp2 alone batch8"] = [a for a, _ in batch_pairs]
         cases["smp2 harts2 batch8"] = [t for _, t in batch_pairs]
         cases["batch pairs smp2"] = batch_pairs
@@ -322,8 +317,7 @@ def real_boots(args):
     b = Boot(args, 4, append="ai.harts=3")
     try:
         b.calib()
-        first = one_request(b.run(ONE_REQUEST, args.timeout))
-        cases["smp4 harts3 first tpot"] = [first["tpot"]] if first else []
+        cases["smp4 harts3 first tpot"] = warm_up(b, args)
         team["smp4 harts3 first tpot"] = b.row_team()
         runs = []
         for _ in range(args.repeat):
