@@ -60,6 +60,7 @@ ready to paste into docs/runtime.md. A benchmark, not a test: it asserts
 nothing. About 10 minutes on a quiet 2-core host. Standard library only.
 """
 import argparse
+import contextlib
 import datetime
 import os
 import re
@@ -225,25 +226,25 @@ def aictl(b, setting, args):
         b.fail(f"aictl {setting}: {text.strip()[-200:]}")
 
 
-def alternate(b, args, first, second):
-    """R pairs of runs in boot b, alternately, with `calib` after each pair.
-    first and second are (aictl settings, command, parse) of a pair's two
-    runs. Returns the pairs (first result, second result) in which both
-    parsed, and the calib readings (before, after) around each."""
-    pairs, around = [], []
+def paired(b, args, *runs):
+    """R rounds in boot b, each running `runs` in turn, with `calib` after
+    each round. A run is (aictl settings, command, parse). Returns the rounds
+    (a tuple of parsed results) in which every run parsed, and the calib
+    readings (before, after) around each."""
+    rounds, around = [], []
     before = b.calibs[-1] if b.calibs else b.calib()
     for _ in range(args.repeat):
         got = []
-        for settings, command, parse in (first, second):
+        for settings, command, parse in runs:
             for setting in settings:
                 aictl(b, setting, args)
             got.append(parse(b.run(command, args.timeout)))
         after = b.calib()
         if all(got):
-            pairs.append(tuple(got))
+            rounds.append(tuple(got))
             around.append((before, after))
         before = after
-    return pairs, around
+    return rounds, around
 
 
 def warm_up(b, args):
@@ -252,56 +253,60 @@ def warm_up(b, args):
     return [first["tpot"]] if first else []
 
 
+@contextlib.contextmanager
+def measured_boot(args, boots, smp, append="", monitor=None):
+    """A real-time boot: `calib` first; its readings (every loop inside ends
+    with one, the last reading) go to `boots` when the block ends."""
+    b = Boot(args, smp, append=append, monitor=monitor)
+    try:
+        b.calib()
+        yield b
+        boots.append((b.label, *b.calibs))
+    finally:
+        b.close()
+
+
+def first_pair(text):
+    """The one cold/warm pair of `coldwarm --runs 1`, or None."""
+    runs = coldwarm_runs(text)
+    return runs[0] if runs else None
+
+
 def real_boots(args):
     """Real-time figures, one boot per configuration."""
     cases, boots, jit = {}, [], {}
     # The row team after each boot's measurements (aistat), by the cases
     # that boot measured. Not the cold path: llmrun is one process on one hart.
     team = cases["row team"] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        b = Boot(args, 1, monitor=os.path.join(tmp, "monitor.sock"))
-        try:
-            pairs, around = [], []
-            before = b.calib()
-            for _ in range(args.repeat):
-                got = coldwarm_runs(b.run(COLDWARM.format(runs=1), args.timeout))
-                after = b.calib()
-                if got:
-                    pairs.append(got[0])
-                    around.append((before, after))
-                before = after
-            cases["pairs calib"] = around
-            for path in ("cold", "warm"):
-                for k in ("ttft", "tpot"):
-                    cases[f"{path} {k}"] = [p[path][k] for p in pairs]
-            cases["cold prefill"] = [p["cold"]["prefill"] for p in pairs]
-            cases["pairs"] = pairs
-            # Batching against one request at a time, alternately.
-            batch_pairs, cases["batch pairs smp1 calib"] = alternate(
-                b, args, (["max_batch 1"], BATCH, batch_cost_us), (["max_batch 8"], BATCH, batch_cost_us))
-            cases["batch8 max_batch1"] = [a for a, _ in batch_pairs]
-            cases["batch8"] = [t for _, t in batch_pairs]
-            cases["batch pairs smp1"] = batch_pairs
-            team.update(dict.fromkeys(("warm ttft", "warm tpot", "batch8", "batch8 max_batch1"), b.row_team()))
-            b.calib()
-            jit = b.info_jit()
-            boots.append((b.label, *b.calibs))
-        finally:
-            b.close()
+    with tempfile.TemporaryDirectory() as tmp, \
+            measured_boot(args, boots, 1, monitor=os.path.join(tmp, "monitor.sock")) as b:
+        rounds, cases["pairs calib"] = paired(b, args, ([], COLDWARM.format(runs=1), first_pair))
+        pairs = [p for (p,) in rounds]
+        for path in ("cold", "warm"):
+            for k in ("ttft", "tpot"):
+                cases[f"{path} {k}"] = [p[path][k] for p in pairs]
+        cases["cold prefill"] = [p["cold"]["prefill"] for p in pairs]
+        cases["pairs"] = pairs
+        # Batching against one request at a time, alternately.
+        batch_pairs, cases["batch pairs smp1 calib"] = paired(
+            b, args, (["max_batch 1"], BATCH, batch_cost_us), (["max_batch 8"], BATCH, batch_cost_us))
+        cases["batch8 max_batch1"] = [a for a, _ in batch_pairs]
+        cases["batch8"] = [t for _, t in batch_pairs]
+        cases["batch pairs smp1"] = batch_pairs
+        team.update(dict.fromkeys(("warm ttft", "warm tpot", "batch8", "batch8 max_batch1"), b.row_team()))
+        jit = b.info_jit()
     # One hart against two, and the 8 clients batched on two harts against
     # one request at a time on one, alternately in one -smp 2 boot.
-    b = Boot(args, 2, append="ai.harts=2")
-    try:
-        b.calib()
+    with measured_boot(args, boots, 2, append="ai.harts=2") as b:
         cases["smp2 harts2 first tpot"] = warm_up(b, args)
         b.calib()
-        harts_pairs, cases["harts pairs calib"] = alternate(
+        harts_pairs, cases["harts pairs calib"] = paired(
             b, args, (["harts 1"], ONE_REQUEST, one_request), (["harts 2"], ONE_REQUEST, one_request))
         for h, k in ((1, 0), (2, 1)):
             cases[f"smp2 harts{h} ttft"] = [p[k]["ttft"] for p in harts_pairs]
             cases[f"smp2 harts{h} tpot"] = [p[k]["tpot"] for p in harts_pairs]
         cases["harts pairs"] = harts_pairs
-        batch_pairs, cases["batch pairs smp2 calib"] = alternate(
+        batch_pairs, cases["batch pairs smp2 calib"] = paired(
             b, args, (["max_batch 1", "harts 1"], BATCH, batch_cost_us),
             (["max_batch 8", "harts 2"], BATCH, batch_cost_us))
         cases["smp2 alone batch8"] = [a for a, _ in batch_pairs]
@@ -310,28 +315,14 @@ def real_boots(args):
         team.update(dict.fromkeys(("smp2 harts2 ttft", "smp2 harts2 tpot", "smp2 harts2 batch8"), b.row_team()))
         team.update(dict.fromkeys(("smp2 harts1 ttft", "smp2 harts1 tpot", "smp2 alone batch8"),
                                   "limited to 1 (aictl harts 1)"))
-        b.calib()
-        boots.append((b.label, *b.calibs))
-    finally:
-        b.close()
-    b = Boot(args, 4, append="ai.harts=3")
-    try:
-        b.calib()
+    with measured_boot(args, boots, 4, append="ai.harts=3") as b:
         cases["smp4 harts3 first tpot"] = warm_up(b, args)
         team["smp4 harts3 first tpot"] = b.row_team()
-        runs = []
-        for _ in range(args.repeat):
-            r = one_request(b.run(ONE_REQUEST, args.timeout))
-            if r:
-                runs.append(r)
-            b.calib()
+        rounds, _ = paired(b, args, ([], ONE_REQUEST, one_request))
+        runs = [r for (r,) in rounds]
         cases["smp4 harts3 ttft"] = [r["ttft"] for r in runs]
         cases["smp4 harts3 tpot"] = [r["tpot"] for r in runs]
         team["smp4 harts3 tpot"] = b.row_team()
-        b.calib()
-        boots.append((b.label, *b.calibs))
-    finally:
-        b.close()
     return cases, boots, jit
 
 
