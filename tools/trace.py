@@ -36,7 +36,10 @@ ran on one hart only (a width-control probe, or a helper that slept).
 team's measuring windows: the width each ran at, its picoseconds per
 multiply-add against the reference, and the verdict (reference, won,
 adopted, lost, unjudged); then, per width, how many windows ran at it and
-their median speed. It shows why a team settled where it did.
+their median speed. It shows why a team settled where it did. A team's
+boot-time survey (a stand-in job timed at every width before the first
+request) comes first, on lines of its own: its figures are picoseconds per
+step of that job, not per multiply-add.
 
 Times are the kernel's clock_ns(): virtual time in exact mode (one
 instruction = 1 ns), real time otherwise. docs/ai-service.md, "The trace",
@@ -57,7 +60,8 @@ FINISH_NAMES = {0: "none", 1: "length", 2: "eos", 3: "stop", 4: "cancelled", 5: 
 POLICY_NAMES = {0: "fcfs", 1: "sjf", 2: "priority"}
 PHASE_PREFILL, PHASE_DECODE = 1, 2
 LOAD_PHASES = {1: "probed", 2: "weights", 3: "ready", 4: "failed"}
-WIDTH_VERDICTS = {1: "reference", 2: "won", 3: "adopted", 4: "lost", 5: "unjudged"}
+WIDTH_VERDICTS = {1: "reference", 2: "won", 3: "adopted", 4: "lost", 5: "unjudged", 6: "survey", 7: "surveyed"}
+WIDTH_SURVEY, WIDTH_SURVEYED = 6, 7
 
 
 class Event:
@@ -580,7 +584,20 @@ def width_lines(tr):
         if e.name == "WIDTH":
             by_worker.setdefault(e["worker"], []).append(e)
     lines = []
-    for w, evs in sorted(by_worker.items()):
+    for w, all_evs in sorted(by_worker.items()):
+        t0 = all_evs[0].t
+        survey = [e for e in all_evs if e["verdict"] == WIDTH_SURVEY]
+        chosen = [e for e in all_evs if e["verdict"] == WIDTH_SURVEYED]
+        evs = [e for e in all_evs if e["verdict"] not in (WIDTH_SURVEY, WIDTH_SURVEYED)]
+        if survey:
+            lines.append(f"worker {w}: survey, ps per step of the stand-in job at each width")
+            for width in sorted({e["width"] for e in survey}):
+                mine = [e["ps_per_mac"] for e in survey if e["width"] == width]
+                lines.append(f"  width {width}: " + " ".join(str(v) for v in mine) + f" (median {median(mine):.0f})")
+            for e in chosen:
+                lines.append(f"  chose width {e['width']} after {(e.t - t0) / 1e6:.1f} ms")
+        if not evs:
+            continue
         t0 = evs[0].t
         lines.append(f"worker {w}: {len(evs)} measuring windows")
         lines.append("  t_ms width ps_per_mac reference_ps verdict")
@@ -596,17 +613,18 @@ def width_lines(tr):
         for e in evs:
             name = WIDTH_VERDICTS.get(e["verdict"], str(e["verdict"]))
             counts[name] = counts.get(name, 0) + 1
-        lines.append("  verdicts: " + ", ".join(f"{k} {counts[k]}" for k in WIDTH_VERDICTS.values() if k in counts))
+        lines.append("  verdicts: " + ", ".join(f"{k} {counts[k]}" for k in list(WIDTH_VERDICTS.values())[:5]
+                                                if k in counts))
         lines.append(f"  settled at the end: {settled_width(evs)}")
     return lines
 
 
 def settled_width(evs):
     """The settled width after the last window: the width of the last
-    reference or adopted window (a won, lost or unjudged probe ran at a
-    neighbour and is followed by the settled width)."""
+    reference or adopted window, or of the survey's choice (a won, lost or
+    unjudged probe ran at a neighbour and is followed by the settled width)."""
     for e in reversed(evs):
-        if e["verdict"] in (1, 3):
+        if e["verdict"] in (1, 3, WIDTH_SURVEYED):
             return e["width"]
     return "unknown"
 

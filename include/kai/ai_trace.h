@@ -135,6 +135,8 @@ enum kai_trace_type : uint16_t {
 #define KAI_TRACE_WIDTH_ADOPTED   3  // the last win needed: `width` is now the settled width
 #define KAI_TRACE_WIDTH_LOST      4  // a probe not clearly faster: back to the settled width
 #define KAI_TRACE_WIDTH_UNJUDGED  5  // a probe that did other work than its reference
+#define KAI_TRACE_WIDTH_SURVEY    6  // a window of the boot-time survey (reference_ps 0)
+#define KAI_TRACE_WIDTH_SURVEYED  7  // the survey's choice: the median of `width`'s windows
 
 // LOAD phase
 #define KAI_TRACE_LOAD_PROBED  1    // the bundle's header is read and checked

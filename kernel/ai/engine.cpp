@@ -285,6 +285,10 @@ bool engine_limit_teams(uint32_t harts, uint32_t workers) {
   return true;
 }
 
+void engine_survey_team(uint32_t worker) {
+  if (worker < uint32_t(kMaxWorkers)) teams[worker].survey();
+}
+
 uint32_t engine_team_width(uint32_t worker) {
   return worker < uint32_t(kMaxWorkers) ? teams[worker].width() : 0;
 }

@@ -70,6 +70,8 @@ uint32_t engine_team_limit(uint32_t worker);
 bool engine_limit_teams(uint32_t harts, uint32_t workers);
 // How many of them currently take part (RowTeam::width()).
 uint32_t engine_team_width(uint32_t worker);
+// The worker's row team times every width once (RowTeam::survey).
+void engine_survey_team(uint32_t worker);
 
 // Runs items[0..n) through `model` in one pass over its weights (tokens of
 // one session consecutive and in order; all sessions begun with the same

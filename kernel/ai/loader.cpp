@@ -126,6 +126,13 @@ void loader_main(void*) {
               elapsed / 1000000);
     }
   }
+  {
+    // The workers survey their row teams once this is set and they are
+    // idle (worker.cpp): the loader no longer competes for the harts.
+    SpinlockGuard guard(lock);
+    models_loaded = true;
+    wakeup(&queue_nonempty_chan);
+  }
   kthread_exit();
 }
 
@@ -137,6 +144,7 @@ void start_loader() {
     kprintf("ai: cannot start the model loader (error %d)\n", static_cast<int>(pid.error()));
     SpinlockGuard guard(lock);
     models_known = true;
+    models_loaded = true;
     wakeup(&models_known_chan);
   }
 }

@@ -8,6 +8,7 @@ namespace ai {
 Model models[KAI_AI_MAX_MODELS];
 int n_models;
 bool models_known;
+bool models_loaded;
 
 int find_model(const char* name) {
   for (int i = 0; i < n_models; i++)

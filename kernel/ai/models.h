@@ -19,6 +19,7 @@ struct Model {
 extern Model models[KAI_AI_MAX_MODELS];
 extern int n_models;          // under ai::lock
 extern bool models_known;     // the scan of /AI is complete (under ai::lock)
+extern bool models_loaded;    // ... and every model is READY or FAILED (under ai::lock)
 
 int find_model(const char* name);   // index or -1; ai::lock held
 

@@ -11,6 +11,7 @@
 // checks again, so the spin is only a faster path to the same answer.
 #include "row_team.h"
 #include "trace.h"
+#include "width_survey.h"
 #include "../printf.h"
 #include "../proc.h"
 #include "../trap.h"
@@ -130,6 +131,15 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs
     trace::emit(KAI_TRACE_PART_END, 0, worker_, 0);
     return;
   }
+  uint64_t posted = clock_ns();
+  run_job(fn, arg);
+  // The width control's measurement; a window that closes here puts the
+  // rest of the pass at the settled width.
+  if (windows().product_done(clock_ns() - posted, macs)) trace_window();
+  follow_windows();
+}
+
+void RowTeam::run_job(void (*fn)(void* arg, uint32_t part), void* arg) {
   uint64_t generation;
   {
     SpinlockGuard guard(lock_);
@@ -141,7 +151,6 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs
     __atomic_store_n(&generation_, generation, __ATOMIC_RELEASE);   // helpers may be spinning
     if (sleeping_helpers_) wakeup(&generation_);   // the others are spinning and see it
   }
-  uint64_t posted = clock_ns();
   run_parts(generation, fn, arg);
   // The parts left are running on other harts and end about now.
   spin_briefly([&] { return __atomic_load_n(&done_, __ATOMIC_ACQUIRE) < chunks_; });
@@ -153,10 +162,6 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs
       worker_sleeping_ = false;
     }
   }
-  // The width control's measurement; a window that closes here puts the
-  // rest of the pass at the settled width.
-  if (windows().product_done(clock_ns() - posted, macs)) trace_window();
-  follow_windows();
 }
 
 // The WIDTH event: the window that just closed and what the control made
@@ -173,6 +178,60 @@ void RowTeam::trace_window() const {
   uint64_t ref = control.reference_ps();
   trace::emit(KAI_TRACE_WIDTH, 0, worker_, windows().last_width(), ps > 0xffffffffu ? 0xffffffffu : uint32_t(ps),
               ref > 0xffffffffu ? 0xffffffffu : uint32_t(ref), uint32_t(control.verdict()));
+}
+
+// ---- the width survey (width_survey.h) ----------------------------------------
+
+namespace {
+
+// The survey's stand-in for a matrix product: each part multiplies and adds
+// kSurveyPartSteps bytes of a table, one load, one multiply and one add per
+// step, as an int8 product does; a window is kSurveyJobs such products. The
+// sizes follow a SmolLM2-135M decode step, so that a survey window sees
+// what a real one sees: a job of about a millisecond (a 576 x 1536 product)
+// cut into parts of tens of microseconds, and a window of about 30 ms.
+constexpr uint32_t kSurveyTableBytes = 4096;
+constexpr uint32_t kSurveyPartSteps = 16384;
+constexpr uint32_t kSurveyJobs = 32;
+
+struct SurveyWork {
+  int8_t table[kSurveyTableBytes];   // on the worker's stack (direct-mapped: every hart reads it)
+  int64_t sums[kMaxChunks];          // each part's result, so the loop is not dropped
+};
+
+void survey_part(void* arg, uint32_t part) {
+  auto* work = static_cast<SurveyWork*>(arg);
+  int64_t sum = 0;
+  for (uint32_t i = 0; i < kSurveyPartSteps; i++)
+    sum += int32_t(work->table[i % kSurveyTableBytes]) * int32_t(work->table[(i * 7 + part) % kSurveyTableBytes]);
+  work->sums[part] = sum;
+}
+
+}  // namespace
+
+void RowTeam::survey() {
+  static_assert(WidthSurvey::kMaxSurveyWidth == kMaxTeamParts, "a survey covers every team");
+  if (threads_ <= 1) return;
+  SurveyWork work;
+  for (uint32_t i = 0; i < kSurveyTableBytes; i++) work.table[i] = int8_t(i * 37 + 11);
+  WidthSurvey survey(threads_);
+  for (uint32_t w = survey.next_width(); w != 0; w = survey.next_width()) {
+    set_width(w);
+    uint64_t start = clock_ns();
+    for (uint32_t j = 0; j < kSurveyJobs; j++) run_job(survey_part, &work);
+    WidthWindow window{clock_ns() - start, uint64_t(kSurveyJobs) * chunks_ * kSurveyPartSteps, kSurveyJobs};
+    survey.record(window);
+    trace_survey(w, WidthControl::ps_per_mac(window), KAI_TRACE_WIDTH_SURVEY);
+  }
+  // Every limit's control starts at the best width it allows.
+  for (uint32_t k = 2; k <= threads_; k++) windows_by_limit_[k].start_at(survey.best(k));
+  uint32_t chosen = survey.best(threads_);
+  trace_survey(chosen, survey.median_ps(chosen), KAI_TRACE_WIDTH_SURVEYED);
+  set_width(limit_ <= 1 ? 1 : windows().width());
+}
+
+void RowTeam::trace_survey(uint32_t width, uint64_t ps, uint32_t verdict) const {
+  trace::emit(KAI_TRACE_WIDTH, 0, worker_, width, ps > 0xffffffffu ? 0xffffffffu : uint32_t(ps), 0, verdict);
 }
 
 bool RowTeam::set_limit(uint32_t harts) {

@@ -94,6 +94,12 @@ class RowTeam {
   // runs on the worker alone, exactly as with ai.harts=1), else chunks().
   uint32_t begin_forward();
 
+  // The worker, once, while it is idle after the models have loaded: times
+  // a stand-in for matrix products at every width and starts each limit's
+  // width control at the fastest (width_survey.h has the rule and why).
+  // Takes a fraction of a second; nothing about a result depends on it.
+  void survey();
+
  private:
   static void helper_main(void* self_and_part);
   void helper_loop(uint32_t index);
@@ -105,6 +111,10 @@ class RowTeam {
   void set_width(uint32_t width);
   void follow_windows();   // set_width(windows().width()) if it changed
   void trace_window() const;   // the WIDTH event of a window that closed
+  void trace_survey(uint32_t width, uint64_t ps, uint32_t verdict) const;   // ... of a survey window
+  // Posts one job, runs parts of it, and returns when every part is done
+  // (run() without the width control's measurement).
+  void run_job(void (*fn)(void* arg, uint32_t part), void* arg);
   // Claims and runs parts of job `generation` until none is left.
   void run_parts(uint64_t generation, void (*fn)(void*, uint32_t), void* arg);
 

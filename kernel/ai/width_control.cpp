@@ -35,6 +35,16 @@ uint32_t WidthControl::on_window(const WidthWindow& w) {
   return width_;
 }
 
+void WidthControl::start_at(uint32_t width) {
+  if (width < 1) width = 1;
+  if (width > threads_) width = threads_;
+  *this = WidthControl(threads_);
+  settled_width_ = width;
+  width_ = width;
+  probe_interval_ = kMaxProbeWindows;
+  windows_to_probe_ = kMaxProbeWindows;
+}
+
 // Same kind of work as the reference: mean product size within 1/8. A
 // prompt chunk's products are many times a decode step's, and run at
 // another speed per multiply-add whatever the width.

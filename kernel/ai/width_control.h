@@ -115,6 +115,12 @@ class WidthControl {
   explicit constexpr WidthControl(uint32_t threads)
       : threads_(threads ? threads : 1), width_(threads_), settled_width_(threads_) {}
 
+  // Starts over, settled at `width` (clamped to 1..threads) with no
+  // reference yet: the width survey's choice (width_survey.h). The first
+  // probe waits kMaxProbeWindows windows, as after a clear loss: the survey
+  // has just timed every width, so an early probe would only repeat it.
+  void start_at(uint32_t width);
+
   // The window that just closed ran at width(). Judges it and returns the
   // width for the next window (also width() from now on). A window with no
   // products or no multiply-adds is ignored.
@@ -193,6 +199,13 @@ class PassWindows {
   // A forward pass ended: the next pass starts measuring again (a window
   // not yet full goes on).
   void end_of_pass() { measuring_ = true; }
+  // The survey's choice: the control starts over at `width`, and the
+  // window being measured (if any) is dropped.
+  void start_at(uint32_t width) {
+    control_.start_at(width);
+    window_ = WidthWindow{};
+    measuring_ = true;
+  }
 
   const WidthControl& control() const { return control_; }
   bool measuring() const { return measuring_; }

@@ -289,6 +289,37 @@ def test_width_lines_tell_each_window_and_where_the_team_settled():
     ]
 
 
+# The same team's boot-time survey, written by hand (verdict 6: a survey
+# window, ps per step of the stand-in job; 7: the choice), 10 ms apart,
+# then two windows of requests at the chosen width 2.
+SURVEY_WINDOWS = [
+    (1, 2900, 0, 6), (2, 1480, 0, 6), (3, 3050, 0, 6), (3, 1750, 0, 6), (2, 1460, 0, 6), (1, 2870, 0, 6),
+    (1, 2850, 0, 6), (2, 1500, 0, 6), (3, 1530, 0, 6), (2, 1480, 0, 7), (2, 700, 700, 1), (2, 720, 710, 1),
+]
+
+
+def test_width_lines_show_the_survey_apart_from_the_windows():
+    text = "\n".join(f"ev {k} {(k + 1) * 10_000_000} {k * 1000} 0 WIDTH worker=0 width={w} ps_per_mac={ps} "
+                     f"reference_ps={ref} verdict={v}" for k, (w, ps, ref, v) in enumerate(SURVEY_WINDOWS))
+    lines = kai_trace.width_lines(kai_trace.Trace(kai_trace.parse(text)))
+    # Medians: width 1 of 2900, 2870, 2850 = 2870; 2 of 1480, 1460, 1500 =
+    # 1480; 3 of 3050, 1750, 1530 = 1750. The choice came 90 ms after the first.
+    assert lines == [
+        "worker 0: survey, ps per step of the stand-in job at each width",
+        "  width 1: 2900 2870 2850 (median 2870)",
+        "  width 2: 1480 1460 1500 (median 1480)",
+        "  width 3: 3050 1750 1530 (median 1750)",
+        "  chose width 2 after 90.0 ms",
+        "worker 0: 2 measuring windows",
+        "  t_ms width ps_per_mac reference_ps verdict",
+        "  0.0 2 700 700 reference",
+        "  10.0 2 720 710 reference",
+        "  width 2: 2 windows (0 probes), median 710 ps per multiply-add",
+        "  verdicts: reference 2",
+        "  settled at the end: 2",
+    ]
+
+
 def test_widths_on_the_command_line(tmp_path):
     log = tmp_path / "log.txt"
     log.write_text(width_trace_text())
