@@ -205,7 +205,18 @@ void proc_free_pagetable(PageTable pt, uint64_t sz) {
   uvm_free_tables(pt);
 }
 
+// `sched.fork_delay_ms=N` on the kernel command line: fork() keeps the
+// parent asleep for N ms before it returns, while the child runs. A fault
+// injection for tests: a race between a parent and the child it forks (the
+// shell must make a command the console's foreground process before the
+// command can use the console's rights) then goes the child's way every
+// time instead of once in a while, when the host stalls the parent's hart.
+// 0, the default: no delay. Set once at boot, read-only afterwards.
+static uint64_t fork_delay_ns = 0;
+
 void user_init() {
+  int64_t delay_ms = bootarg_int(g_boot, "sched.fork_delay_ms", 0);
+  if (delay_ms > 0 && delay_ms <= 10000) fork_delay_ns = uint64_t(delay_ms) * 1000000;
   auto result = alloc_process(first_process_start, false);
   if (result.is_error()) panic("user_init: cannot allocate the first process");
   Process* p = result.value();
@@ -276,6 +287,11 @@ ErrorOr<int> fork() {
     child->state = ProcState::Runnable;
   }
   wake_idle_harts(1);   // an idle hart starts the child now, not at its next tick (idle.cpp)
+  if (fork_delay_ns) {
+    uint64_t deadline = clock_ns() + fork_delay_ns;
+    SpinlockGuard guard(timer_lock);
+    while (clock_ns() < deadline) sleep_until_tick();
+  }
   return pid;
 }
 

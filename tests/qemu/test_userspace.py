@@ -112,3 +112,19 @@ def test_utilities():
     assert m and 40 <= int(m.group(1)) < 2000, out["time sleep -t 5"]
     assert "killed: store page fault" in out["crash write"]
     assert out["echo survived"] == "survived\n"
+
+
+def test_a_foreground_command_holds_the_console_from_its_first_instruction():
+    """The shell hands the console to a command before the command runs:
+    `aictl` may steer the AI service only as the console's foreground
+    process. With `sched.fork_delay_ms=300` fork() keeps the parent asleep
+    while the child runs, so a shell that called setfg(pid) only after
+    fork() returned lost the race every time (`aictl policy ...` refused:
+    Operation not permitted); with two harts and a busy host it lost it once
+    in a while (a `make perf` run)."""
+    need_built("aictl")
+    cmds = ["aictl policy sjf", "aictl policy fcfs"]
+    out = outputs(cmds, smp=1, append="sched.fork_delay_ms=300")
+    for c in cmds:
+        assert "not permitted" not in out[c] and "aictl:" not in out[c], (c, out[c])
+    assert "policy=sjf" in out[cmds[0]] and "policy=fcfs" in out[cmds[1]], out

@@ -269,13 +269,33 @@ bool in_subshell = false;   // a forked copy running a background list: no setfg
 
 void run_job(const Job& job, bool background) {
   if (job.n == 1 && !background && builtin(job.stages[0])) return;
+  // A foreground job must hold the console before it runs a single
+  // instruction of its program: `aictl` checks that it is the foreground
+  // process, and with two harts the child can get there before the shell,
+  // on its own hart, has called setfg(pid) (it happened: `aictl harts 2`
+  // was refused). Only the shell may hand the console over, so the child
+  // waits on a pipe until the shell has, and the shell then closes it (the
+  // end of file releases the child). A POSIX shell closes the same race by
+  // calling setpgid in both parent and child.
+  int handed[2] = {-1, -1};
+  bool hand_over = !background && !in_subshell && pipe(handed) == 0;
   int pid = fork();
   if (pid < 0) {
     fprintf(2, "sh: fork failed: %s\n", strerror(pid));
     last_status = 1;
+    if (hand_over) {
+      close(handed[0]);
+      close(handed[1]);
+    }
     return;
   }
   if (pid == 0) {
+    if (hand_over) {
+      close(handed[1]);
+      char c;
+      read(handed[0], &c, 1);   // returns at end of file: the shell has called setfg
+      close(handed[0]);
+    }
     if (job.n == 1) run_command(job.stages[0]);
     run_pipeline(job);
   }
@@ -284,6 +304,10 @@ void run_job(const Job& job, bool background) {
     return;
   }
   if (!in_subshell) setfg(pid);
+  if (hand_over) {
+    close(handed[0]);
+    close(handed[1]);
+  }
   last_status = wait_for(pid);
   if (!in_subshell) setfg(0);
 }
