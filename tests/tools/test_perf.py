@@ -59,6 +59,12 @@ def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
             "harts pairs": [({"ttft": 0, "tpot": 400000}, {"ttft": 0, "tpot": 220000}),
                             ({"ttft": 0, "tpot": 410000}, {"ttft": 0, "tpot": 230000})],
             "smp2 alone batch8": [200000, 190000, 180000], "smp4 harts3 first tpot": [130000],
+            # -smp 2 and -smp 4 in alternating boots: each round's medians,
+            # and calib before the first boot and after the second (round 2:
+            # the host slowed by 54%)
+            "smp rounds": [(80000, 84000), (90000, 88000), (78000, 80000)],
+            "smp rounds calib": [(13000, 13100), (13000, 20000), (13000, 13000)],
+            "smp4 harts3 boots tpot": [84000, 83000, 85000],
             # calib around each pair: the second harts pair ran while the host slowed by 30%
             "harts pairs calib": [(13000, 13100), (13100, 17030)],
             "batch pairs smp2 calib": [(13000, 13000), (13000, 13000), (None, 13000)],
@@ -96,6 +102,11 @@ def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
     assert "= 3.065 [2.571..3.333]x; steady host, 2 of 3 pairs: 3.199 [3.065..3.333]x" in text
     # the first request after a boot has a row of its own (440e6 instructions: 0.295 ns each)
     assert "| first request after boot, TPOT (not in the medians) | 4 | 3 | 130.0 [130.0..130.0] | 440.0 M | 0.295 |" in text
+    # -smp 4 / -smp 2 per round: 84/80 = 1.050, 88/90 = 0.978, 80/78 =
+    # 1.026; over the steady rounds 1 and 3: (1.050 + 1.026) / 2 = 1.038
+    assert ("one request TPOT, -smp 4 (3 harts) / -smp 2 (2 harts) (alternating boots, medians of 3 requests "
+            "each) = 1.026 [0.978..1.050]; steady host, 2 of 3 pairs: 1.038 [1.026..1.050]") in text
+    assert "| one request TPOT (alternating boots) | 4 | 3 | 84.0 [83.0..85.0] | 440.0 M | 0.191 |" in text
     # no smp1 batch pairs given: no such line
     assert "at -smp 1 (paired runs" not in text
     # 8 clients: 190 ms per token one at a time, 62 ms batched on two harts
