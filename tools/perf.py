@@ -264,6 +264,14 @@ def measured_boot(args, boots, smp, append="", monitor=None):
     with one, the last reading) go to `boots` when the block ends."""
     b = Boot(args, smp, append=append, monitor=monitor)
     try:
+        # Nothing is measured while the model loads, nor, with a row team,
+        # while the team times its widths right after (kernel/ai/
+        # width_survey.h, a few hundred ms): a `calib` beside either read
+        # 17-20 ms instead of 13 and flagged every such boot as noisy.
+        if not b.session.wait_log(rf"ai: model {MODEL} ready", timeout=300):
+            b.fail(f"model {MODEL} not ready")
+        if smp > 1:
+            b.run("sleep 1", args.timeout)
         b.calib()
         yield b
         boots.append((b.label, *b.calibs))
