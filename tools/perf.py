@@ -52,7 +52,8 @@ After each boot's measurements `aistat` prints the engine's row team,
 `harts=H harts_in_use=W`: the width control (kernel/ai/width_control.h) may
 have settled on fewer harts than ai.harts, and the table's last column shows
 it next to each warm case of that boot.
-Every real-time boot runs `calib` (a fixed integer loop, some 13 ms) first,
+Every real-time boot runs `calib` (a fixed integer loop, some 13 ms; with
+several harts, one loop per hart at once, up to the host's cores) first,
 last and after each pair of runs; a boot whose readings spread, or whose
 slowest ran slower than the median of all the boots' readings, by more than
 15% is flagged as run on a noisy host (tools/benchlib/noise.py). Each paired
@@ -108,6 +109,12 @@ class Boot:
     def __init__(self, args, smp, append="", exact=False, monitor=None):
         self.label = f"-smp {smp}" + (f" {append}" if append else "") + (" (exact)" if exact else "")
         self.calibs = []
+        # As many calib loops at once as the boot's measurements keep harts
+        # busy (up to the host's cores): a host that takes one of two cores
+        # slows a two-hart run, and one calib loop alone would still find a
+        # free core and read as fast as ever.
+        busy = min(smp, os.cpu_count() or 1)
+        self.calib_command = CALIB if busy <= 1 or exact else f"{CALIB} --harts {busy}"
         self.monitor = monitor
         self.session = qemu_run.Session(args.image, args.kernel, smp, args.memory, snapshot=True,
                                         boot_timeout=300, append=append, deterministic=exact,
@@ -134,7 +141,7 @@ class Boot:
         first, last and between its pairs, because the host can slow down
         for a few seconds in the middle of a boot and be fast again by its
         end (the readings before and after alone then look calm)."""
-        m = CALIB_LINE.search(self.run(CALIB, 600))
+        m = CALIB_LINE.search(self.run(self.calib_command, 600))
         us = int(m.group(2)) if m else None
         if us:
             self.calibs.append(us)

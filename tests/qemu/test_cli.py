@@ -215,9 +215,20 @@ def test_bad_prompt_files_are_named_and_nothing_is_submitted(session, prog, how,
     ("sysfuzz --calls abc", "sysfuzz: --calls: 'abc' is not a number"),
     ("fswrite_loop -n x", "fswrite_loop: -n: 'x' is not a number"),
     ("calib --iterations 0", "calib: --iterations 0"),
+    ("calib --harts 9", "calib: --harts 9"),
 ])
 def test_every_program_names_the_bad_argument(session, cmd, needle):
     refused(session, cmd, needle)
+
+
+def test_calib_on_two_harts_does_the_same_work_and_reports_the_slowest(session):
+    one = run_in_session(session, "calib --iterations 200000")
+    two = run_in_session(session, "calib --iterations 200000 --harts 2 && echo EXIT-ZERO")
+    m1 = re.search(r"calib: 200000 iterations in \d+ us \(checksum (-?\d+)\)", one)
+    m2 = re.search(r"calib: 200000 iterations in \d+ us \(checksum (-?\d+), slowest of 2\)", two)
+    assert m1 and m2, (one, two)
+    assert m1.group(1) == m2.group(1)
+    assert "EXIT-ZERO" in two
 
 
 def test_without_a_model_name_the_first_ready_model_is_used(session):
