@@ -33,6 +33,9 @@ void spin_briefly(Pred still_waiting) {
 
 constexpr uint64_t tag(uint64_t generation) { return generation << 32; }
 
+// A trace argument is 32 bits: larger figures (a stalled window) show as the maximum.
+constexpr uint32_t clamp32(uint64_t v) { return v > 0xffffffffu ? 0xffffffffu : uint32_t(v); }
+
 // A helper thread's argument: its team, in one static table (kernel
 // threads take one pointer).
 struct HelperArg {
@@ -176,8 +179,8 @@ void RowTeam::trace_window() const {
   const WidthControl& control = windows().control();
   uint64_t ps = WidthControl::ps_per_mac(windows().last_window());
   uint64_t ref = control.reference_ps();
-  trace::emit(KAI_TRACE_WIDTH, 0, worker_, windows().last_width(), ps > 0xffffffffu ? 0xffffffffu : uint32_t(ps),
-              ref > 0xffffffffu ? 0xffffffffu : uint32_t(ref), uint32_t(control.verdict()));
+  trace::emit(KAI_TRACE_WIDTH, 0, worker_, windows().last_width(), clamp32(ps), clamp32(ref),
+              uint32_t(control.verdict()));
 }
 
 // ---- the width survey (width_survey.h) ----------------------------------------
@@ -231,7 +234,7 @@ void RowTeam::survey() {
 }
 
 void RowTeam::trace_survey(uint32_t width, uint64_t ps, uint32_t verdict) const {
-  trace::emit(KAI_TRACE_WIDTH, 0, worker_, width, ps > 0xffffffffu ? 0xffffffffu : uint32_t(ps), 0, verdict);
+  trace::emit(KAI_TRACE_WIDTH, 0, worker_, width, clamp32(ps), 0, verdict);
 }
 
 bool RowTeam::set_limit(uint32_t harts) {

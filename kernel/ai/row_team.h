@@ -26,9 +26,12 @@
 // a part holds up the whole pass, so fewer threads can be faster. The worker
 // measures the real time of the products at the start of each forward pass
 // (a window: PassWindows), and WidthControl (width_control.h, where the rule
-// and its reasons are) decides from them which width to use next. Helpers beyond the width
-// sleep and claim nothing. The width changes only who computes which part,
-// never the parts themselves: results are the same bits at every width.
+// and its reasons are) decides from them which width to use next. It starts
+// at the width a survey found fastest: once the models have loaded, the
+// worker times a stand-in job at every width (survey(), width_survey.h).
+// Helpers beyond the width sleep and claim nothing. The width changes only
+// who computes which part, never the parts themselves: results are the same
+// bits at every width.
 //
 // Hand-off speed: a pass posts a job per product, or per group of products that
 // share their inputs (lib/llm_rows.h), about 150 per decoded SMOL token,
