@@ -230,7 +230,7 @@ void RowTeam::survey() {
   for (uint32_t k = 2; k <= threads_; k++) windows_by_limit_[k].start_at(survey.best(k));
   uint32_t chosen = survey.best(threads_);
   trace_survey(chosen, survey.median_ps(chosen), KAI_TRACE_WIDTH_SURVEYED);
-  set_width(limit_ <= 1 ? 1 : windows().width());
+  follow_windows();   // the width of the limit in force (a limit of 1: 1)
 }
 
 void RowTeam::trace_survey(uint32_t width, uint64_t ps, uint32_t verdict) const {

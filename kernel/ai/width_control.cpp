@@ -53,12 +53,11 @@ bool WidthControl::comparable(uint64_t size) const {
   return size + size / 8 >= ref && ref + ref / 8 >= size;
 }
 
-namespace {
-static_assert(kReferenceWindows == 3, "median_of takes the middle of three");
+static_assert(kReferenceWindows <= 3, "median_of takes at most three");
 uint64_t median_of(const uint64_t* v, uint32_t n) {
   if (n == 1) return v[0];
   if (n == 2) return (v[0] + v[1]) / 2;
-  uint64_t a = v[0], b = v[1], c = v[2];   // n == kReferenceWindows == 3
+  uint64_t a = v[0], b = v[1], c = v[2];   // n == 3
   if (a > b) {   // now a <= b
     uint64_t t = a;
     a = b;
@@ -67,7 +66,6 @@ uint64_t median_of(const uint64_t* v, uint32_t n) {
   if (b > c) b = c;   // b: the smaller of the two larger ones
   return a > b ? a : b;
 }
-}  // namespace
 
 void WidthControl::take_reference(const WidthWindow& w, bool fresh) {
   uint64_t size = product_size(w);

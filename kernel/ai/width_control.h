@@ -84,6 +84,10 @@ constexpr uint32_t kMaxUnjudged = 3;        // probe windows not judged before a
 // seconds) still enters within three windows.
 constexpr uint32_t kReferenceWindows = 3;
 
+// The median of v[0..n), n from 1 to 3 (of two, their mean): the
+// reference's windows, and a survey's rounds of one width (width_survey.h).
+uint64_t median_of(const uint64_t* v, uint32_t n);
+
 // One closed measurement window, as RowTeam measured it.
 struct WidthWindow {
   uint64_t ns = 0;         // real time the window's products took

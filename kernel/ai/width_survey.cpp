@@ -5,6 +5,7 @@
 namespace ai {
 
 static_assert(kSurveyRounds % 2 == 1, "the median of an odd number of rounds is one of them");
+static_assert(kSurveyRounds <= 3, "median_of (width_control.h) takes at most three");
 
 uint32_t WidthSurvey::next_width() const {
   uint32_t round = taken_ / threads_;
@@ -23,15 +24,7 @@ void WidthSurvey::record(const WidthWindow& w) {
 
 uint64_t WidthSurvey::median_ps(uint32_t width) const {
   if (width < 1 || width > threads_) return UINT64_MAX;
-  // Insertion sort of a copy: kSurveyRounds is a handful.
-  uint64_t v[kSurveyRounds];
-  for (uint32_t i = 0; i < kSurveyRounds; i++) {
-    uint64_t x = ps_[width][i];
-    uint32_t j = i;
-    for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
-    v[j] = x;
-  }
-  return v[kSurveyRounds / 2];
+  return median_of(ps_[width], kSurveyRounds);
 }
 
 uint32_t WidthSurvey::best(uint32_t limit) const {

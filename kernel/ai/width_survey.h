@@ -1,6 +1,6 @@
-// The row team's width survey: once, after the models have loaded and
-// before the team's first forward pass that finds it idle, the team times
-// a stand-in for matrix products at every width, and the width control
+// The row team's width survey: once, the first time the worker is idle
+// after the models have loaded, the team times a stand-in for matrix
+// products at every width, and the width control
 // (width_control.h) starts at the width that ran fastest. Pure arithmetic:
 // RowTeam::survey (row_team.cpp) runs the windows and feeds them here; the
 // host tests (tests/host/test_width_survey.cpp) feed made-up ones.
