@@ -12,7 +12,9 @@
 //
 // Either the idle hart's second look sees the new Runnable thread, or the
 // waker sees idle == true and sends the IPI: the thread's lock orders the
-// two. The IPI is not lost if it arrives before `wfi`: `wfi` returns at once
+// two. The sampling profiler's start (ai/trace.cpp) is a waker too: it wants
+// every idle hart's tick back. It shares no lock with the idle hart, so both
+// sides use a full fence between their store and their look. The IPI is not lost if it arrives before `wfi`: `wfi` returns at once
 // when an enabled interrupt is pending, even with interrupts off (sstatus.SIE
 // only decides whether the trap is taken; sie.SSIE lets it wake the hart).
 // The scheduler turns interrupts on again after idle_wait() and takes it.
@@ -27,11 +29,17 @@
 #include "riscv.h"
 #include "sbi.h"
 #include "spinlock.h"
+#include "trap.h"
 
 void idle_wait(bool (*anything_runnable)()) {
   Cpu* c = this_cpu();
   riscv::intr_off();
   __atomic_store_n(&c->idle, 1u, __ATOMIC_SEQ_CST);
+  // The profiler's start has no lock in common with this hart, so a full
+  // fence orders "idle = true" before the look at whether it samples (the
+  // other half of the fence pair is in ai/trace.cpp, start()).
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  resume_tick_if_sampling();
   if (!anything_runnable()) asm volatile("wfi");
   __atomic_store_n(&c->idle, 0u, __ATOMIC_SEQ_CST);
 }

@@ -156,13 +156,24 @@ void trap_inithart() {
   sbi::set_timer(read_time() + timer_interval());
 }
 
-// Interrupts off (the scheduler holds the next thread's lock).
+// Interrupts off (the scheduler holds the next thread's lock, or idle_wait()).
 void resume_tick() {
   Cpu* c = this_cpu();
   if (!c->tick_stopped) return;
   c->tick_stopped = false;
   sbi::set_timer(read_time() + timer_interval());   // replaces the pending interrupt
   KAI_CSR_SET(sie, SIE_STIE);
+}
+
+// An idle hart's last look before `wfi` (idle.cpp), after it has published
+// Cpu::idle and a full fence. The profiler's start() stores its class, a full
+// fence, then reads the idle flags to send IPIs: of the two sides, at least
+// one sees the other's store. Without this look a hart could miss both: its
+// tick interrupt decided to stop (profiler not yet on) while it was out of
+// `wfi` with idle == false, so start() sent it no IPI, and it slept untimed
+// through the whole profile.
+void resume_tick_if_sampling() {
+  if (ai::trace::enabled(KAI_TRACE_SAMPLE)) resume_tick();
 }
 
 uint64_t clock_ns() {

@@ -19,6 +19,9 @@ void sleep_until_tick();        // caller holds timer_lock; returns holding it
 // stops its tick until it has a thread to run again; the scheduler calls
 // resume_tick() before it switches to a thread.
 void resume_tick();
+// The idle hart's check that the sampling profiler has not started meanwhile
+// (it samples idle harts, so they tick while it runs): idle.cpp.
+void resume_tick_if_sampling();
 
 void trap_inithart();           // stvec, sie, first timer
 [[noreturn]] void usertrapret();

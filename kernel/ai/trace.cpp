@@ -87,7 +87,13 @@ void start(uint32_t mask) {
   }
   // Samples come from timer ticks, and an idle hart has stopped its tick
   // (tickless idle, trap.cpp): an IPI makes each idle hart start it again.
-  if (mask & trace::class_of(KAI_TRACE_SAMPLE)) wake_idle_harts(NCPU);
+  // The fence orders the class store before the reads of the idle flags; it
+  // pairs with the one in idle_wait() (idle.cpp), so a hart that is not
+  // idle now sees the profiler on at its next look before `wfi`.
+  if (mask & trace::class_of(KAI_TRACE_SAMPLE)) {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    wake_idle_harts(NCPU);
+  }
 }
 
 // Copies events [cursor, ...) to the user, in chunks small enough for the
