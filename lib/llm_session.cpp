@@ -64,6 +64,7 @@ ErrorOr<void, Error> Session::init(const Model& model, void* mem, size_t size, c
   TRY(own_.init(model, base + s.batch, s.total - s.batch, kPrefillChunk, opt));
   model_ = &model;
   cfg_ = &c;
+  n_full_ = c.n_full_layers();
   ops_ = &matvec_ops(opt.matvec);
   opt_ = opt;
   hidden_ = F(s.hidden);
