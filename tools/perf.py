@@ -32,10 +32,10 @@ a host that slows down for a while then slows both sides of a pair.
                     `aictl max_batch 1` + `aictl harts 1` and at the default
                     engine, alternately;
   -smp 2 / -smp 4   -smp 4 (ai.harts=3) against -smp 2 (ai.harts=2) cannot
-                    share a boot, so SMP_ROUNDS (3) rounds of two short
-                    boots, alternately: each boot one request, then
-                    SMP_RUNS (3) more; per round the ratio of the two
-                    boots' medians.
+                    share a boot, so R rounds of two short boots,
+                    alternately: each boot one request, then SMP_RUNS
+                    (3) more; per round the ratio of the two boots'
+                    medians.
 In every -smp 2 and -smp 4 boot one request runs first, outside the medians,
 and is shown on a row of its own: the first request after a boot is the one
 in which QEMU translates the code and a row team settles its width (at
@@ -339,19 +339,20 @@ def real_boots(args):
     return cases, boots, jit
 
 
-SMP_ROUNDS = 3   # rounds of a -smp 2 boot and a -smp 4 boot
 SMP_RUNS = 3     # requests per boot after its first
 
 
 def smp_rounds(args, cases, boots, team):
-    """-smp 4 against -smp 2: SMP_ROUNDS rounds of two boots, alternately.
+    """-smp 4 against -smp 2: args.repeat rounds of two boots, alternately.
     Why not one long boot each: this host changes speed by half for seconds
     at a time, and a ratio of two boots minutes apart measured that (1.28,
     0.88, ...); boots next to each other see more of the same host. Each
     round gives one ratio of medians, with the calib readings before the
-    first boot and after the second (a steady round: within 15%)."""
+    first boot and after the second (a steady round: within 15%). As many
+    rounds as every other case has runs: three rounds gave 1.03-1.06 in
+    three make perf runs, with single rounds from 0.97 to 1.40."""
     configs = ((2, 2), (4, 3))
-    for _ in range(SMP_ROUNDS):
+    for _ in range(args.repeat):
         medians, around = {}, []
         for smp, harts in configs:
             key = f"smp{smp} harts{harts}"
