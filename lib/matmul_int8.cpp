@@ -314,9 +314,12 @@ void block_rows4(const Matrix& w, const ActVec* x, uint32_t m, uint32_t r, float
   if constexpr (V == 3) block_4x3<L>(w0, n, packed<L>(x[0]), g, tot);
   else if constexpr (V == 2) block_4x2<L>(w0, n, packed<L>(x[0]), g, tot);
   else block_4x1<L>(w0, n, packed<L>(x[0]), g, tot);
+  // Each item's factor once for the block's 4 rows (matvec.h).
+  float factor[kMaxBlockItems];
+  for (uint32_t i = 0; i < m; i++) factor[i] = int8_item_factor(x[i]);
   for (uint32_t k = 0; k < 4; k++) {
     float scale = w.scale(r + k);
-    for (uint32_t i = 0; i < m; i++) y[i * stride + k] = finish_int8(tot[k][i] - x[i].lane_fix, x[i], scale);
+    for (uint32_t i = 0; i < m; i++) y[i * stride + k] = finish_int8_with(tot[k][i] - x[i].lane_fix, factor[i], scale);
   }
 }
 
@@ -377,6 +380,7 @@ inline int64_t cross_group(uint64_t acc) { return high_lane(acc, low_lane(acc));
 [[gnu::noinline, gnu::optimize("sched-pressure")]] void cross_4(const Matrix& w, const ActVec& x, uint32_t r,
                                                                 uint32_t blocks, float* y) {
   uint32_t n = w.cols, g = group_of(w, x);
+  float factor = int8_item_factor(x);   // once for all the rows (matvec.h)
   const auto* w0 = reinterpret_cast<const uint64_t*>(w.q + size_t(r) * n);
   for (; blocks > 0; blocks--, r += 4, y += 4, w0 += 3 * (n / 8)) {
     const uint64_t *w1 = w0 + n / 8, *w2 = w1 + n / 8, *w3 = w2 + n / 8;
@@ -399,10 +403,10 @@ inline int64_t cross_group(uint64_t acc) { return high_lane(acc, low_lane(acc));
       t2 += cross_group(s2) << sh;
       t3 += cross_group(s3) << sh;
     }
-    y[0] = finish_int8(t0 - x.cross_fix, x, w.scale(r));
-    y[1] = finish_int8(t1 - x.cross_fix, x, w.scale(r + 1));
-    y[2] = finish_int8(t2 - x.cross_fix, x, w.scale(r + 2));
-    y[3] = finish_int8(t3 - x.cross_fix, x, w.scale(r + 3));
+    y[0] = finish_int8_with(t0 - x.cross_fix, factor, w.scale(r));
+    y[1] = finish_int8_with(t1 - x.cross_fix, factor, w.scale(r + 1));
+    y[2] = finish_int8_with(t2 - x.cross_fix, factor, w.scale(r + 2));
+    y[3] = finish_int8_with(t3 - x.cross_fix, factor, w.scale(r + 3));
   }
 }
 

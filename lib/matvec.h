@@ -121,8 +121,18 @@ void pack_int8_batch(ActVec* x, uint32_t n, int64_t* pair_mem, size_t pair_strid
 constexpr size_t int8_pack_stride(uint32_t cols) { return size_t(cols) + (cols + 7) / 8; }
 
 // total * S / 2^kMaxShift * row scale: the float end of every int8 kernel.
+// The item's factor S / 2^kMaxShift is the same for every row, so a kernel
+// that finishes many rows of one item computes it once (int8_item_factor)
+// and calls finish_int8_with: the same operations in the same order, so the
+// same bits, with one float multiply fewer per output. Under QEMU each
+// float multiply costs about ten integer instructions, and a batched kernel
+// finishes an output every few hundred instructions.
+inline float int8_item_factor(const ActVec& x) { return x.scale * (1.0f / float(1u << kMaxShift)); }
+inline float finish_int8_with(int64_t total, float item_factor, float row_scale) {
+  return float(total) * item_factor * row_scale;
+}
 inline float finish_int8(int64_t total, const ActVec& x, float row_scale) {
-  return float(total) * (x.scale * (1.0f / float(1u << kMaxShift))) * row_scale;
+  return finish_int8_with(total, int8_item_factor(x), row_scale);
 }
 
 }  // namespace llm
