@@ -18,6 +18,13 @@ program you name can be resolved; other user samples count as
 "(user pid N)"). Samples of an idle hart (pid 0) are counted as "(idle)"
 whatever the pc. --harts splits each row by hart.
 
+In exact mode (qemu_run --deterministic) the clock counts instructions,
+so a tick comes every 10 M instructions and the share of samples is the
+share of *instructions*. Profile the same workload both ways and divide:
+a function's share of real time over its share of instructions is what
+each of its instructions costs against the average (docs/runtime.md,
+"what each instruction costs, function by function").
+
 Samples land where interrupts come on again: code that runs with
 interrupts off (inside a spinlock) is counted where it releases the lock,
 in pop_interrupts_off(). Those rows name the caller too, from the sample's
