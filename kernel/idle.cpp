@@ -12,9 +12,11 @@
 //
 // Either the idle hart's second look sees the new Runnable thread, or the
 // waker sees idle == true and sends the IPI: the thread's lock orders the
-// two. The sampling profiler's start (ai/trace.cpp) is a waker too: it wants
-// every idle hart's tick back. It shares no lock with the idle hart, so both
-// sides use a full fence between their store and their look. The IPI is not lost if it arrives before `wfi`: `wfi` returns at once
+// two. The sampling profiler's start (ai/trace.cpp) is a waker too: it
+// wants every idle hart's tick back. It shares no lock with the idle hart,
+// so both sides use a full fence between their store and their look.
+//
+// The IPI is not lost if it arrives before `wfi`: `wfi` returns at once
 // when an enabled interrupt is pending, even with interrupts off (sstatus.SIE
 // only decides whether the trap is taken; sie.SSIE lets it wake the hart).
 // The scheduler turns interrupts on again after idle_wait() and takes it.
