@@ -157,7 +157,13 @@ void matmul_int8(const Matrix& w, const ActVec* x, uint32_t n, float* y, size_t 
   // call, as the loop below would do it 4 rows at a time (under QEMU a call
   // per 4 rows costs a looked-up return each).
   if (n == 1 && x[0].cross && !x[0].pair && !x[0].triple) return int8_cross(w, x[0], r0, r1, y);
-  for (uint32_t r = r0; r < r1; r += 4) {
+  // Packed items that fit one block (decode steps of a batch): every whole
+  // 4-row block in one call; the rows left over (and larger batches, whose
+  // weights are best read once per 4 rows for all item blocks) below.
+  uint32_t start = r0;
+  if (uint32_t blocks = (r1 - r0) / 4; blocks && int8_packed_blocks(w, x, n, r0, blocks, y, stride))
+    start = r0 + 4 * blocks;
+  for (uint32_t r = start; r < r1; r += 4) {
     uint32_t rows = r1 - r < 4 ? r1 - r : 4;
     float* yr = y + (r - r0);
     uint32_t i = 0;
