@@ -28,14 +28,38 @@
 // spinning also keeps more harts than host cores from slowing anyone.
 #include "idle.h"
 #include "cpu.h"
+#include "boot.h"
+#include "fdt.h"
 #include "riscv.h"
 #include "sbi.h"
 #include "spinlock.h"
 #include "trap.h"
 
+// `sched.idle_delay_ms=N` on the kernel command line: a hart about to idle
+// with its tick stopped spins N ms (interrupts off) before it publishes its
+// idle flag. A fault injection for tests: it widens the window in which a
+// hart is neither ticking nor flagged idle (its tick interrupt has just
+// found it idle and stopped the tick, or it was woken for a thread that
+// another hart ran first). The profiler's start sends no IPI to such a
+// hart, so only the look before `wfi` below restarts its tick; with the
+// delay, tests/qemu/test_idle.py fails every time that look is missing,
+// not once in many boots. 0, the default: no delay. Set once at boot
+// (idle_init), read-only afterwards.
+static uint64_t idle_delay_ns = 0;
+
+void idle_init() {
+  int64_t ms = bootarg_int(g_boot, "sched.idle_delay_ms", 0);
+  if (ms > 0 && ms <= 10000) idle_delay_ns = uint64_t(ms) * 1000000;
+}
+
 void idle_wait(bool (*anything_runnable)()) {
   Cpu* c = this_cpu();
   riscv::intr_off();
+  if (idle_delay_ns && c->tick_stopped) {
+    uint64_t until = clock_ns() + idle_delay_ns;
+    while (clock_ns() < until) {
+    }
+  }
   __atomic_store_n(&c->idle, 1u, __ATOMIC_SEQ_CST);
   // The profiler's start has no lock in common with this hart, so a full
   // fence orders "idle = true" before the look at whether it samples (the

@@ -6,6 +6,10 @@
 #pragma once
 #include <stdint.h>
 
+// Reads the fault injection `sched.idle_delay_ms` (idle.cpp) from the
+// command line; once, on the boot hart, before the other harts start.
+void idle_init();
+
 // The scheduler's idle step, called with nothing to run: returns after an
 // interrupt has arrived (an IPI, the timer or a device), with interrupts off.
 // `anything_runnable` is asked once more after the hart has said it is idle,

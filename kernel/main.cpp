@@ -6,6 +6,7 @@
 #include "console.h"
 #include "cpu.h"
 #include "drivers/virtio_blk.h"
+#include "idle.h"
 #include "kalloc.h"
 #include "printf.h"
 #include "process.h"
@@ -40,6 +41,7 @@ extern "C" void kmain(uint64_t hartid, uint64_t fdt) {
   plic_init();
   plic_inithart();
   virtio_blk_init();
+  idle_init();
   user_init();
   kprintf("kai: memory: %lu free pages (%lu MiB)\n", kalloc_free_pages(),
           kalloc_free_pages() * PAGE_SIZE >> 20);

@@ -49,14 +49,21 @@ def settles(monitor, wanted, seconds=10.0):
         time.sleep(0.1)
 
 
+def boot(tmp, append=""):
+    """An 8-hart boot with QEMU's monitor on a socket in tmp: (session, monitor path)."""
+    monitor = os.path.join(tmp, "monitor.sock")
+    session = qemu_run.Session(IMAGE, KERNEL, smp=HARTS, memory="1G", snapshot=True, boot_timeout=180,
+                               append=("ai.trace=4096 " + append).strip(), monitor=monitor)
+    return session, monitor
+
+
 def test_idle_harts_stop_their_tick_and_the_profiler_restarts_it():
     need_built("sleep", "aitrace")
     if not os.path.exists(IMAGE):
         pytest.skip("build/fs.img is missing: run `make`")
     with tempfile.TemporaryDirectory() as tmp:
-        monitor = os.path.join(tmp, "monitor.sock")
-        with qemu_run.Session(IMAGE, KERNEL, smp=HARTS, memory="1G", snapshot=True, boot_timeout=180,
-                              append="ai.trace=4096", monitor=monitor) as s:
+        session, monitor = boot(tmp)
+        with session as s:
             assert s.booted, s.transcript
             # Half a second with nothing to run (the shell waits for a line;
             # no thread sleeps for time, which would run at every tick):
@@ -80,4 +87,33 @@ def test_idle_harts_stop_their_tick_and_the_profiler_restarts_it():
             start = time.monotonic()
             assert s.command("sleep 0.3", 60)
             assert time.monotonic() - start >= 0.3
+            assert "panic" not in s.transcript
+
+
+def test_profiler_restarts_a_tick_that_stopped_just_before_it_started():
+    """The race the look before `wfi` closes (kernel/idle.cpp): a hart woken
+    for a thread that another hart ran first goes back to idle with its tick
+    stopped, and for a moment it is neither ticking nor flagged idle; a
+    profiler that starts then sends it no IPI. `sched.idle_delay_ms=300`
+    makes that moment 300 ms long. Stopping the profiler puts every idle
+    hart but the timekeeper into it: within a tick each one's timer
+    interrupt finds it idle, stops its tick, and the hart goes back to idle
+    through the delay. A profiler started 50 ms later finds them all there.
+    Without the look this fails in every boot (tests/mutate.py
+    profiler-race-no-look-before-wfi); without the delay the window is a
+    few instructions wide and was seen once in CI."""
+    need_built("sleep", "aitrace")
+    if not os.path.exists(IMAGE):
+        pytest.skip("build/fs.img is missing: run `make`")
+    with tempfile.TemporaryDirectory() as tmp:
+        session, monitor = boot(tmp, "sched.idle_delay_ms=300")
+        with session as s:
+            assert s.booted, s.transcript
+            time.sleep(1.0)
+            quiet = settles(monitor, lambda r: r.count(True) == 1)
+            assert quiet.count(True) == 1, f"one hart keeps time, the others stop ticking: {quiet}"
+            assert s.command("aitrace start samples; aitrace stop; sleep 0.05; aitrace start samples", 60)
+            sampling = settles(monitor, lambda r: all(r))
+            assert sampling == [True] * HARTS, f"every hart ticks while the profiler runs: {sampling}"
+            assert s.command("aitrace stop", 60)
             assert "panic" not in s.transcript
