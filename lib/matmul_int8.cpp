@@ -303,12 +303,13 @@ template <int L>
 const int64_t* packed(const ActVec& x) { return L == 3 ? x.triple : x.pair; }
 
 // Rows r..r+3 times the m items x[0..m) of a packed block of V words of L
-// lanes, into y[i * stride + k] for item i, row r + k. Lanes beyond m (a
-// short last word, or fewer items asked for than the block holds) are
-// summed but not written.
+// lanes, into y[i * stride + k] for item i, row r + k; factor[i] is item i's
+// factor of the float end (int8_item_factor), computed once by the caller
+// for all its blocks. Lanes beyond m (a short last word, or fewer items asked
+// for than the block holds) are summed but not written.
 template <int L, int V>
 [[gnu::always_inline]] inline void block_rows4(const Matrix& w, const ActVec* x, uint32_t m, uint32_t r, float* y,
-                                               size_t stride) {
+                                               size_t stride, const float* factor) {
   uint32_t n = w.cols, g = group_of(w, x[0]);
   const int8_t* w0 = w.q + size_t(r) * n;
   Totals tot;
@@ -317,9 +318,6 @@ template <int L, int V>
   if constexpr (V == 3) block_4x3<L>(w0, n, packed<L>(x[0]), g, tot);
   else if constexpr (V == 2) block_4x2<L>(w0, n, packed<L>(x[0]), g, tot);
   else block_4x1<L>(w0, n, packed<L>(x[0]), g, tot);
-  // Each item's factor once for the block's 4 rows (matvec.h).
-  float factor[kMaxBlockItems];
-  for (uint32_t i = 0; i < m; i++) factor[i] = int8_item_factor(x[i]);
   for (uint32_t k = 0; k < 4; k++) {
     float scale = w.scale(r + k);
     for (uint32_t i = 0; i < m; i++) y[i * stride + k] = finish_int8_with(tot[k][i] - x[i].lane_fix, factor[i], scale);
@@ -327,18 +325,33 @@ template <int L, int V>
 }
 
 // All 4-row blocks of a range times one packed block of items, in one call:
-// the same sums as block_rows4 block by block, without a call and a return
-// through int8_packed and block_rows4 and a memset call per block (under
-// QEMU a return, and a call to another page, is a jump looked up at run
-// time; a decode pass of 8 clients makes some 51 000 block calls). The
-// totals are zeroed in a loop that GCC would otherwise turn back into a
-// memset call. decode@8: 0.35% fewer instructions (exact), 0.96-0.98 of the
-// real time in paired boots of perfbench (2026-12-04).
+// the items' factors once, then block by block, without a call and a return
+// per block into a caller and no memset call per block (under QEMU a
+// return, and a call to another page, is a jump looked up at run time; a
+// decode pass of 8 clients has some 51 000 blocks). The totals are zeroed
+// in a loop that GCC would otherwise turn back into a memset call.
+// decode@8: 0.35% fewer instructions (exact), 0.96-0.98 of the real time in
+// paired boots of perfbench (2026-12-04).
 template <int L, int V>
 [[gnu::noinline, gnu::optimize("no-tree-loop-distribute-patterns")]] void rows4_range(
     const Matrix& w, const ActVec* x, uint32_t m, uint32_t r, uint32_t blocks, float* y, size_t stride) {
-  for (; blocks > 0; blocks--, r += 4, y += 4) block_rows4<L, V>(w, x, m, r, y, stride);
+  float factor[kMaxBlockItems];
+  for (uint32_t i = 0; i < m; i++) factor[i] = int8_item_factor(x[i]);
+  for (; blocks > 0; blocks--, r += 4, y += 4) block_rows4<L, V>(w, x, m, r, y, stride, factor);
 }
+
+// The one place that picks the kernel for a packed block's shape: L lanes
+// per word (3 items, or 2 when a group is too long for 3 lanes' sums) and
+// V words (1..kBlockWords; a block's last word may be short).
+using Rows4Range = void (*)(const Matrix&, const ActVec*, uint32_t, uint32_t, uint32_t, float*, size_t);
+constexpr Rows4Range kRows4Range[2][kBlockWords] = {
+    {rows4_range<2, 1>, rows4_range<2, 2>, rows4_range<2, 3>},
+    {rows4_range<3, 1>, rows4_range<3, 2>, rows4_range<3, 3>},
+};
+static_assert(kBlockWords == 3, "kRows4Range has a kernel per word count");
+
+// Lanes per word of the packed block that starts at x (0: none starts there).
+uint32_t lanes_of(const ActVec& x) { return x.triple ? 3 : x.pair ? 2 : 0; }
 
 // The same for one row r (the rare remainder of a row range that is not a
 // multiple of 4): a plain loop over the block's stream, same sums.
@@ -358,24 +371,6 @@ void row_one_block(const Matrix& w, const ActVec* x, uint32_t m, uint32_t words,
     q += words;
   }
   for (uint32_t i = 0; i < m; i++) y[i * stride] = finish_int8(tot[i] - x[i].lane_fix, x[i], w.scale(r));
-}
-
-// Rows r..r+rows-1 (rows <= 4) times the items of the packed block that
-// starts at x[0] (at most `left` of them); returns how many items it did.
-template <int L>
-uint32_t packed_items(const Matrix& w, const ActVec* x, uint32_t left, uint32_t r, uint32_t rows, float* y,
-                      size_t stride) {
-  uint32_t items = x[0].block_items;
-  uint32_t words = (items + L - 1) / L;
-  uint32_t m = left < items ? left : items;
-  if (rows == 4) {
-    if (words == 3) block_rows4<L, 3>(w, x, m, r, y, stride);
-    else if (words == 2) block_rows4<L, 2>(w, x, m, r, y, stride);
-    else block_rows4<L, 1>(w, x, m, r, y, stride);
-    return m;
-  }
-  for (uint32_t k = 0; k < rows; k++) row_one_block<L>(w, x, m, words, r + k, y + k, stride);
-  return m;
 }
 
 // 8 weights (one 64-bit word of a row) times one item's crosswise-packed
@@ -471,28 +466,18 @@ void pack_columns(const ActVec* x, uint32_t lp, uint32_t c0, uint32_t c1, int64_
 
 }  // namespace
 
-bool int8_packed_blocks(const Matrix& w, const ActVec* x, uint32_t n, uint32_t r, uint32_t blocks, float* y,
-                        size_t stride) {
-  uint32_t L = x[0].triple ? 3 : x[0].pair ? 2 : 0;
-  if (!L || n > x[0].block_items) return false;
-  uint32_t words = (x[0].block_items + L - 1) / L;
-  if (L == 3) {
-    if (words == 3) rows4_range<3, 3>(w, x, n, r, blocks, y, stride);
-    else if (words == 2) rows4_range<3, 2>(w, x, n, r, blocks, y, stride);
-    else rows4_range<3, 1>(w, x, n, r, blocks, y, stride);
-  } else {
-    if (words == 3) rows4_range<2, 3>(w, x, n, r, blocks, y, stride);
-    else if (words == 2) rows4_range<2, 2>(w, x, n, r, blocks, y, stride);
-    else rows4_range<2, 1>(w, x, n, r, blocks, y, stride);
-  }
-  return true;
-}
-
-uint32_t int8_packed(const Matrix& w, const ActVec* x, uint32_t left, uint32_t r, uint32_t rows, float* y,
+uint32_t int8_packed(const Matrix& w, const ActVec* x, uint32_t left, uint32_t r0, uint32_t r1, float* y,
                      size_t stride) {
-  if (x[0].triple) return packed_items<3>(w, x, left, r, rows, y, stride);
-  if (x[0].pair) return packed_items<2>(w, x, left, r, rows, y, stride);
-  return 0;
+  uint32_t lanes = lanes_of(x[0]);
+  if (!lanes) return 0;
+  uint32_t items = x[0].block_items, m = left < items ? left : items;
+  uint32_t words = (items + lanes - 1) / lanes, blocks = (r1 - r0) / 4;
+  if (blocks) kRows4Range[lanes - 2][words - 1](w, x, m, r0, blocks, y, stride);
+  for (uint32_t r = r0 + 4 * blocks; r < r1; r++) {
+    if (lanes == 3) row_one_block<3>(w, x, m, words, r, y + (r - r0), stride);
+    else row_one_block<2>(w, x, m, words, r, y + (r - r0), stride);
+  }
+  return m;
 }
 
 void int8_cross(const Matrix& w, const ActVec& x, uint32_t r0, uint32_t r1, float* y) {

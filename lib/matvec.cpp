@@ -136,12 +136,24 @@ bool int8_fast_all(const Matrix& w, const ActVec* x, uint32_t n) {
   return true;
 }
 
-// Rows [r0, r1) of every item: the outer loop walks blocks of 4 rows, so a
-// block of weight rows is fetched once and serves every item; packed items
-// go through the "triples"/"pairs" kernels a packed block (up to 9 or 6
-// items) at a time, a single item through the "cross" kernel
-// (matmul_int8.cpp), an unpacked one through the plain 4-row kernel above.
-// All give the same bits.
+// Rows [r0, r1) of one item without packing (the plain 4-row kernel above).
+void int8_plain(const Matrix& w, const ActVec& x, uint32_t r0, uint32_t r1, float* y) {
+  uint32_t r = r0;
+  for (; r + 4 <= r1; r += 4) int8_rows4(w, x, r, y + (r - r0));
+  for (; r < r1; r++) y[r - r0] = int8_row1(w, x, r);
+}
+
+// Rows [r0, r1) of every item: packed items go through the "triples"/"pairs"
+// kernels a packed block (up to 9 or 6 items) at a time, a single item
+// through the "cross" kernel (matmul_int8.cpp), an unpacked one through the
+// plain kernel above. All give the same bits. Each call covers the whole row
+// range for its items, because under QEMU every return is a jump looked up
+// at run time: a call per 4 rows was some 58 000 calls per SmolLM2 token for
+// one item. So each packed block of a prompt's items reads the range's
+// weights once; rows outside, item blocks inside read them once for all
+// blocks, at a call per 4 rows and item block (0.4% more instructions for a
+// 64-token prompt, exact; under QEMU the weights' second reading from the
+// host's cache costs less than the calls).
 void matmul_int8(const Matrix& w, const ActVec* x, uint32_t n, float* y, size_t stride, uint32_t r0, uint32_t r1) {
   if (w.f || !x[0].q) {
     for (uint32_t r = r0; r < r1; r++)
@@ -153,33 +165,17 @@ void matmul_int8(const Matrix& w, const ActVec* x, uint32_t n, float* y, size_t 
       for (uint32_t i = 0; i < n; i++) y[i * stride + (r - r0)] = row_int8(w, x[i], r);
     return;
   }
-  // One crosswise-packed item (a decode step): the whole row range in one
-  // call, as the loop below would do it 4 rows at a time (under QEMU a call
-  // per 4 rows costs a looked-up return each).
+  // One crosswise-packed item (a decode step) straight to its kernel: the
+  // classifier calls this per 16 rows, 3 072 times per SmolLM2 token.
   if (n == 1 && x[0].cross && !x[0].pair && !x[0].triple) return int8_cross(w, x[0], r0, r1, y);
-  // Packed items that fit one block (decode steps of a batch): every whole
-  // 4-row block in one call; the rows left over (and larger batches, whose
-  // weights are best read once per 4 rows for all item blocks) below.
-  uint32_t start = r0;
-  if (uint32_t blocks = (r1 - r0) / 4; blocks && int8_packed_blocks(w, x, n, r0, blocks, y, stride))
-    start = r0 + 4 * blocks;
-  for (uint32_t r = start; r < r1; r += 4) {
-    uint32_t rows = r1 - r < 4 ? r1 - r : 4;
-    float* yr = y + (r - r0);
-    uint32_t i = 0;
-    while (i < n) {
-      if (uint32_t done = int8_packed(w, x + i, n - i, r, rows, yr + i * stride, stride)) {
-        i += done;
-      } else if (x[i].cross) {
-        int8_cross(w, x[i], r, r + rows, yr + i * stride);
-        i++;
-      } else {
-        if (rows == 4) int8_rows4(w, x[i], r, yr + i * stride);
-        else
-          for (uint32_t k = 0; k < rows; k++) yr[i * stride + k] = int8_row1(w, x[i], r + k);
-        i++;
-      }
+  for (uint32_t i = 0; i < n;) {
+    if (uint32_t done = int8_packed(w, x + i, n - i, r0, r1, y + i * stride, stride)) {
+      i += done;
+      continue;
     }
+    if (x[i].cross) int8_cross(w, x[i], r0, r1, y + i * stride);
+    else int8_plain(w, x[i], r0, r1, y + i * stride);
+    i++;
   }
 }
 
