@@ -6,6 +6,8 @@
 //                  lost: back, wait twice as long (longer after a clear
 //                  loss: windows_to_afford); won: recheck, or adopt
 //                  after kProbeWins wins
+//   watch_host     a settled window of a host that moved since the last loss
+//                  cuts a long wait to kQuickProbeWindows
 //   PassWindows    which products form the windows: the start of each pass
 // No lock: only the team's worker thread calls them (RowTeam::run and
 // RowTeam::end_of_forward).
@@ -20,6 +22,7 @@ uint32_t WidthControl::on_window(const WidthWindow& w) {
     case Phase::Settled:
       verdict_ = Verdict::Reference;
       take_reference(w, false);
+      watch_host();
       if (--windows_to_probe_ == 0) start_probe();
       break;
     case Phase::Recheck:
@@ -41,8 +44,8 @@ void WidthControl::start_at(uint32_t width) {
   *this = WidthControl(threads_);
   settled_width_ = width;
   width_ = width;
-  probe_interval_ = kMaxProbeWindows;
-  windows_to_probe_ = kMaxProbeWindows;
+  probe_interval_ = kQuickProbeWindows;
+  windows_to_probe_ = kQuickProbeWindows;
 }
 
 // Same kind of work as the reference: mean product size within 1/8. A
@@ -112,10 +115,13 @@ void WidthControl::judge_probe(const WidthWindow& w) {
     verdict_ = Verdict::Lost;
     // Lost (or not clearly faster): back at once, and probe at most half as
     // often; after a clear loss, rarely enough that probing costs little.
+    // The host as this loss saw it: if it moves, the wait is cut short.
     uint32_t wait = probe_interval_ * 2;
     uint32_t affordable = windows_to_afford(ps);
     if (wait < affordable) wait = affordable;
     probe_interval_ = wait < kMaxProbeWindows ? wait : kMaxProbeWindows;
+    host_ps_ = reference_ps_;
+    host_product_ = reference_product_;
     back_to_settled(probe_interval_);
     return;
   }
@@ -133,6 +139,7 @@ void WidthControl::judge_probe(const WidthWindow& w) {
   settled_width_ = neighbour_;
   take_reference(w, true);
   probe_interval_ = kProbeWindows;
+  host_ps_ = 0;
   back_to_settled(probe_interval_);
 }
 
@@ -143,6 +150,22 @@ uint32_t WidthControl::windows_to_afford(uint64_t ps) const {
   if (ps <= reference_ps_ || reference_ps_ == 0) return 0;
   uint64_t windows = ((ps - reference_ps_) * kProbeShare + reference_ps_ - 1) / reference_ps_;
   return windows < kMaxProbeWindows ? uint32_t(windows) : kMaxProbeWindows;
+}
+
+// A wait longer than kQuickProbeWindows is for a host that holds still. When
+// the settled width's time per multiply-add (a full reference, the same kind
+// of work as at the last loss) has moved by more than 1/kHostMovedBy, the
+// host has changed and another width may be best: probe within
+// kQuickProbeWindows windows, and double from there again.
+void WidthControl::watch_host() {
+  if (!host_ps_ || recent_count_ < kReferenceWindows) return;
+  uint64_t ref = host_product_, size = reference_product_;
+  if (size + size / 8 < ref || ref + ref / 8 < size) return;   // other work: no comparison
+  uint64_t diff = reference_ps_ > host_ps_ ? reference_ps_ - host_ps_ : host_ps_ - reference_ps_;
+  if (diff * kHostMovedBy <= host_ps_) return;
+  host_ps_ = 0;
+  if (probe_interval_ > kQuickProbeWindows) probe_interval_ = kQuickProbeWindows;
+  if (windows_to_probe_ > kQuickProbeWindows) windows_to_probe_ = kQuickProbeWindows;
 }
 
 void WidthControl::back_to_settled(uint32_t windows_to_probe) {

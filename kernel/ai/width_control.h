@@ -30,6 +30,9 @@
 //     to the settled width, and the wait before the next probe at least
 //     doubles, and is at least long enough that probes that lose by as much
 //     cost no more than 1/kProbeShare of the time (up to kMaxProbeWindows).
+//   - A host that moves cuts a long wait short: when the reference has
+//     moved by more than 1/kHostMovedBy since the last loss, the next probe
+//     comes within kQuickProbeWindows windows.
 //   - A probe whose window did other work than its reference (mean product
 //     size differs by more than 1/8: a prompt chunk against a decode step)
 //     is not judged, neither win nor loss: one window back at the settled
@@ -59,14 +62,26 @@ namespace ai {
 
 constexpr uint64_t kWindowMacs = 100'000'000;   // a SmolLM2-135M decode step is 135 M
 constexpr uint32_t kProbeWindows = 4;       // settled windows before a probe, at first
-// ... and at most. A window is about one decode step, a fraction of a second
-// of real time under QEMU, so 32 windows is seconds. A probe that loses
-// costs one window at a slower width, so probing every 32 windows costs at
-// most about 3% of them; and when the host changes (a program on it stops)
-// the team finds the better width within 32 windows rather than the minute
-// that 256 windows took. The longer cap guarded against moves on one lucky
-// window; three wins in a row now do that.
-constexpr uint32_t kMaxProbeWindows = 32;
+// The longest wait while the host may have changed (after the survey, or
+// when the settled width's speed has moved: kHostMovedBy). A window is
+// about one decode step, a fraction of a second of real time under QEMU,
+// so 32 windows is seconds: when the host changes (a program on it stops)
+// the team finds the better width within seconds, not the minute that 256
+// windows took when that was the only cap.
+constexpr uint32_t kQuickProbeWindows = 32;
+// The longest wait on a host that holds still: lost probes in a row keep
+// doubling it up to here. A probe that loses costs one window at a slower
+// width; at one probe per 32 windows that was 2-3% of a one-request TPOT at
+// `-smp 2 ai.harts=2` (paired boots, 2026-12-05: 0.985 without probes), a
+// tax on every measurement a student takes. One per 256 costs under 0.5%.
+constexpr uint32_t kMaxProbeWindows = 256;
+// The host "moved" when the reference (the settled width's time per
+// multiply-add, same kind of work) differs by more than 1/kHostMovedBy from
+// what it was when the last probe lost: then the wait is cut to
+// kQuickProbeWindows, for another width may be best now. A quarter: this
+// host's calibration loop moves by up to 2x within a boot; smaller drifts
+// than a quarter rarely change which width wins.
+constexpr uint64_t kHostMovedBy = 4;
 constexpr uint64_t kBetterBy = 20;          // a probe must be 5% (1/20) faster to win
 // A lost probe window cost `loss` (0.8: 80% slower than the reference) of
 // a window more than the settled width would have. Waiting loss *
@@ -121,8 +136,8 @@ class WidthControl {
 
   // Starts over, settled at `width` (clamped to 1..threads) with no
   // reference yet: the width survey's choice (width_survey.h). The first
-  // probe waits kMaxProbeWindows windows, as after a clear loss: the survey
-  // has just timed every width, so an early probe would only repeat it.
+  // probe waits kQuickProbeWindows windows: the survey has just timed every
+  // width, so an early probe would only repeat it.
   void start_at(uint32_t width);
 
   // The window that just closed ran at width(). Judges it and returns the
@@ -152,6 +167,8 @@ class WidthControl {
   void judge_probe(const WidthWindow& w);
   uint32_t windows_to_afford(uint64_t probe_ps) const;
   void back_to_settled(uint32_t windows_to_probe);
+  // After a settled window: cuts a long wait when the host has moved.
+  void watch_host();
 
   uint32_t threads_ = 1;
   uint32_t width_ = 1;             // what the next window runs at
@@ -170,6 +187,10 @@ class WidthControl {
   uint32_t recent_next_ = 0;       // where the next one goes
   uint32_t windows_to_probe_ = kProbeWindows;
   uint32_t probe_interval_ = kProbeWindows;
+  // The reference (and its kind of work) when the last probe lost; 0: none,
+  // or the wait was already cut.
+  uint64_t host_ps_ = 0;
+  uint64_t host_product_ = 0;
 };
 
 // Which products of the passes form the windows, and the width each product

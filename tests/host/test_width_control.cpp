@@ -96,12 +96,13 @@ TEST_CASE("a team where two threads are faster stays at two despite one lucky pr
   auto widths = run(control, 100, host);
   // 4 settled windows; probe 1 (won, by luck); 2 for a fresh reference;
   // probe 1 again (lost, 1800 against 1000 ps: 80% slower): back to 2 at
-  // once, then probes after ceil(0.8 * 32) = 26, then 32 (the cap), 32
-  // settled windows, each lost.
-  auto expected = concat({times(4, 2), {1, 2, 1}, times(26, 2), {1}, times(32, 2), {1}, times(32, 2), {1}});
+  // once, then probes after ceil(0.8 * 32) = 26, then 52 (doubled) settled
+  // windows, each lost; the next would wait 104.
+  auto expected = concat({times(4, 2), {1, 2, 1}, times(26, 2), {1}, times(52, 2), {1}, times(13, 2)});
   CHECK(widths == expected);
   CHECK(control.settled_width() == 2);
-  CHECK(off_width(widths, 2) == std::vector<int>{4, 6, 33, 66, 99});
+  CHECK(off_width(widths, 2) == std::vector<int>{4, 6, 33, 86});
+  CHECK(control.probe_interval() == 104);
 }
 
 TEST_CASE("a team where two threads are faster stays at two despite two lucky probes in a row", "[width]") {
@@ -112,11 +113,11 @@ TEST_CASE("a team where two threads are faster stays at two despite two lucky pr
   Host host = [](int i, uint32_t w) { return i == 4 || i == 6 ? decode_window(800) : two_faster(w); };
   auto widths = run(control, 100, host);
   // Probe (won), recheck, probe (won), recheck, probe (lost by 80%): back
-  // at 2, then probes after 26 and 32 settled windows.
-  auto expected = concat({times(4, 2), {1, 2, 1, 2, 1}, times(26, 2), {1}, times(32, 2), {1}, times(31, 2)});
+  // at 2, then probes after 26 and 52 settled windows.
+  auto expected = concat({times(4, 2), {1, 2, 1, 2, 1}, times(26, 2), {1}, times(52, 2), {1}, times(11, 2)});
   CHECK(widths == expected);
   CHECK(control.settled_width() == 2);
-  CHECK(off_width(widths, 2) == std::vector<int>{4, 6, 8, 35, 68});
+  CHECK(off_width(widths, 2) == std::vector<int>{4, 6, 8, 35, 88});
 }
 
 TEST_CASE("a stalled reference window before each probe does not move the team", "[width]") {
@@ -253,25 +254,61 @@ std::vector<int> probe_gaps(const Host& host, int n, std::vector<uint32_t>* inte
 
 }  // namespace
 
-TEST_CASE("each lost probe at least doubles the wait before the next, up to 32 windows", "[width]") {
+TEST_CASE("each lost probe at least doubles the wait before the next, up to 256 windows", "[width]") {
   std::vector<uint32_t> intervals;
   SECTION("narrow losses: the wait doubles") {
     // One thread is only 10% slower: ceil(0.1 * 32) = 4 windows would
     // afford it, so doubling decides.
-    auto gaps = probe_gaps([](int, uint32_t w) { return decode_window(w == 2 ? 1000 : 1100); }, 400, &intervals);
+    auto gaps = probe_gaps([](int, uint32_t w) { return decode_window(w == 2 ? 1000 : 1100); }, 1100, &intervals);
     REQUIRE(gaps.size() >= 8);
-    CHECK(std::vector<int>(gaps.begin(), gaps.begin() + 8) == std::vector<int>{4, 8, 16, 32, 32, 32, 32, 32});
+    CHECK(std::vector<int>(gaps.begin(), gaps.begin() + 8) == std::vector<int>{4, 8, 16, 32, 64, 128, 256, 256});
   }
   SECTION("clear losses: the wait makes probing cheap at once") {
     // One thread is 80% slower: 26 windows after the first loss, not 8.
-    auto gaps = probe_gaps([](int, uint32_t w) { return two_faster(w); }, 400, &intervals);
+    auto gaps = probe_gaps([](int, uint32_t w) { return two_faster(w); }, 2000, &intervals);
     REQUIRE(gaps.size() >= 8);
-    CHECK(std::vector<int>(gaps.begin(), gaps.begin() + 8) == std::vector<int>{4, 26, 32, 32, 32, 32, 32, 32});
-    // The probes' extra time: 0.8 of a window per probe, against all windows.
+    CHECK(std::vector<int>(gaps.begin(), gaps.begin() + 8) == std::vector<int>{4, 26, 52, 104, 208, 256, 256, 256});
+    // The probes' extra time: 0.8 of a window per probe, against all
+    // windows: under 1/32 from the first loss on, under 1% over 2000.
     double extra = 0.8 * double(gaps.size() - 1);
-    CHECK(extra / 400 < 1.0 / 32 + 0.01);
+    CHECK(extra / 2000 < 0.01);
   }
-  for (uint32_t v : intervals) CHECK(v <= 32);
+  for (uint32_t v : intervals) CHECK(v <= 256);
+}
+
+TEST_CASE("a host that moves cuts a long wait to 32 windows; other work does not", "[width]") {
+  // Two threads are 1.8x faster. Lost probes at windows 4, 31, 84 and 189
+  // (waits 26, 52, 104) leave a wait of 208: the next probe at 398.
+  Host steady = [](int, uint32_t w) { return two_faster(w); };
+  WidthControl unchanged(2);
+  CHECK(off_width(run(unchanged, 420, steady), 2) == std::vector<int>{4, 31, 84, 189, 398});
+  SECTION("the host slows down by half: a probe within 32 windows of noticing it") {
+    // From window 200 on both widths take twice as long. The reference
+    // (median of three) has moved at window 201: the wait is cut to 32.
+    WidthControl control(2);
+    Host slower = [](int i, uint32_t w) { return i >= 200 ? decode_window(w == 2 ? 2000 : 3600) : two_faster(w); };
+    auto probes = off_width(run(control, 420, slower), 2);
+    REQUIRE(probes.size() >= 5);
+    CHECK(std::vector<int>(probes.begin(), probes.begin() + 4) == std::vector<int>{4, 31, 84, 189});
+    CHECK(probes[4] == 201 + 32);
+  }
+  SECTION("the host speeds up by a third: the same") {
+    WidthControl control(2);
+    Host faster = [](int i, uint32_t w) { return i >= 200 ? decode_window(w == 2 ? 700 : 1260) : two_faster(w); };
+    auto probes = off_width(run(control, 420, faster), 2);
+    REQUIRE(probes.size() >= 5);
+    CHECK(probes[4] == 201 + 32);
+  }
+  SECTION("a drift of a fifth is not a move") {
+    WidthControl control(2);
+    Host drift = [](int i, uint32_t w) { return i >= 200 ? decode_window(w == 2 ? 1200 : 2160) : two_faster(w); };
+    CHECK(off_width(run(control, 420, drift), 2) == std::vector<int>{4, 31, 84, 189, 398});
+  }
+  SECTION("prompt chunks, slower per multiply-add, are other work: no cut") {
+    WidthControl control(2);
+    Host chunks = [](int i, uint32_t w) { return i >= 200 && i < 220 ? chunk_window(3000) : two_faster(w); };
+    CHECK(off_width(run(control, 420, chunks), 2) == std::vector<int>{4, 31, 84, 189, 398});
+  }
 }
 
 TEST_CASE("a team of one, and empty windows, change nothing", "[width]") {

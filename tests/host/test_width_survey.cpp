@@ -125,11 +125,11 @@ TEST_CASE("the width control starts at the survey's choice and probes after 32 w
   CHECK(control.width() == 2);
   CHECK(control.settled_width() == 2);
   CHECK(control.reference_ps() == 0);
-  CHECK(control.probe_interval() == ai::kMaxProbeWindows);
+  CHECK(control.probe_interval() == ai::kQuickProbeWindows);
   // Decode-sized windows where 2 threads are best: 32 references at 2, then
   // the first probe (one thread fewer).
   const WidthWindow at2{1000 * 135'000'000ull / 1000, 135'000'000, 210};
-  for (uint32_t i = 0; i < ai::kMaxProbeWindows; i++) {
+  for (uint32_t i = 0; i < ai::kQuickProbeWindows; i++) {
     REQUIRE(control.width() == 2);
     control.on_window(at2);
     REQUIRE(control.verdict() == WidthControl::Verdict::Reference);
