@@ -120,7 +120,7 @@ Interrupt device_interrupt(uint64_t scause) {
     KAI_CSR_CLEAR(sip, SIE_SSIE);
     // The profiler was started (ai/trace.cpp sends every idle hart an IPI):
     // an idle hart ticks again, to be sampled.
-    if (ai::trace::enabled(KAI_TRACE_SAMPLE)) resume_tick();
+    resume_tick_if_sampling();
     return Interrupt::External;
   }
   return Interrupt::None;

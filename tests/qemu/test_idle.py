@@ -6,6 +6,7 @@ bit 5 is the supervisor timer enable, STIE, which the kernel sets and clears
 as sie.STIE). The sampling profiler needs every hart's tick, so starting it
 turns the idle harts' ticks back on, and after it stops they go quiet again.
 """
+import contextlib
 import os
 import re
 import tempfile
@@ -49,45 +50,46 @@ def settles(monitor, wanted, seconds=10.0):
         time.sleep(0.1)
 
 
-def boot(tmp, append=""):
-    """An 8-hart boot with QEMU's monitor on a socket in tmp: (session, monitor path)."""
-    monitor = os.path.join(tmp, "monitor.sock")
-    session = qemu_run.Session(IMAGE, KERNEL, smp=HARTS, memory="1G", snapshot=True, boot_timeout=180,
-                               append=("ai.trace=4096 " + append).strip(), monitor=monitor)
-    return session, monitor
-
-
-def test_idle_harts_stop_their_tick_and_the_profiler_restarts_it():
+@contextlib.contextmanager
+def quiet_boot(append=""):
+    """An 8-hart boot with QEMU's monitor, handed over once it is quiet:
+    half a second with nothing to run (the shell waits for a line; no thread
+    sleeps for time, which would run at every tick), by when every hart has
+    taken a tick while idle (ticks are 10 ms apart), and only one hart still
+    ticks. Yields (session, monitor path); no panic by the end."""
     need_built("sleep", "aitrace")
     if not os.path.exists(IMAGE):
         pytest.skip("build/fs.img is missing: run `make`")
     with tempfile.TemporaryDirectory() as tmp:
-        session, monitor = boot(tmp)
-        with session as s:
+        monitor = os.path.join(tmp, "monitor.sock")
+        with qemu_run.Session(IMAGE, KERNEL, smp=HARTS, memory="1G", snapshot=True, boot_timeout=180,
+                              append=("ai.trace=4096 " + append).strip(), monitor=monitor) as s:
             assert s.booted, s.transcript
-            # Half a second with nothing to run (the shell waits for a line;
-            # no thread sleeps for time, which would run at every tick):
-            # every hart has taken a tick while idle (ticks are 10 ms apart).
             time.sleep(0.5)
             quiet = settles(monitor, lambda r: r.count(True) == 1)
             assert quiet.count(True) == 1, f"one hart keeps time, the others stop ticking: {quiet}"
-            # The profiler samples at ticks, idle harts too. It starts after
-            # a second of quiet: typing a command line runs the shell on
-            # whichever hart takes each key's interrupt, and running a thread
-            # restarts a hart's tick anyway. So the harts that run nothing
-            # until the profiler starts have only its IPI to restart theirs.
-            assert s.command("sleep 1; aitrace start samples", 60)
-            sampling = settles(monitor, lambda r: all(r))
-            assert sampling == [True] * HARTS, f"the profiler's IPI restarts every idle hart's tick: {sampling}"
-            assert s.command("aitrace stop", 60)
-            time.sleep(0.5)
-            again = settles(monitor, lambda r: r.count(True) == 1)
-            assert again.count(True) == 1, f"after the profiler, idle harts stop ticking again: {again}"
-            # Time still passes for a sleeper, whose hart ticks while it runs.
-            start = time.monotonic()
-            assert s.command("sleep 0.3", 60)
-            assert time.monotonic() - start >= 0.3
+            yield s, monitor
             assert "panic" not in s.transcript
+
+
+def test_idle_harts_stop_their_tick_and_the_profiler_restarts_it():
+    with quiet_boot() as (s, monitor):
+        # The profiler samples at ticks, idle harts too. It starts after
+        # a second of quiet: typing a command line runs the shell on
+        # whichever hart takes each key's interrupt, and running a thread
+        # restarts a hart's tick anyway. So the harts that run nothing
+        # until the profiler starts have only its IPI to restart theirs.
+        assert s.command("sleep 1; aitrace start samples", 60)
+        sampling = settles(monitor, lambda r: all(r))
+        assert sampling == [True] * HARTS, f"the profiler's IPI restarts every idle hart's tick: {sampling}"
+        assert s.command("aitrace stop", 60)
+        time.sleep(0.5)
+        again = settles(monitor, lambda r: r.count(True) == 1)
+        assert again.count(True) == 1, f"after the profiler, idle harts stop ticking again: {again}"
+        # Time still passes for a sleeper, whose hart ticks while it runs.
+        start = time.monotonic()
+        assert s.command("sleep 0.3", 60)
+        assert time.monotonic() - start >= 0.3
 
 
 def test_profiler_restarts_a_tick_that_stopped_just_before_it_started():
@@ -102,18 +104,8 @@ def test_profiler_restarts_a_tick_that_stopped_just_before_it_started():
     Without the look this fails in every boot (tests/mutate.py
     profiler-race-no-look-before-wfi); without the delay the window is a
     few instructions wide and was seen once in CI."""
-    need_built("sleep", "aitrace")
-    if not os.path.exists(IMAGE):
-        pytest.skip("build/fs.img is missing: run `make`")
-    with tempfile.TemporaryDirectory() as tmp:
-        session, monitor = boot(tmp, "sched.idle_delay_ms=300")
-        with session as s:
-            assert s.booted, s.transcript
-            time.sleep(1.0)
-            quiet = settles(monitor, lambda r: r.count(True) == 1)
-            assert quiet.count(True) == 1, f"one hart keeps time, the others stop ticking: {quiet}"
-            assert s.command("aitrace start samples; aitrace stop; sleep 0.05; aitrace start samples", 60)
-            sampling = settles(monitor, lambda r: all(r))
-            assert sampling == [True] * HARTS, f"every hart ticks while the profiler runs: {sampling}"
-            assert s.command("aitrace stop", 60)
-            assert "panic" not in s.transcript
+    with quiet_boot("sched.idle_delay_ms=300") as (s, monitor):
+        assert s.command("aitrace start samples; aitrace stop; sleep 0.05; aitrace start samples", 60)
+        sampling = settles(monitor, lambda r: all(r))
+        assert sampling == [True] * HARTS, f"every hart ticks while the profiler runs: {sampling}"
+        assert s.command("aitrace stop", 60)
