@@ -157,3 +157,19 @@ kv: block=16 blocks_total=512 used=0 cached=3 prefix_cache=on prefix_hits=4 pref
 def test_row_team_from_aistat():
     assert perf.row_team_of(AISTAT_OUT) == "harts=3 harts_in_use=2"
     assert perf.row_team_of("aistat: no such device\n") is None
+
+
+def test_a_pair_on_a_host_slow_throughout_is_not_steady():
+    # Readings agree (12000 -> 12100) and the run's fastest is 11800: steady.
+    assert perf.steady_pair((12000, 12100), full_speed_us=11800)
+    # They agree (17000 -> 17500) but lie 48% above the run's fastest: a host
+    # short of part of a core, not steady (without the run's fastest: steady).
+    assert not perf.steady_pair((17000, 17500), full_speed_us=11800)
+    assert perf.steady_pair((17000, 17500))
+    # 13570 is exactly 15% above 11800: still steady; 13571 is not.
+    assert perf.steady_pair((13570, 13570), full_speed_us=11800)
+    assert not perf.steady_pair((13571, 13571), full_speed_us=11800)
+    # Ratios 3.0 and 1.8; only the first pair ran at full speed.
+    text = perf.ratio_line("8 clients", [300, 180], [100, 100], [(12000, 12000), (17000, 17200)], unit="x",
+                           full_speed_us=11800)
+    assert text == "8 clients = 2.400 [1.800..3.000]x; steady host, 1 of 2 pairs: 3.000 [3.000..3.000]x"
