@@ -15,6 +15,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -244,7 +245,8 @@ def test_aictl_limits_harts_and_batch_in_a_running_boot(image):
     parts run again and requests are batched; the tokens never change
     (aibatch against solo runs and the host runner)."""
     img, bundles = image
-    append = "ai.workers=1 ai.max_batch=8 ai.budget=16 ai.harts=2"
+    # Traced from boot (the iterations class: WIDTH events), to see the survey end.
+    append = "ai.workers=1 ai.max_batch=8 ai.budget=16 ai.harts=2 ai.trace=4096"
     host_cache = {}
     with qemu_run.Session(img, KERNEL, smp=2, memory="1G", snapshot=True, boot_timeout=180,
                           append=append) as s:
@@ -256,6 +258,18 @@ def test_aictl_limits_harts_and_batch_in_a_running_boot(image):
             assert s.command(cmd, timeout=timeout), s.transcript[start:]
             return s.transcript[start:]
 
+        # Once every model has loaded, the team times each of its widths
+        # (kernel/ai/width_survey.h), whatever the limit: its jobs run on both
+        # harts. On a slow host it was still running when the trace below
+        # started (CI, 2026-12-05: one survey window's parts in the trace of
+        # the run at harts 1). So first wait for its choice, the WIDTH event
+        # with verdict 7 (KAI_TRACE_WIDTH_SURVEYED).
+        deadline = time.monotonic() + 120
+        while not re.search(r"^ev \d+ \d+ \d+ \d+ WIDTH .*verdict=7\b", run("aitrace"), re.M):
+            assert time.monotonic() < deadline, "the row team's survey never ended: " + s.transcript[-3000:]
+            time.sleep(0.2)
+        run("aitrace stop")
+        run("aitrace clear")
         out = run("aictl harts 1")
         assert "ai: row teams limited to 1 harts" in out and "max_batch=8 harts=1" in out, out
         out = run("aictl max_batch 1")

@@ -21,7 +21,7 @@ from kai_boot import KERNEL, ROOT, qemu_run, run_in_session
 SMOL_IMG = os.path.join(ROOT, "build", "fs-smol.img")
 EVENT = re.compile(r"^ev (\d+) (\d+) \d+ \d+ (ITER_BEGIN|ITER_END|WIDTH)((?: [a-z_]+=\d+)*)", re.M)
 REFERENCE, WON, ADOPTED, LOST, UNJUDGED, SURVEY, SURVEYED = 1, 2, 3, 4, 5, 6, 7
-MAX_PROBE_WINDOWS = 32   # kMaxProbeWindows: the wait before the first probe after the survey
+MAX_PROBE_WINDOWS = 32   # kQuickProbeWindows: the wait before the first probe after the survey
 
 
 def events(text):
