@@ -51,10 +51,9 @@ void WidthControl::start_at(uint32_t width) {
 // Same kind of work as the reference: mean product size within 1/8. A
 // prompt chunk's products are many times a decode step's, and run at
 // another speed per multiply-add whatever the width.
-bool WidthControl::comparable(uint64_t size) const {
-  uint64_t ref = reference_product_;
-  return size + size / 8 >= ref && ref + ref / 8 >= size;
-}
+bool WidthControl::same_kind(uint64_t size, uint64_t ref) { return size + size / 8 >= ref && ref + ref / 8 >= size; }
+
+bool WidthControl::comparable(uint64_t size) const { return same_kind(size, reference_product_); }
 
 static_assert(kReferenceWindows <= 3, "median_of takes at most three");
 uint64_t median_of(const uint64_t* v, uint32_t n) {
@@ -159,8 +158,7 @@ uint32_t WidthControl::windows_to_afford(uint64_t ps) const {
 // kQuickProbeWindows windows, and double from there again.
 void WidthControl::watch_host() {
   if (!host_ps_ || recent_count_ < kReferenceWindows) return;
-  uint64_t ref = host_product_, size = reference_product_;
-  if (size + size / 8 < ref || ref + ref / 8 < size) return;   // other work: no comparison
+  if (!same_kind(reference_product_, host_product_)) return;   // other work: no comparison
   uint64_t diff = reference_ps_ > host_ps_ ? reference_ps_ - host_ps_ : host_ps_ - reference_ps_;
   if (diff * kHostMovedBy <= host_ps_) return;
   host_ps_ = 0;

@@ -160,6 +160,8 @@ class WidthControl {
 
  private:
   static uint64_t product_size(const WidthWindow& w) { return w.macs / w.products; }
+  // Mean product sizes within 1/8 of each other: the same kind of work.
+  static bool same_kind(uint64_t size, uint64_t ref);
   bool comparable(uint64_t product_size) const;
   // fresh: the width changed, so earlier windows are no reference.
   void take_reference(const WidthWindow& w, bool fresh);
