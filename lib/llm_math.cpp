@@ -1,4 +1,5 @@
 #include "llm_math.h"
+#include "float_bits.h"
 
 namespace llm {
 namespace {
@@ -24,8 +25,10 @@ double two_atanh(double s) {
 // float (up to 6e-8). Why integers: under QEMU every float instruction is a
 // call into a software float library, dozens of host instructions, while an
 // integer add or multiply is one or two. The double-precision Taylor form
-// (exp_d) took ~25 float instructions per call; this takes two (a multiply
-// and a conversion), and silu runs it hidden_dim times per layer per token.
+// (exp_d) took ~25 float instructions per call; this takes one (a multiply:
+// the conversion of the product to an integer is done on its bits,
+// int_of_double in float_bits.h), and silu runs it hidden_dim times per
+// layer per token.
 //
 // How: e^x = 2^t with t = x / ln2 = k + f, k an integer and 0 <= f < 1.
 //  - t in fixed point with 52 fraction bits: |x| <= 745 makes |t| < 1076,
@@ -66,7 +69,7 @@ double exp_for_float(double x) {
   bool negative = bits >> 63;
   if (!negative && mag > k709) return __builtin_bit_cast(double, uint64_t(0x7ff0000000000000ull));
   if (negative && mag > k745) return 0.0;
-  int64_t t = int64_t(x * (kInvLn2 * 4503599627370496.0));   // x / ln2 * 2^52
+  int64_t t = int_of_double(x * (kInvLn2 * 4503599627370496.0));   // x / ln2 * 2^52, truncated
   int64_t k = t >> 52;                                        // floor
   uint64_t f = uint64_t(t) << 12;                             // fraction, Q0.64
   uint64_t p = kExp2.c[kExpTerms - 1];
@@ -124,7 +127,7 @@ double log_d(double x) {
   return e * kLn2 + two_atanh((m - 1.0) / (m + 1.0));
 }
 
-float exp_f(float x) { return float(exp_for_float(x)); }
+float exp_f(float x) { return float_of_double(exp_for_float(x)); }
 float log_f(float x) { return float(log_d(x)); }
 
 float log1p_f(float x) {
@@ -152,8 +155,8 @@ float sqrt_f(float x) {
 #endif
 }
 
-float sigmoid_f(float x) { return float(1.0 / (1.0 + exp_for_float(-double(x)))); }
-float silu_f(float x) { return float(double(x) / (1.0 + exp_for_float(-double(x)))); }
+float sigmoid_f(float x) { return float_of_double(1.0 / (1.0 + exp_for_float(-double(x)))); }
+float silu_f(float x) { return float_of_double(double(x) / (1.0 + exp_for_float(-double(x)))); }
 
 float softplus_f(float x) {
   // log(1 + e^x) = max(x, 0) + log1p(e^-|x|), without overflow.

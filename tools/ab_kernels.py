@@ -83,7 +83,9 @@ def main(argv=None):
     for b in range(args.boots):
         order = ("before", "after") if b % 2 == 0 else ("after", "before")
         for side in order:
-            got[side] += boot(getattr(args, side), args)
+            figures = boot(getattr(args, side), args)
+            print(f"boot {b + 1} {side}: " + " ".join(f"{v:.2f}" for v in figures), file=sys.stderr, flush=True)
+            got[side] += figures
     med = {side: statistics.median(v) for side, v in got.items()}
     for side, v in got.items():
         print(f"{side}: {unit} median {med[side]:.2f} [{min(v):.2f}..{max(v):.2f}] of {len(v)}")

@@ -216,6 +216,9 @@ def test_bad_prompt_files_are_named_and_nothing_is_submitted(session, prog, how,
     ("fswrite_loop -n x", "fswrite_loop: -n: 'x' is not a number"),
     ("calib --iterations 0", "calib: --iterations 0"),
     ("calib --harts 9", "calib: --harts 9"),
+    ("opcost --passes 0", "opcost: --passes 0"),
+    ("opcost --passes", "opcost: unknown argument --passes"),
+    ("opcost fcvt", "opcost: unknown argument fcvt"),
 ])
 def test_every_program_names_the_bad_argument(session, cmd, needle):
     refused(session, cmd, needle)
@@ -229,6 +232,22 @@ def test_calib_on_two_harts_does_the_same_work_and_reports_the_slowest(session):
     assert m1 and m2, (one, two)
     assert m1.group(1) == m2.group(1)
     assert "EXIT-ZERO" in two
+
+
+# The rows opcost must print: each kind of instruction docs/runtime.md's
+# table of costs names.
+OPCOST_ROWS = ["add", "mul", "lw", "fsgnjx.s", "fadd.s", "fmul.s", "fmadd.s", "fdiv.s", "fadd.d", "fmul.d",
+               "flt.s", "fcvt.d.s", "fcvt.s.w", "fcvt.s.l", "fcvt.s.d", "fcvt.w.s", "fcvt.l.d",
+               "float_of_double", "int_of_double"]
+
+
+def test_opcost_times_every_kind_of_instruction_against_an_add(session):
+    out = run_in_session(session, "opcost --passes 2000 && echo EXIT-ZERO")
+    assert "opcost: ns per instruction, fastest of 3 runs of 2000 passes x 32 copies (real time)" in out, out
+    rows = dict(re.findall(r"^(\S+) +\d+\.\d\d ns +(\d+\.\d)x add ", out, re.M))
+    assert list(rows) == OPCOST_ROWS, out
+    assert rows["add"] == "1.0", out
+    assert "EXIT-ZERO" in out
 
 
 def test_without_a_model_name_the_first_ready_model_is_used(session):
