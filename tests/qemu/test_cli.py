@@ -216,6 +216,8 @@ def test_bad_prompt_files_are_named_and_nothing_is_submitted(session, prog, how,
     ("fswrite_loop -n x", "fswrite_loop: -n: 'x' is not a number"),
     ("calib --iterations 0", "calib: --iterations 0"),
     ("calib --harts 9", "calib: --harts 9"),
+    ("perfbench --case decode@17", "perfbench: --case: 'decode@17' is not decode@B (B = 1..16) or prefill@N"),
+    ("perfbench --case warm@1", "perfbench: --case: 'warm@1' is not decode@B"),
     ("opcost --passes 0", "opcost: --passes 0"),
     ("opcost --passes", "opcost: unknown argument --passes"),
     ("opcost fcvt", "opcost: unknown argument fcvt"),
@@ -248,6 +250,21 @@ def test_opcost_times_every_kind_of_instruction_against_an_add(session):
     assert list(rows) == OPCOST_ROWS, out
     assert rows["add"] == "1.0", out
     assert "EXIT-ZERO" in out
+
+
+def test_perfbench_runs_one_case_and_samples_only_its_timed_passes(session):
+    """--case runs that case alone; --profile turns the trace's timer samples
+    on for each timed pass and off after it, so the request after perfbench
+    adds no event."""
+    run_in_session(session, "aitrace stop")
+    run_in_session(session, "aitrace clear")
+    out = run_in_session(session, "perfbench --asset-dir /AI/LLAMA --case decode@2 --repeat 3 --profile", timeout=120)
+    assert re.findall(r"^perf case=(\w+) batch=(\d+) ", out, re.M) == [("decode", "2")], out
+    run_in_session(session, "ai --model LLAMA --predict 2 5 6", timeout=120)
+    text = run_in_session(session, "aitrace")
+    names = re.findall(r"^ev \d+ \d+ \d+ \d+ (\w+)", text, re.M)
+    assert set(names) <= {"STARTED", "SAMPLE"}, text
+    assert re.findall(r"STARTED capacity=\d+ classes=(\S+)", text) == ["64"] * 3, text
 
 
 def test_without_a_model_name_the_first_ready_model_is_used(session):

@@ -31,9 +31,7 @@ constexpr uint32_t kCopies = 32;
 constexpr uint32_t kDefaultPasses = 2'000'000;
 constexpr int kRuns = 3;
 
-#define KAI_X4(s) s s s s
-#define KAI_X8(s) KAI_X4(s) KAI_X4(s)
-#define KAI_X32(s) KAI_X8(s) KAI_X8(s) KAI_X8(s) KAI_X8(s)
+#define KAI_X8(s) s s s s s s s s
 
 // One case: a name and a loop of `passes` passes of 32 copies.
 struct Case {
@@ -42,84 +40,49 @@ struct Case {
   void (*loop)(uint32_t passes);
 };
 
-// The operands live in registers the asm names; "+f"/"+r" on the result keeps
-// each copy from being hoisted out of the loop as a loop invariant.
-void loop_add(uint32_t passes) {
-  uint64_t a = 1, b = 3;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("add %0, %0, %1\n") : "+r"(a) : "r"(b));
-}
-void loop_mul(uint32_t passes) {
-  uint64_t a = 1, b = 3;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("mul %0, %0, %1\n") : "+r"(a) : "r"(b));
-}
-void loop_lw(uint32_t passes) {
-  static int32_t cell = 7;
-  uint64_t a = 0;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("lw %0, 0(%1)\n") : "+r"(a) : "r"(&cell));
-}
-void loop_fadd_s(uint32_t passes) {
-  float a = 1.5f, b = 1.0e-3f;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("fadd.s %0, %0, %1\n") : "+f"(a) : "f"(b));
-}
-void loop_fmul_s(uint32_t passes) {
-  float a = 1.5f, b = 1.0000001f;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("fmul.s %0, %0, %1\n") : "+f"(a) : "f"(b));
-}
-void loop_fmadd_s(uint32_t passes) {
-  float a = 1.5f, b = 0.999f, c = 1.0e-3f;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("fmadd.s %0, %0, %1, %2\n") : "+f"(a) : "f"(b), "f"(c));
-}
-void loop_fadd_d(uint32_t passes) {
-  double a = 1.5, b = 1.0e-9;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("fadd.d %0, %0, %1\n") : "+f"(a) : "f"(b));
-}
-void loop_fdiv_s(uint32_t passes) {
-  float a = 1.5f, b = 1.0000001f;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("fdiv.s %0, %0, %1\n") : "+f"(a) : "f"(b));
-}
-void loop_fmul_d(uint32_t passes) {
-  double a = 1.5, b = 1.0000000001;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("fmul.d %0, %0, %1\n") : "+f"(a) : "f"(b));
-}
-void loop_flt_s(uint32_t passes) {
-  float a = 1.5f, b = 2.5f;
-  uint64_t r = 0;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("flt.s %0, %1, %2\n") : "+r"(r) : "f"(a), "f"(b));
-}
-void loop_fsgnjx_s(uint32_t passes) {   // fabs/fneg are sign injections
-  float a = 1.5f, b = -2.5f;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("fsgnjx.s %0, %0, %1\n") : "+f"(a) : "f"(b));
-}
-void loop_fcvt_s_l(uint32_t passes) {   // int64 -> float: a matvec's total
-  float a = 0;
-  uint64_t b = 123456789;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("fcvt.s.l %0, %1\n") : "+f"(a) : "r"(b));
-}
-void loop_fcvt_s_w(uint32_t passes) {   // int32 -> float: an int8 weight
-  float a = 0;
-  uint64_t b = 100;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("fcvt.s.w %0, %1\n") : "+f"(a) : "r"(b));
-}
-void loop_fcvt_l_d(uint32_t passes) {   // double -> int64: exp's fixed point
-  double a = 123456.789;
-  uint64_t r = 0;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("fcvt.l.d %0, %1, rtz\n") : "+r"(r) : "f"(a));
-}
-void loop_fcvt_w_s(uint32_t passes) {   // float -> int32: quantizing activations
-  float a = 1234.567f;
-  uint64_t r = 0;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("fcvt.w.s %0, %1, rtz\n") : "+r"(r) : "f"(a));
-}
-void loop_fcvt_d_s(uint32_t passes) {   // float -> double: widening is exact
-  float a = 1.5f;
-  double r = 0;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("fcvt.d.s %0, %1\n") : "+f"(r) : "f"(a));
-}
-void loop_fcvt_s_d(uint32_t passes) {   // double -> float: rounds
-  double a = 1.0000000001;
-  float r = 0;
-  for (uint32_t i = 0; i < passes; i++) asm volatile(KAI_X32("fcvt.s.d %0, %1\n") : "+f"(r) : "f"(a));
-}
+// The copies work on four registers in turn (%0..%3), each its own chain, and
+// read %4 (and %5): real code rarely waits for the result of the instruction
+// just before, so this times what an instruction costs in a stream of
+// independent ones, as the host CPU overlaps them. "+r"/"+f" on the four keeps
+// the copies from being hoisted out of the loop.
+#define KAI_BINARY(op) op " %0, %0, %4\n" op " %1, %1, %4\n" op " %2, %2, %4\n" op " %3, %3, %4\n"
+#define KAI_FUSED(op) op " %0, %0, %4, %5\n" op " %1, %1, %4, %5\n" op " %2, %2, %4, %5\n" op " %3, %3, %4, %5\n"
+#define KAI_FROM(op, tail) op " %0, %4" tail "\n" op " %1, %4" tail "\n" op " %2, %4" tail "\n" op " %3, %4" tail "\n"
+#define KAI_COMPARE(op) op " %0, %4, %5\n" op " %1, %4, %5\n" op " %2, %4, %5\n" op " %3, %4, %5\n"
+#define KAI_LOAD(op) op " %0, 0(%4)\n" op " %1, 0(%4)\n" op " %2, 0(%4)\n" op " %3, 0(%4)\n"
+
+// A loop function: four results of type T in registers of kind C ("r" or
+// "f"), starting at `start`; inputs x (and y) of types X (Y) in kinds XC (YC).
+#define KAI_LOOP(fn, T, C, start, X, XC, x, Y, YC, y, body)                                       \
+  void fn(uint32_t passes) {                                                                    \
+    T a = start, b = start, c = start, d = start;                                               \
+    X in1 = x;                                                                                  \
+    Y in2 = y;                                                                                  \
+    for (uint32_t i = 0; i < passes; i++)                                                       \
+      asm volatile(KAI_X8(body) : "+" C(a), "+" C(b), "+" C(c), "+" C(d) : XC(in1), YC(in2)); \
+  }
+
+int32_t cell = 7;   // what the loads read
+
+KAI_LOOP(loop_add, uint64_t, "r", 1, uint64_t, "r", 3, uint64_t, "r", 0, KAI_BINARY("add"))
+KAI_LOOP(loop_mul, uint64_t, "r", 1, uint64_t, "r", 3, uint64_t, "r", 0, KAI_BINARY("mul"))
+KAI_LOOP(loop_lw, uint64_t, "r", 0, int32_t*, "r", &cell, uint64_t, "r", 0, KAI_LOAD("lw"))
+KAI_LOOP(loop_fsgnjx_s, float, "f", 1.5f, float, "f", -2.5f, float, "f", 0, KAI_BINARY("fsgnjx.s"))
+KAI_LOOP(loop_fadd_s, float, "f", 1.5f, float, "f", 1.0e-3f, float, "f", 0, KAI_BINARY("fadd.s"))
+KAI_LOOP(loop_fmul_s, float, "f", 1.5f, float, "f", 1.0000001f, float, "f", 0, KAI_BINARY("fmul.s"))
+KAI_LOOP(loop_fmadd_s, float, "f", 1.5f, float, "f", 0.999f, float, "f", 1.0e-3f, KAI_FUSED("fmadd.s"))
+KAI_LOOP(loop_fdiv_s, float, "f", 1.5f, float, "f", 1.0000001f, float, "f", 0, KAI_BINARY("fdiv.s"))
+KAI_LOOP(loop_fadd_d, double, "f", 1.5, double, "f", 1.0e-9, double, "f", 0, KAI_BINARY("fadd.d"))
+KAI_LOOP(loop_fmul_d, double, "f", 1.5, double, "f", 1.0000000001, double, "f", 0, KAI_BINARY("fmul.d"))
+KAI_LOOP(loop_flt_s, uint64_t, "r", 0, float, "f", 1.5f, float, "f", 2.5f, KAI_COMPARE("flt.s"))
+// Conversions: the int8 weight of the float kernel, a matvec's total,
+// exp's fixed point, SiLU's double result, ...
+KAI_LOOP(loop_fcvt_d_s, double, "f", 0, float, "f", 1.5f, uint64_t, "r", 0, KAI_FROM("fcvt.d.s", ""))
+KAI_LOOP(loop_fcvt_s_w, float, "f", 0, uint64_t, "r", 100, uint64_t, "r", 0, KAI_FROM("fcvt.s.w", ""))
+KAI_LOOP(loop_fcvt_s_l, float, "f", 0, uint64_t, "r", 123456789, uint64_t, "r", 0, KAI_FROM("fcvt.s.l", ""))
+KAI_LOOP(loop_fcvt_s_d, float, "f", 0, double, "f", 1.0000000001, uint64_t, "r", 0, KAI_FROM("fcvt.s.d", ""))
+KAI_LOOP(loop_fcvt_w_s, uint64_t, "r", 0, float, "f", 1234.567f, uint64_t, "r", 0, KAI_FROM("fcvt.w.s", ", rtz"))
+KAI_LOOP(loop_fcvt_l_d, uint64_t, "r", 0, double, "f", 123456.789, uint64_t, "r", 0, KAI_FROM("fcvt.l.d", ", rtz"))
 
 // The same conversions done on the bits (lib/float_bits.h), 32 per pass.
 // The empty asm hides the value from the compiler, so each call is made.

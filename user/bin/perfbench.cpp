@@ -1,4 +1,4 @@
-// perfbench [--asset-dir D] [--float] [--group G] [--quick] [--repeat R]: the cost of the
+// perfbench [--asset-dir D] [--float] [--group G] [--quick] [--repeat R] [--case C] [--profile]: the cost of the
 // batched forward pass (lib/llm_batch.h) on a model bundle (default /AI/SMOL),
 // int8 activations unless --float. tools/perf.py (make perf) runs it twice:
 // in exact mode (QEMU -icount: the guest clock counts instructions, 1 ns
@@ -13,7 +13,11 @@
 // macs are the runtime's own work counts for the pass (Session::work).
 // --quick: decode@1, decode@8 and prefill@64 only. --repeat R: run each case
 // R times and report the fastest (real time on a shared host is noisy; in
-// exact mode every run gives the same count).
+// exact mode every run gives the same count). --case decode@B or prefill@N:
+// that case alone. --profile: the trace's timer samples run during the timed
+// passes only (`aitrace` then prints them; tools/hotspots.py reads them).
+#include <kai/ai_trace.h>
+
 #include "kai.h"
 #include "llm.h"
 
@@ -63,6 +67,13 @@ struct Bench {
   llm::Session* sessions = nullptr;
   uint32_t n_sessions = 0;
   uint32_t repeat = 1;
+  bool profile = false;   // --profile: the sampling profiler runs during the timed passes only
+
+  // Starts (true) or stops the trace's timer samples around a timed pass, so
+  // that a profile (tools/hotspots.py) holds the pass and not its set-up.
+  void sampling(bool on) const {
+    if (profile) ai_control(on ? KAI_AI_CTL_TRACE_START : KAI_AI_CTL_TRACE_STOP, on ? KAI_TRACE_CLASS_SAMPLES : 0);
+  }
 
   uint32_t token(uint32_t i) const { return (i * 7919u + 13u) % model.config().vocab_size; }
 
@@ -83,9 +94,11 @@ struct Bench {
         if (sessions[s].prefill(prompt, 8).is_error()) return false;
         items[s] = llm::BatchItem{&sessions[s], token(1000 + s), llm::Phase::Decode, true, 0};
       }
+      sampling(true);
       uint64_t t0 = clock_ns();
       auto r = batch.forward(items, b);
       uint64_t t1 = clock_ns();
+      sampling(false);
       if (r.is_error()) {
         fprintf(2, "perfbench: %s\n", r.error().message);
         return false;
@@ -108,9 +121,11 @@ struct Bench {
     for (uint32_t rep = 0; rep < repeat; rep++) {
       s.reset();
       for (uint32_t i = 0; i < n; i++) items[i] = llm::BatchItem{&s, token(i), llm::Phase::Prefill, i + 1 == n, 0};
+      sampling(true);
       uint64_t t0 = clock_ns();
       auto r = batch.forward(items, n);
       uint64_t t1 = clock_ns();
+      sampling(false);
       if (r.is_error()) {
         fprintf(2, "perfbench: %s\n", r.error().message);
         return false;
@@ -123,6 +138,20 @@ struct Bench {
   }
 };
 
+// "decode@B" (B = 1..16) or "prefill@N" (N = 1..255) into its kind and size;
+// false if `text` is neither.
+bool parse_case(const char* text, bool* decode, uint32_t* size) {
+  const char* number = nullptr;
+  if (strncmp(text, "decode@", 7) == 0) *decode = true, number = text + 7;
+  else if (strncmp(text, "prefill@", 8) == 0) *decode = false, number = text + 8;
+  else return false;
+  char* end = nullptr;
+  unsigned long n = strtoul(number, &end, 10);
+  if (end == number || *end != 0 || n == 0 || n > (*decode ? 16ul : 255ul)) return false;
+  *size = uint32_t(n);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -130,15 +159,24 @@ int main(int argc, char** argv) {
   static Bench b;
   b.opt.matvec = llm::MatvecKind::Int8;
   bool quick = false;
+  bool one_case = false, one_decode = false;
+  uint32_t one_size = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--asset-dir") == 0 && i + 1 < argc) dir = argv[++i];
     else if (strcmp(argv[i], "--float") == 0) b.opt.matvec = llm::MatvecKind::Float;
     else if (strcmp(argv[i], "--group") == 0 && i + 1 < argc) b.opt.int8_group = number_option("perfbench", argv[i], argv[i + 1], 0, 65536), i++;
     else if (strcmp(argv[i], "--quick") == 0) quick = true;
+    else if (strcmp(argv[i], "--profile") == 0) b.profile = true;
     else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) b.repeat = number_option("perfbench", argv[i], argv[i + 1], 1, 1000), i++;
-    else {
+    else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
+      if (!parse_case(argv[++i], &one_decode, &one_size)) {
+        fprintf(2, "perfbench: --case: '%s' is not decode@B (B = 1..16) or prefill@N (N = 1..255)\n", argv[i]);
+        return 2;
+      }
+      one_case = true;
+    } else {
       fprintf(2, "perfbench: unexpected argument '%s'\n", argv[i]);
-      fprintf(2, "usage: perfbench [--asset-dir D] [--float] [--group G] [--quick] [--repeat R]\n");
+      fprintf(2, "usage: perfbench [--asset-dir D] [--float] [--group G] [--quick] [--repeat R] [--case C] [--profile]\n");
       return 2;
     }
   }
@@ -157,6 +195,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   b.n_sessions = quick ? 8 : 16;
+  if (one_case && one_decode) b.n_sessions = one_size;
   static llm::Session sessions[16];
   b.sessions = sessions;
   size_t sb = llm::Session::bytes_needed(c);
@@ -169,6 +208,13 @@ int main(int argc, char** argv) {
   }
   if (b.repeat == 0) b.repeat = 1;
   printf("perfbench model=%s matvec=%s group=%u repeat=%u\n", dir, b.batch.ops().name, b.opt.int8_group, b.repeat);
+  if (one_case) {
+    uint32_t n = one_size < max_prefill ? one_size : max_prefill;
+    bool ok = one_decode ? b.decode(one_size) : b.prefill(n);
+    if (!ok) return 1;
+    printf("perfbench done\n");
+    return 0;
+  }
   static const uint32_t kDecode[] = {1, 2, 4, 8, 16}, kQuickDecode[] = {1, 8};
   static const uint32_t kPrefill[] = {16, 64, 255}, kQuickPrefill[] = {64};
   const uint32_t* dec = quick ? kQuickDecode : kDecode;
