@@ -80,9 +80,17 @@ def test_the_prediction_charges_each_kind_its_opcost_row():
     costs = instr_mix.opcost_costs(OPCOST)
     counts = instr_mix.Counter({"integer": 5, "multiply": 2, "memory": 2, "convert rounding": 1})
     lines = instr_mix.report(counts, 0, costs)
-    # 0.5 x 0.10 + 0.2 x 0.50 + 0.2 x 0.60 + 0.1 x 10.00 = 1.27 ns, 12.70 adds
-    assert lines[-1] == "predicted real time per instruction: 1.270 ns (12.70 adds)"
+    # 0.5 x 0.10 + 0.2 x 0.50 + 0.2 x 0.60 + 0.1 x 10.00 = 1.27 ns, 12.70 adds.
+    # Standard error: the costs' variance over the 10 samples,
+    # 0.5 x 1.17^2 + 0.2 x 0.77^2 + 0.2 x 0.67^2 + 0.1 x 8.73^2 = 8.514, / 10, square root: 0.923.
+    assert lines[-1] == "predicted real time per instruction: 1.270 ns +- 0.923 (12.70 adds)"
     assert any(line.startswith("multiply           20.0%     0.50    0.100") for line in lines), lines
+
+
+def test_of_several_opcost_runs_each_row_takes_its_fastest():
+    slower = OPCOST.replace("0.50 ns", "0.70 ns").replace("8.00 ns", "7.00 ns")
+    costs = instr_mix.opcost_costs(OPCOST + slower)
+    assert costs["mul"] == 0.50 and costs["fadd.s"] == 7.00 and costs["add"] == 0.10
 
 
 def test_an_opcost_transcript_without_a_row_is_refused():
