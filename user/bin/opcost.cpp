@@ -75,6 +75,7 @@ KAI_LOOP(loop_fmul_s, float, "f", 1.5f, float, "f", 1.0000001f, float, "f", 0, K
 KAI_LOOP(loop_fmadd_s, float, "f", 1.5f, float, "f", 0.999f, float, "f", 1.0e-3f, KAI_FUSED("fmadd.s"))
 KAI_LOOP(loop_fdiv_s, float, "f", 1.5f, float, "f", 1.0000001f, float, "f", 0, KAI_BINARY("fdiv.s"))
 KAI_LOOP(loop_fadd_d, double, "f", 1.5, double, "f", 1.0e-9, double, "f", 0, KAI_BINARY("fadd.d"))
+KAI_LOOP(loop_fmadd_d, double, "f", 1.5, double, "f", 0.999, double, "f", 1.0e-3, KAI_FUSED("fmadd.d"))
 KAI_LOOP(loop_fmul_d, double, "f", 1.5, double, "f", 1.0000000001, double, "f", 0, KAI_BINARY("fmul.d"))
 KAI_LOOP(loop_flt_s, uint64_t, "r", 0, float, "f", 1.5f, float, "f", 2.5f, KAI_COMPARE("flt.s"))
 // Conversions: the int8 weight of the float kernel, a matvec's total,
@@ -115,6 +116,7 @@ const Case kCases[] = {
     {"fdiv.s", "soft float, host-FPU fast path", loop_fdiv_s},
     {"fadd.d", "soft float, host-FPU fast path", loop_fadd_d},
     {"fmul.d", "soft float, host-FPU fast path", loop_fmul_d},
+    {"fmadd.d", "soft float, host-FPU fast path", loop_fmadd_d},
     {"flt.s", "soft float compare", loop_flt_s},
     {"fcvt.d.s", "soft float conversion, exact", loop_fcvt_d_s},
     {"fcvt.s.w", "soft float conversion", loop_fcvt_s_w},
