@@ -49,7 +49,11 @@ for the disk and runs no instructions; so the table also has the cold
 prefill alone (llmrun's own ttft_us), and the spread of the one-hart cases
 is printed with and without the cold TTFT, naming the case furthest off;
 then again from each case's fastest run (a slow stretch of the host only
-adds time, and may fall into one case's median and not another's).
+adds time, and may fall into one case's median and not another's). A case
+can also cost more per instruction because it runs dearer instructions:
+batched passes run more multiplies and float operations per instruction
+(`opcost` times each kind, tools/instr_mix.py charges an exact-mode
+profile's instructions those times: docs/runtime.md).
 After each boot's measurements `aistat` prints the engine's row team,
 `harts=H harts_in_use=W`: the width control (kernel/ai/width_control.h) may
 have settled on fewer harts than ai.harts, and the table's last column shows
@@ -536,6 +540,11 @@ def report(exact, real, boots, jit, repeat, started, up_before, up_after):
             worst = max(values, key=lambda k: abs(values[k] / med - 1))
             lines.append(f"ns per instruction, {name}: median {med:.3f}, furthest off "
                          f"{(values[worst] / med - 1) * 100:+.0f}% ({worst})")
+    if per_instr:
+        # What a spread means: batched passes run more multiplies and float
+        # operations per instruction, each dearer than an add under QEMU.
+        lines.append("(ns per instruction follows the mix of kinds of instruction: opcost and "
+                     "tools/instr_mix.py, docs/runtime.md)")
     if jit:
         if "error" in jit:
             lines.append(f"info jit: monitor unavailable ({jit['error']})")
