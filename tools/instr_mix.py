@@ -39,7 +39,8 @@ OBJDUMP = os.environ.get("OBJDUMP", "riscv64-linux-gnu-objdump")
 
 # class: (what it holds, the opcost row whose time it is charged).
 CLASSES = {
-    "integer": ("ALU, branches, jumps, system", "add"),
+    "integer": ("ALU, system", "add"),
+    "branch": ("branches and jumps: each ends a translated block", "bnez"),
     "multiply": ("mul, mulh, div, rem", "mul"),
     "memory": ("loads and stores, float ones too", "lw"),
     "float move": ("fmv, sign injection (fabs, fneg)", "fsgnjx.s"),
@@ -60,6 +61,8 @@ def classify(mnemonic):
         return "memory"
     if re.match(r"^(c\.)?(mul|div|rem)", m):
         return "multiply"
+    if re.match(r"^(c\.)?(b[a-z]*|j|jal|jr|jalr|ret|tail|call)$", m):
+        return "branch"
     if not m.startswith("f") or m in ("fence", "fence.i", "frflags", "fsflags", "frrm", "fsrm", "frcsr", "fscsr"):
         return "integer"
     if m.startswith(("fmv", "fsgnj", "fneg", "fabs")):

@@ -238,7 +238,7 @@ def test_calib_on_two_harts_does_the_same_work_and_reports_the_slowest(session):
 
 # The rows opcost must print: each kind of instruction docs/runtime.md's
 # table of costs names.
-OPCOST_ROWS = ["add", "mul", "lw", "fsgnjx.s", "fadd.s", "fmul.s", "fmadd.s", "fdiv.s", "fadd.d", "fmul.d", "fmadd.d",
+OPCOST_ROWS = ["add", "mul", "lw", "bnez", "fsgnjx.s", "fadd.s", "fmul.s", "fmadd.s", "fdiv.s", "fadd.d", "fmul.d", "fmadd.d",
                "flt.s", "fcvt.d.s", "fcvt.s.w", "fcvt.s.l", "fcvt.s.d", "fcvt.w.s", "fcvt.l.d",
                "float_of_double", "int_of_double"]
 

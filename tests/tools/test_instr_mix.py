@@ -15,8 +15,9 @@ import instr_mix  # noqa: E402
 
 
 @pytest.mark.parametrize("mnemonic, kind", [
-    ("add", "integer"), ("c.addi", "integer"), ("bne", "integer"), ("jal", "integer"), ("frflags", "integer"),
-    ("fence", "integer"),
+    ("add", "integer"), ("c.addi", "integer"), ("frflags", "integer"), ("fence", "integer"), ("sll", "integer"),
+    ("bne", "branch"), ("bgeu", "branch"), ("c.beqz", "branch"), ("jal", "branch"), ("j", "branch"),
+    ("c.j", "branch"), ("jalr", "branch"), ("ret", "branch"),
     ("mul", "multiply"), ("mulhu", "multiply"), ("c.mul", "multiply"), ("divuw", "multiply"), ("remw", "multiply"),
     ("ld", "memory"), ("c.lwsp", "memory"), ("lbu", "memory"), ("sd", "memory"), ("c.sdsp", "memory"),
     ("flw", "memory"), ("c.fld", "memory"), ("fsd", "memory"),
@@ -37,7 +38,7 @@ def ev(seq, pc, mode, pid):
     return f"ev {seq} {seq} {seq} 0 SAMPLE pc_lo={pc & 0xffffffff} pc_hi={pc >> 32} mode={mode} pid={pid} ra_lo=0"
 
 
-KERNEL_CODE = {0x80200000: "add", 0x80200004: "fcvt.s.d"}
+KERNEL_CODE = {0x80200000: "add", 0x80200004: "fcvt.s.d", 0x80200008: "bne"}
 USER_CODE = {0x1000: "mul", 0x1004: "add", 0x1008: "flw"}
 TRANSCRIPT = "\n".join([
     ev(0, 0x80200000, 0, 3),    # kernel add
@@ -66,6 +67,7 @@ opcost: ns per instruction, fastest of 3 runs of 2000 passes x 32 copies (real t
 add                0.10 ns     1.0x add   integer: inline host code
 mul                0.50 ns     5.0x add   integer: inline host code
 lw                 0.60 ns     6.0x add   load
+bnez               1.00 ns    10.0x add   taken branch
 fsgnjx.s           0.40 ns     4.0x add   sign bits
 fadd.s             8.00 ns    80.0x add   soft float
 fmadd.s           12.00 ns   120.0x add   soft float

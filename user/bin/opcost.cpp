@@ -52,6 +52,11 @@ struct Case {
 #define KAI_FROM(op, tail) op " %0, %4" tail "\n" op " %1, %4" tail "\n" op " %2, %4" tail "\n" op " %3, %4" tail "\n"
 #define KAI_COMPARE(op) op " %0, %4, %5\n" op " %1, %4, %5\n" op " %2, %4, %5\n" op " %3, %4, %5\n"
 #define KAI_LOAD(op) op " %0, 0(%4)\n" op " %1, 0(%4)\n" op " %2, 0(%4)\n" op " %3, 0(%4)\n"
+// A taken branch to the next instruction: QEMU ends a translated block at
+// every branch, so this times the step from one block to the next (chained
+// directly: both lie in one page). The four registers are not touched.
+#define KAI_BRANCH "bnez %4, 1f\n1:\n"
+#define KAI_BRANCHES KAI_BRANCH KAI_BRANCH KAI_BRANCH KAI_BRANCH
 
 // A loop function: four results of type T in registers of kind C ("r" or
 // "f"), starting at `start`; inputs x (and y) of types X (Y) in kinds XC (YC).
@@ -69,6 +74,7 @@ int32_t cell = 7;   // what the loads read
 KAI_LOOP(loop_add, uint64_t, "r", 1, uint64_t, "r", 3, uint64_t, "r", 0, KAI_BINARY("add"))
 KAI_LOOP(loop_mul, uint64_t, "r", 1, uint64_t, "r", 3, uint64_t, "r", 0, KAI_BINARY("mul"))
 KAI_LOOP(loop_lw, uint64_t, "r", 0, int32_t*, "r", &cell, uint64_t, "r", 0, KAI_LOAD("lw"))
+KAI_LOOP(loop_bnez, uint64_t, "r", 0, uint64_t, "r", 1, uint64_t, "r", 0, KAI_BRANCHES)
 KAI_LOOP(loop_fsgnjx_s, float, "f", 1.5f, float, "f", -2.5f, float, "f", 0, KAI_BINARY("fsgnjx.s"))
 KAI_LOOP(loop_fadd_s, float, "f", 1.5f, float, "f", 1.0e-3f, float, "f", 0, KAI_BINARY("fadd.s"))
 KAI_LOOP(loop_fmul_s, float, "f", 1.5f, float, "f", 1.0000001f, float, "f", 0, KAI_BINARY("fmul.s"))
@@ -109,6 +115,7 @@ const Case kCases[] = {
     {"add", "integer: inline host code", loop_add},
     {"mul", "integer: inline host code", loop_mul},
     {"lw", "load: inline, through QEMU's TLB", loop_lw},
+    {"bnez", "taken branch: ends a translated block", loop_bnez},
     {"fsgnjx.s", "sign bits (fabs, fneg): inline", loop_fsgnjx_s},
     {"fadd.s", "soft float, host-FPU fast path", loop_fadd_s},
     {"fmul.s", "soft float, host-FPU fast path", loop_fmul_s},
