@@ -93,13 +93,18 @@ class Symbols:
 INTERRUPTS_BACK_ON = "pop_interrupts_off()"
 
 
+def sample_pc(e):
+    """The pc a SAMPLE event records (split in two 32-bit fields)."""
+    return (e["pc_hi"] << 32) | e["pc_lo"]
+
+
 def sample_rows(events, kernel, user, callers=(INTERRUPTS_BACK_ON,)):
     """(hart, where) for every SAMPLE event."""
     rows = []
     for e in events:
         if e.name != "SAMPLE":
             continue
-        pc = (e["pc_hi"] << 32) | e["pc_lo"]
+        pc = sample_pc(e)
         if e["pid"] == 0:
             where = "(idle)"
         elif e["mode"] == MODE_KERNEL:

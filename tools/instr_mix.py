@@ -33,7 +33,7 @@ import subprocess
 import sys
 from collections import Counter
 
-from hotspots import DEFAULT_KERNEL, MODE_KERNEL, kai_trace
+from hotspots import DEFAULT_KERNEL, MODE_KERNEL, kai_trace, sample_pc
 
 OBJDUMP = os.environ.get("OBJDUMP", "riscv64-linux-gnu-objdump")
 
@@ -112,7 +112,7 @@ def mix(events, kernel_code, user_code):
     for e in events:
         if e.name != "SAMPLE" or e["pid"] == 0:
             continue
-        pc = (e["pc_hi"] << 32) | e["pc_lo"]
+        pc = sample_pc(e)
         code = kernel_code if e["mode"] == MODE_KERNEL else user_code
         mnemonic = code.get(pc) if code else None
         if mnemonic is None:
