@@ -227,6 +227,8 @@ $(B)/host-asan/%.cpp.o: %.cpp
 	$(HOSTCXX) $(HOST_CXXFLAGS) $(CATCH2_FLAGS) $(ASAN) -DKAI_AI_HOST -Itests/host -c $< -o $@
 # The sharing options and the fair policy's counters (sharing.cpp, fair_share.cpp).
 AI_HOST_SRCS += kernel/ai/fair_share.cpp kernel/ai/sharing.cpp
+# The load meter (the L of Little's law).
+AI_HOST_SRCS += kernel/ai/load_meter.cpp
 # The row team's width control and survey (pure, no platform needed).
 AI_HOST_SRCS += kernel/ai/width_control.cpp kernel/ai/width_survey.cpp
 $(B)/host/unit_tests: $(patsubst %,$(B)/host-asan/%.o,$(LIB_SRCS) $(AI_HOST_SRCS) $(HOST_TEST_SRCS))

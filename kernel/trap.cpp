@@ -2,6 +2,7 @@
 // From user mode: trampoline uservec -> usertrap() -> usertrapret() -> userret.
 // From kernel mode: kernelvec -> kerneltrap().
 #include "trap.h"
+#include "ai/load_meter.h"
 #include "ai/trace.h"
 #include "boot.h"
 #include "console.h"
@@ -58,6 +59,9 @@ bool stop_tick_here() {
 }
 
 void clock_interrupt() {
+  // Hart 0 ticks always (see above): it samples the AI service's load, the
+  // L of Little's law (ai/load_meter.h).
+  if (cpu_index() == 0) ai::sample_load_on_tick();
   {
     // Every ticking hart wakes the sleepers, which compare the clock with
     // their deadline. So sleep() keeps time even while one hart runs late

@@ -221,6 +221,14 @@ struct kai_ai_info {
   uint64_t iterations;        // batched forward passes run so far, all workers
   uint64_t batch_requests;    // sum over iterations of the requests in each: / iterations = mean batch
   uint64_t batch_tokens;      // sum over iterations of the tokens in each: / iterations = tokens per iteration
+  // The load meter (kernel/ai/load_meter.h): hart 0's timer tick samples how
+  // many requests are queued and in the system (queued + running) and adds
+  // count x (time since its previous sample). Two readings give the means
+  // between them: mean in system = delta load_in_system_ns / delta load_time_ns.
+  uint64_t load_samples;      // ticks that sampled
+  uint64_t load_time_ns;      // clock of the newest sample
+  uint64_t load_queued_ns;    // request-nanoseconds queued
+  uint64_t load_in_system_ns; // request-nanoseconds queued or running
   // The paged KV cache (all models' pools): blocks of kv_block positions.
   uint32_t kv_block;          // positions per block (ai.kv_block)
   uint32_t prefix_cache;      // 1: full prompt blocks are cached and shared (ai.prefix_cache)

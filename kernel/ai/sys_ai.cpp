@@ -7,6 +7,7 @@
 #include "engine.h"
 #include "trace.h"
 #include "sharing.h"
+#include "load_meter.h"
 #include "../proc.h"
 #include "../trap.h"
 #include "../string.h"
@@ -268,6 +269,11 @@ SyscallResult sys_ai_info() {
     info.iterations = counters.iterations;
     info.batch_requests = counters.batch_requests;
     info.batch_tokens = counters.batch_tokens;
+    LoadMeter load = load_meter();
+    info.load_samples = load.samples;
+    info.load_time_ns = load.t_last;
+    info.load_queued_ns = load.queued_ns;
+    info.load_in_system_ns = load.in_system_ns;
     KvStats kv = kv_stats();
     info.kv_block = kv_block_size;
     info.prefix_cache = prefix_cache_enabled;

@@ -30,6 +30,7 @@
 //     ordered (submit <= start <= first <= finish) and the requeued time
 //     fits in the service time.
 #include "ai_sim.h"
+#include "../../kernel/ai/load_meter.h"
 
 #include <algorithm>
 #include <set>
@@ -103,6 +104,7 @@ Sim::Sim(const SimOptions& o) : opt_(o) {
   ai::fair_counters.reset();
   ai::priority_preemptions = 0;
   ai::kv_reset_stats();
+  ai::load_meter_reset();   // the clock starts again
   ai::n_models = int(o.n_models);
   ai::models_known = true;
   rows_.assign(o.n_models, {});

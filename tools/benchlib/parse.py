@@ -18,8 +18,9 @@ def parse_aibench(text):
             _, t, q, r = line.split(",")
             samples.append((int(t), int(q), int(r)))
     m = re.search(r"little: L_measured=([\d.]+) lambda=([\d.]+) W=([\d.]+) lambdaW=([\d.]+)", text)
-    q = re.search(r"mean queue length ([\d.]+), mean in system ([\d.]+) \((\d+) samples over ([\d.]+)% "
-                  r"of the run, largest gap (\d+) ms\)", text)
+    meter = re.search(r"mean queue length ([\d.]+), mean in system ([\d.]+) \(load meter: (\d+) samples", text)
+    q = re.search(r"sampler process: mean queue length ([\d.]+), mean in system ([\d.]+) \((\d+) samples over "
+                  r"([\d.]+)% of the run, largest gap (\d+) ms\)", text)
     d = re.search(r"requests: (\d+) done, (\d+) failed or cancelled, (\d+) never reported, (\d+) clients died",
                   text)
     summary = {
@@ -27,8 +28,12 @@ def parse_aibench(text):
         "throughput_rps": float(m.group(2)) if m else None,
         "mean_latency_s": float(m.group(3)) if m else None,
         "lambda_W": float(m.group(4)) if m else None,
-        "mean_queue_length": float(q.group(1)) if q else None,
-        "samples": int(q.group(3)) if q else 0,
+        # The kernel's load meter (hart 0's timer): the L that Little's law checks.
+        "mean_queue_length": float(meter.group(1)) if meter else None,
+        "samples": int(meter.group(3)) if meter else 0,
+        # The sampler process, shown beside it (it reads low: docs/experiments.md).
+        "sampler_L": float(q.group(2)) if q else None,
+        "sampler_samples": int(q.group(3)) if q else 0,
         "sampled_pct": float(q.group(4)) if q else 0.0,
         "largest_gap_ms": int(q.group(5)) if q else None,
         "clients_died": int(d.group(4)) if d else None,

@@ -202,8 +202,11 @@ def write_report(out, summary, plots):
     ll = summary["littles_law"]
     lines += [f"**Little's law** (L = λW, {summary['time_modes']['sweep']}), checked in every boot of every point: worst disagreement "
               f"{ll['worst_pct']:.1f}% — {'within' if ll['ok'] else 'NOT within'} {LITTLE_TOLERANCE_PCT:.0f}%. "
-              "L is measured by a sampler process watching the service; λ and W from the kernel's per-request "
-              "timestamps.", ""]
+              "L is the kernel's load meter (hart 0's timer samples the number of requests in the service every "
+              "tick); λ and W come from the per-request timestamps."
+              + (" A sampler *process* reading `ai_info` every 10 ms found L {:+.1f}% to {:+.1f}% off λW: it gets a "
+                 "hart only when the scheduler gives it one, and the requests use the same harts (docs/experiments.md)."
+                 .format(*ll["sampler_off_pct"]) if ll.get("sampler_off_pct") else ""), ""]
     if summary["problems"]:
         lines += ["## Problems", ""] + [f"- {p}" for p in summary["problems"]] + [""]
     lines += ["## Files", "",

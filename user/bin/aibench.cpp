@@ -18,9 +18,12 @@
 // seeded PCT percent of the requests ask for N2 instead (a two-size mix).
 // --align-tick starts the clock right after a timer tick, so that in exact
 // mode the same seed gives the same arrival times. Clients send one record per
-// request to the parent through a pipe; the parent samples ai_info every
-// 10 ms (the measured number in the system, for the Little's law check) and
-// prints a summary, plus one CSV line per request with --csv. A client that
+// request to the parent through a pipe. The Little's law check takes the
+// number in the system from the kernel's load meter (hart 0's timer samples
+// it every tick; ai_info before and after the run); a sampler process also
+// reads ai_info every 10 ms, for the curve over time, and its mean is
+// printed beside the meter's (it reads low: see the end of main). The
+// parent prints a summary, plus one CSV line per request with --csv. A client that
 // dies mid-run loses only its unfinished requests; the run still reports.
 //
 // The client pids are printed at the start ("aibench: client pids ..."), so a
@@ -368,6 +371,8 @@ int main(int argc, char** argv) {
   // atomic), and this process just reads it.
   int fds[2];
   if (pipe(fds) < 0) return 1;
+  static kai_ai_info load_before, load_after;
+  if (ai_info(&load_before) < 0) return 1;
   uint64_t t0 = clock_ns();
   int reaper = fork();
   if (reaper == 0) {
@@ -507,11 +512,29 @@ int main(int argc, char** argv) {
       area_in_system += dt * (samples[i].queued + samples[i].running);
       covered += dt;
     }
-    double mean_queued = covered > 0 ? area_queued / covered : 0;
-    double mean_in_system = covered > 0 ? area_in_system / covered : 0;
-    printf("mean queue length %.3f, mean in system %.3f (%d samples over %.1f%% of the run, largest gap %lu ms)\n",
-           mean_queued, mean_in_system, n_samples, 100.0 * covered / double(last_finish - first_submit),
-           (unsigned long)(max_gap / 1000000));
+    double sampler_queued = covered > 0 ? area_queued / covered : 0;
+    double sampler_in_system = covered > 0 ? area_in_system / covered : 0;
+    // The kernel's load meter over the same window. Outside it the service
+    // is empty (all of this run's requests come after the first submit and
+    // end by the last finish) and adds nothing, so the sums' growth between
+    // a reading before the run and one taken after a tick past the last
+    // finish, divided by the window, is the mean inside it (to within the
+    // tick at either edge). The sampler process above can read low: it
+    // looks only when the scheduler gives it a hart, and the requests use
+    // the same harts, so when it looks depends on what it looks at. The
+    // timer interrupt comes whatever runs (kernel/ai/load_meter.h).
+    for (int tries = 0; tries < 100 && load_after.load_time_ns <= last_finish; tries++) {
+      if (tries > 0) sleep(1);
+      if (ai_info(&load_after) < 0) break;
+    }
+    double window = double(last_finish - first_submit);
+    double mean_queued = double(load_after.load_queued_ns - load_before.load_queued_ns) / window;
+    double mean_in_system = double(load_after.load_in_system_ns - load_before.load_in_system_ns) / window;
+    printf("mean queue length %.3f, mean in system %.3f (load meter: %lu samples by hart 0's timer)\n", mean_queued,
+           mean_in_system, (unsigned long)(load_after.load_samples - load_before.load_samples));
+    printf("sampler process: mean queue length %.3f, mean in system %.3f (%d samples over %.1f%% of the run, "
+           "largest gap %lu ms)\n",
+           sampler_queued, sampler_in_system, n_samples, 100.0 * covered / window, (unsigned long)(max_gap / 1000000));
     // With --csv, the samples where the number in the system changed (and
     // the last one): enough to draw it over time.
     if (opt.csv) {
