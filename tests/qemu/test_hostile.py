@@ -166,10 +166,15 @@ def test_shell_answers_while_a_request_runs_on_one_hart():
         # would let the shell run only once the request was done. The real
         # time the echo took is printed, not judged (a busy host decides it).
         for attempt in range(3):
-            # 32 int8 tokens of the SmolLM2 shape: about 4 s of work at some
-            # 120 ms per token. With 8 tokens (about 1.1 s) a fast host had
-            # finished the request before aistat ran (CI dry run, 2026-12-05).
-            run_in_session(s, "ai --model SMOL --int8 --predict 32 504 3575 282 4649 314 > /out &", 30)
+            # 160 int8 tokens of the SmolLM2 shape: about 20 s of work at some
+            # 120 ms per token, so even a host several times faster is still
+            # generating when aistat runs (with 8 tokens, about 1.1 s, a fast
+            # host had finished before; CI dry run, 2026-12-05). The client
+            # is killed after the check: its request is cancelled at the
+            # worker's next iteration.
+            launched = run_in_session(s, "ai --model SMOL --int8 --predict 160 504 3575 282 4649 314 > /out &", 30)
+            pid = re.search(r"\[(\d+)\]", launched)
+            assert pid, launched
             time.sleep(1.0)   # the request is in its prefill or decode now
             start = s.mark()
             t0 = time.monotonic()
@@ -183,7 +188,7 @@ def test_shell_answers_while_a_request_runs_on_one_hart():
             assert seen, "echo never answered\n" + stat
             # ... while the request's tokens were still to come.
             assert re.search(r"running=1", stat), stat
-            # Let it finish (its client collects it) before the next attempt.
+            run_in_session(s, f"kill {pid.group(1)}", 30)
             deadline = time.monotonic() + 120
             while "in_flight=0" not in run_in_session(s, "aistat", 30):
                 assert time.monotonic() < deadline, s.transcript[-2000:]
