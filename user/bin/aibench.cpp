@@ -22,7 +22,7 @@
 // number in the system from the kernel's load meter (hart 0's timer samples
 // it every tick; ai_info before and after the run); a sampler process also
 // reads ai_info every 10 ms, for the curve over time, and its mean is
-// printed beside the meter's (it reads low: see the end of main). The
+// printed beside the meter's (it can read low; see below). The
 // parent prints a summary, plus one CSV line per request with --csv. A client that
 // dies mid-run loses only its unfinished requests; the run still reports.
 //
