@@ -10,14 +10,16 @@ void sample_load(uint64_t now) {
   if (!lock.holding()) panic("ai: sample_load without ai::lock");
   uint64_t queued = queued_count();
   uint64_t in_system = queued + running_count();
-  // The first sample only starts the clock: before it, nothing was watched.
   // A clock that did not advance (two samples at one instant) adds nothing.
-  if (meter.t_last != 0 && now > meter.t_last) {
-    uint64_t dt = now - meter.t_last;
-    meter.queued_ns += queued * dt;
-    meter.in_system_ns += in_system * dt;
+  // The first sample only starts the clock: before it, nothing was watched.
+  if (now > meter.t_last) {
+    if (meter.t_last != 0) {
+      uint64_t dt = now - meter.t_last;
+      meter.queued_ns += queued * dt;
+      meter.in_system_ns += in_system * dt;
+    }
+    meter.t_last = now;
   }
-  if (now > meter.t_last) meter.t_last = now;
   meter.samples++;
 }
 

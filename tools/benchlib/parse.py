@@ -33,7 +33,6 @@ def parse_aibench(text):
         "samples": int(meter.group(3)) if meter else 0,
         # The sampler process, shown beside it (it reads low: docs/experiments.md).
         "sampler_L": float(q.group(2)) if q else None,
-        "sampler_samples": int(q.group(3)) if q else 0,
         "sampled_pct": float(q.group(4)) if q else 0.0,
         "largest_gap_ms": int(q.group(5)) if q else None,
         "clients_died": int(d.group(4)) if d else None,
