@@ -266,6 +266,34 @@ void Batch::classify(const float* rows, size_t stride, const uint32_t* which, ui
   run_argmax(*ops_, par_, emb, acts_, m, part_best_, best);
 }
 
+// The tied classifier's full product for the m items which[0..m), each
+// into its own items[].logits row. Items whose rows lie one stride apart
+// (a caller's [rows][vocab] scratch, the usual case) share one product, so
+// the vocabulary's weights are read once for all of them; any others run
+// in products of their own. Each logit is computed exactly as
+// Session::logits() computes it (same kernel per (row, item)), so a
+// sampler sees the same bits either way.
+void Batch::classify_logits(const float* rows, size_t stride, const uint32_t* which, uint32_t m) {
+  const Config& c = *cfg_;
+  Matrix emb = model_->embedding();
+  uint64_t bytes = matrix_bytes(emb), macs = uint64_t(emb.rows) * emb.cols;
+  for (uint32_t j = 0; j < m; j++) {
+    WorkCounts& wc = work(which[j]);
+    wc.macs += macs;
+    wc.weight_bytes += bytes * (j + 1) / m - bytes * j / m;
+  }
+  size_t vocab = c.vocab_size;
+  for (uint32_t j0 = 0; j0 < m;) {
+    uint32_t j1 = j0 + 1;
+    while (j1 < m && items_[which[j1]].logits == items_[which[j0]].logits + (j1 - j0) * vocab) j1++;
+    for (uint32_t j = j0; j < j1; j++) acts_[j - j0] = prepare_one(rows + which[j] * stride, c.dim, j - j0);
+    pack_prepared(j1 - j0);
+    Product all{&emb, items_[which[j0]].logits, vocab};
+    run_products(*ops_, par_, &all, 1, acts_, j1 - j0);
+    j0 = j1;
+  }
+}
+
 ErrorOr<void, Error> Batch::forward(BatchItem* items, uint32_t n) {
   if (n == 0) return {};
   TRY(check(items, n));
@@ -314,11 +342,23 @@ ErrorOr<void, Error> Batch::forward(BatchItem* items, uint32_t n) {
       s->last_phase_ = items[i].phase;
     }
   }
-  // Classifier: greedy next token for the items that asked, in one product.
+  // Classifier: greedy next token for the items that asked, in one product;
+  // the full logits for the items that gave a place for them, in another.
   if (m > 0) {
-    ArgMax* best = part_best_ + size_t(kMaxParts) * max_;  // after the parts' slots
-    classify(xb_, dim_stride_, which_, m, best);
-    for (uint32_t j = 0; j < m; j++) items[which_[j]].next = best[j].index;
+    // which_[0..m_argmax): argmax items; which_[m_argmax..m): logits items,
+    // each list in item order.
+    m = 0;
+    for (uint32_t i = 0; i < n; i++)
+      if (items[i].want_next && items[i].logits == nullptr) which_[m++] = i;
+    uint32_t m_argmax = m;
+    for (uint32_t i = 0; i < n; i++)
+      if (items[i].want_next && items[i].logits != nullptr) which_[m++] = i;
+    if (m_argmax > 0) {
+      ArgMax* best = part_best_ + size_t(kMaxParts) * max_;  // after the parts' slots
+      classify(xb_, dim_stride_, which_, m_argmax, best);
+      for (uint32_t j = 0; j < m_argmax; j++) items[which_[j]].next = best[j].index;
+    }
+    if (m > m_argmax) classify_logits(xb_, dim_stride_, which_ + m_argmax, m - m_argmax);
   }
   items_ = nullptr;
   n_ = 0;

@@ -30,6 +30,11 @@ struct SessionOptions {
   // The KV cache lives in a shared pool of blocks (Session::set_kv_pages),
   // not in the session's own memory: bytes_needed() leaves it out.
   bool paged_kv = false;
+  // Room for one checkpoint of the recurrent state (Session::keep_checkpoint),
+  // so that a model with linear-attention layers can move back
+  // (Session::rewind). Costs as much memory again as that state (Qwen3.5-0.8B
+  // shape: about 19 MiB); models without such layers need none.
+  bool checkpoint = false;
 };
 
 // Which work counters of a session a token is charged to.
@@ -61,6 +66,12 @@ struct BatchItem {   // one token of one request
   Phase phase;       // which work counters of the session it is charged to
   bool want_next;    // run the classifier (last prompt token, or a decode token)
   uint32_t next;     // out: greedy next token (argmax, lowest index wins ties)
+  // With want_next: nullptr asks for the argmax only (a scan fused into the
+  // classifier's product, no vocab_size floats written); otherwise the
+  // pass writes all vocab_size logits of this position here (for a
+  // sampler, a verifier or a mask), and `next` is left as it was. One
+  // product over the vocabulary per position either way.
+  float* logits = nullptr;
 };
 
 // Scratch for one forward pass over up to max_items tokens. Holds no request
@@ -122,6 +133,7 @@ class Batch {
   void project_all(const Product* list, uint32_t count, const ActVec* a);
   void project_swiglu(const Product& gate, const Product& up, const ActVec* a);
   void classify(const float* rows, size_t stride, const uint32_t* which, uint32_t m, ArgMax* best);
+  void classify_logits(const float* rows, size_t stride, const uint32_t* which, uint32_t m);
   void charge_matrix(const Matrix& w);
   // Each block takes its prepared input (the items' xb) and leaves its
   // output in xb2.
@@ -172,7 +184,7 @@ class Batch {
   size_t att_stride_ = 0;
   float* tmp_ = nullptr;      // [lin_v_dim] DeltaNet S^T k then delta
   ArgMax* part_best_ = nullptr;  // [kMaxParts + 1][max_items] classifier winners per row range, then overall
-  uint32_t* which_ = nullptr;    // [max_items] items that want a next token
+  uint32_t* which_ = nullptr;    // [max_items] items that want a next token (argmax ones, then logits ones)
 };
 
 }  // namespace llm

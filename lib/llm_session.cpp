@@ -16,19 +16,25 @@ struct Layout {
 };
 
 struct Sizes {
-  size_t hidden, kc, vc, conv, ssm, batch, total;
+  size_t hidden, kc, vc, conv, ssm, ckpt_conv, ckpt_ssm, batch, total;
 };
 
-Sizes layout(const Config& c, bool paged_kv) {
+size_t conv_floats(const Config& c) { return size_t(c.n_linear_layers()) * c.conv_dim() * c.conv_kernel; }
+size_t ssm_floats(const Config& c) { return size_t(c.n_linear_layers()) * c.lin_v_heads * c.lin_k_dim * c.lin_v_dim; }
+
+Sizes layout(const Config& c, const SessionOptions& opt) {
+  bool paged_kv = opt.paged_kv;
   Layout L;
   Sizes s;
   size_t f = 4;
-  size_t nf = paged_kv ? 0 : c.n_full_layers(), nl = c.n_linear_layers();
+  size_t nf = paged_kv ? 0 : c.n_full_layers();
   s.hidden = L.take(c.dim * f);
   s.kc = L.take(nf * c.runtime_seq_len * c.kv_dim() * f);   // paged: in the pool instead
   s.vc = L.take(nf * c.runtime_seq_len * c.kv_dim() * f);
-  s.conv = L.take(nl * c.conv_dim() * c.conv_kernel * f);
-  s.ssm = L.take(nl * c.lin_v_heads * c.lin_k_dim * c.lin_v_dim * f);
+  s.conv = L.take(conv_floats(c) * f);
+  s.ssm = L.take(ssm_floats(c) * f);
+  s.ckpt_conv = L.take(opt.checkpoint ? conv_floats(c) * f : 0);
+  s.ckpt_ssm = L.take(opt.checkpoint ? ssm_floats(c) * f : 0);
   s.batch = L.take(Batch::bytes_needed(c, Session::kPrefillChunk));
   s.total = L.off;
   return s;
@@ -49,12 +55,18 @@ ErrorOr<void, Error> check_request(const Config& cfg, const uint32_t* prompt, ui
   return {};
 }
 
-size_t Session::bytes_needed(const Config& cfg, bool paged_kv) { return layout(cfg, paged_kv).total; }
+size_t Session::bytes_needed(const Config& cfg, bool paged_kv) {
+  SessionOptions opt;
+  opt.paged_kv = paged_kv;
+  return layout(cfg, opt).total;
+}
+
+size_t Session::bytes_needed(const Config& cfg, const SessionOptions& opt) { return layout(cfg, opt).total; }
 
 ErrorOr<void, Error> Session::init(const Model& model, void* mem, size_t size, const SessionOptions& opt) {
   if (!model.loaded()) return Error::make(ErrorCode::BadField).str("session: model not loaded");
   const Config& c = model.config();
-  Sizes s = layout(c, opt.paged_kv);
+  Sizes s = layout(c, opt);
   if (size < s.total)
     return Error::make(ErrorCode::NoMemory).str("not enough memory: session needs ").num(s.total).str(" bytes, have ").num(size);
   if (reinterpret_cast<uintptr_t>(mem) % 16)
@@ -69,6 +81,8 @@ ErrorOr<void, Error> Session::init(const Model& model, void* mem, size_t size, c
   opt_ = opt;
   hidden_ = F(s.hidden);
   kcache_ = F(s.kc); vcache_ = F(s.vc); conv_ = F(s.conv); ssm_ = F(s.ssm);
+  ckpt_conv_ = opt.checkpoint ? F(s.ckpt_conv) : nullptr;
+  ckpt_ssm_ = opt.checkpoint ? F(s.ckpt_ssm) : nullptr;
   pool_ = nullptr;
   table_ = nullptr;
   n_table_ = 0;
@@ -81,6 +95,7 @@ ErrorOr<void, Error> Session::init(const Model& model, void* mem, size_t size, c
 void Session::reset() {
   const Config& c = *cfg_;
   pos_ = 0;
+  ckpt_pos_ = kNoCheckpoint;
   last_phase_ = Phase::Prefill;
   work_[0] = WorkCounts{};
   work_[1] = WorkCounts{};
@@ -96,6 +111,35 @@ ErrorOr<void, Error> Session::resume_at(uint32_t pos) {
   if (pos_ != 0) return Error::make(ErrorCode::BadField).str("prefix reuse: the session has already run");
   if (pos >= kv_capacity())
     return Error::make(ErrorCode::RequestTooLong).str("prefix reuse: position ").num(pos).str(" beyond the KV cache");
+  pos_ = pos;
+  return {};
+}
+
+ErrorOr<void, Error> Session::keep_checkpoint() {
+  const Config& c = *cfg_;
+  if (c.n_linear_layers() == 0) {
+    ckpt_pos_ = pos_;   // the KV rows are the whole state: nothing to copy
+    return {};
+  }
+  if (ckpt_conv_ == nullptr)
+    return Error::make(ErrorCode::BadField).str("checkpoint: the session has no room for one (SessionOptions::checkpoint)");
+  copy_floats(ckpt_conv_, conv_, conv_floats(c));
+  copy_floats(ckpt_ssm_, ssm_, ssm_floats(c));
+  ckpt_pos_ = pos_;
+  return {};
+}
+
+ErrorOr<void, Error> Session::rewind(uint32_t pos) {
+  const Config& c = *cfg_;
+  if (pos > pos_)
+    return Error::make(ErrorCode::BadField).str("rewind: position ").num(pos).str(" is ahead of the session (").num(pos_).str(")");
+  if (pos == pos_) return {};
+  if (c.n_linear_layers() > 0) {
+    if (ckpt_pos_ != pos)
+      return Error::make(ErrorCode::BadField).str("rewind: no checkpoint at position ").num(pos).str(" (the linear-attention state moves only forward)");
+    copy_floats(conv_, ckpt_conv_, conv_floats(c));
+    copy_floats(ssm_, ckpt_ssm_, ssm_floats(c));
+  }
   pos_ = pos;
   return {};
 }

@@ -67,6 +67,7 @@ class Session {
   // Bytes of caller memory a session of this model needs (64-byte multiple):
   // its state plus a Batch of kPrefillChunk items for feed/prefill/step.
   static size_t bytes_needed(const Config& cfg, bool paged_kv = false);
+  static size_t bytes_needed(const Config& cfg, const SessionOptions& opt);
 
   // Lays the session out in mem[0..size) and resets it. mem must be
   // 16-byte aligned; it is owned by the caller and must outlive the session.
@@ -121,6 +122,26 @@ class Session {
   // per position (BadField otherwise), and for a fresh session.
   ErrorOr<void, Error> resume_at(uint32_t pos);
 
+  // Rollback: positions computed and then not accepted (a speculative
+  // token the model did not confirm). The state of a session is its KV
+  // rows, one per position, plus, for linear-attention layers, a recurrent
+  // state that every token changes in place: the first can move back by
+  // forgetting rows (they are overwritten when positions are fed again),
+  // the second only by going back to a copy taken earlier, a checkpoint.
+  //
+  // keep_checkpoint() copies the recurrent state at position() into the
+  // session's checkpoint room (SessionOptions::checkpoint); a model
+  // without linear layers has nothing to copy and needs no room.
+  ErrorOr<void, Error> keep_checkpoint();
+  // rewind(pos): continue at position pos <= position(), as if only tokens
+  // 0..pos-1 had been fed. A model with linear layers can go back only to
+  // its checkpoint's position (BadField otherwise: the caller recomputes
+  // from there). argmax() and logits() need a feed after a rewind.
+  ErrorOr<void, Error> rewind(uint32_t pos);
+  // The position of the kept checkpoint, or kNoCheckpoint.
+  static constexpr uint32_t kNoCheckpoint = 0xffffffffu;
+  uint32_t checkpoint_position() const { return ckpt_pos_; }
+
   // THE place that knows where a K/V row is: full-attention layer `slot`
   // (index among the full layers), position pos < kv_capacity(). Either a
   // contiguous [n_full][runtime_seq_len][kv_dim] array per K and V in the
@@ -164,6 +185,11 @@ class Session {
   uint32_t n_table_ = 0;
   float* conv_ = nullptr;    // [n_linear][conv_dim][conv_kernel] last inputs of the causal conv
   float* ssm_ = nullptr;     // [n_linear][v_heads][k_dim][v_dim] DeltaNet recurrent states
+  // SessionOptions::checkpoint: copies of conv_ and ssm_ taken at ckpt_pos_
+  // (kNoCheckpoint: none kept, or the model has no linear layers).
+  float* ckpt_conv_ = nullptr;
+  float* ckpt_ssm_ = nullptr;
+  uint32_t ckpt_pos_ = kNoCheckpoint;
   uint8_t slot_[kMaxLayers] = {};  // layer -> index among its kind (full or linear)
   LayerObserver obs_ = nullptr;
   void* obs_ctx_ = nullptr;

@@ -78,6 +78,9 @@ struct kai_trace_event {
 //                 time per multiply-add; reference_ps = what probes are judged
 //                 against after it; verdict = KAI_TRACE_WIDTH_* (only teams of
 //                 2 or more threads measure)
+//   DRAFT         N scheduled, k accepted: a request's iteration carried
+//                 `drafted` proposed tokens, of which `accepted` were kept;
+//                 fed = its position after the rollback of the rest
 #define KAI_TRACE_EVENTS(X)                                                           \
   X(1, SUBMIT, REQUESTS, "model", "prompt", "predict", "priority", "queue")          \
   X(2, ADMIT, REQUESTS, "worker", "policy", "queue", "running", "")                  \
@@ -97,7 +100,8 @@ struct kai_trace_event {
   X(16, LOAD, LOAD, "model", "phase", "", "", "")                                    \
   X(17, STARTED, ALL, "capacity", "classes", "", "", "")                             \
   X(18, SAMPLE, SAMPLES, "pc_lo", "pc_hi", "mode", "pid", "ra_lo")                   \
-  X(19, WIDTH, ITERATIONS, "worker", "width", "ps_per_mac", "reference_ps", "verdict")
+  X(19, WIDTH, ITERATIONS, "worker", "width", "ps_per_mac", "reference_ps", "verdict") \
+  X(20, DRAFT, ITERATIONS, "worker", "drafted", "accepted", "fed", "")
 
 enum kai_trace_type : uint16_t {
 #define KAI_TRACE_ENUM_(number, name, cls, a0, a1, a2, a3, a4) KAI_TRACE_##name = number,
@@ -124,6 +128,7 @@ enum kai_trace_type : uint16_t {
 
 // PREEMPT cause
 #define KAI_TRACE_CAUSE_KV_FULL 1   // no free or evictable KV block for a running request
+#define KAI_TRACE_CAUSE_PRIORITY 2  // a more urgent queued request took its batch slot (ai.preempt_gap)
 
 // SAMPLE mode
 #define KAI_TRACE_MODE_KERNEL 0     // supervisor code (pc in kernel.elf)

@@ -236,10 +236,11 @@ ErrorOr<void> ensure_memory(void*& mem, size_t& have, size_t bytes) {
 }  // namespace
 
 ErrorOr<void, Error> engine_session_begin(EngineSession* s, EngineModel* em, bool int8_activations,
-                                          const llm::KvPool* pool) {
+                                          const llm::KvPool* pool, bool checkpoint) {
   llm::SessionOptions options = options_for(int8_activations);
   options.paged_kv = pool != nullptr;
-  size_t bytes = llm::Session::bytes_needed(em->model.config(), options.paged_kv);
+  options.checkpoint = checkpoint;
+  size_t bytes = llm::Session::bytes_needed(em->model.config(), options);
   if (ensure_memory(s->mem, s->bytes, bytes).is_error())
     return Error::make(Errno::NoMem, "session", "no contiguous memory for its state");
   // init() lays the session out and resets every state, so reused memory
@@ -254,6 +255,16 @@ void engine_session_map(EngineSession* s, const llm::KvPool* pool, const uint32_
 }
 
 llm::Session* engine_runtime_session(EngineSession* s) { return &s->session; }
+
+ErrorOr<void, Error> engine_session_checkpoint(EngineSession* s) {
+  if (auto r = s->session.keep_checkpoint(); r.is_error()) return Error::from("rollback", r.error());
+  return {};
+}
+
+ErrorOr<void, Error> engine_session_rewind(EngineSession* s, uint32_t pos) {
+  if (auto r = s->session.rewind(pos); r.is_error()) return Error::from("rollback", r.error());
+  return {};
+}
 
 ErrorOr<void, Error> engine_session_resume(EngineSession* s, uint32_t pos) {
   if (pos == 0) return {};
@@ -346,25 +357,22 @@ ErrorOr<void, Error> engine_forward(uint32_t worker, EngineModel* em, bool int8_
 
 // ---- sampling ------------------------------------------------------------------
 
-// Per worker: all vocab_size logits and the sampler's index scratch,
-// allocated on first use (SmolLM2 shape: 2 x 192 KiB).
+// Per worker: rows of vocab_size logits and the sampler's index scratch,
+// allocated on first use and grown when a pass needs more rows.
 struct SampleScratch {
   void* mem = nullptr;
   size_t bytes = 0;
 };
 static SampleScratch sample_scratch[kMaxWorkers];
 
-ErrorOr<uint32_t, Error> engine_sample(uint32_t worker, EngineSession* s, const llm::SamplingParams& params,
-                                       llm::Rng& rng, const uint32_t* recent, uint32_t n_recent) {
+ErrorOr<LogitsRoom, Error> engine_logits_room(uint32_t worker, EngineModel* em, uint32_t rows) {
   if (worker >= uint32_t(kMaxWorkers)) return Error::make(Errno::Invalid, "sampler", "worker out of range");
-  uint32_t vocab = s->session.model().config().vocab_size;
+  size_t vocab = em->model.config().vocab_size;
   SampleScratch& sc = sample_scratch[worker];
-  if (ensure_memory(sc.mem, sc.bytes, size_t(vocab) * 8).is_error())
+  if (ensure_memory(sc.mem, sc.bytes, vocab * 4 * (size_t(rows) + 1)).is_error())
     return Error::make(Errno::NoMem, "sampler", "no contiguous memory for the logits");
   auto* logits = static_cast<float*>(sc.mem);
-  auto* order = reinterpret_cast<uint32_t*>(logits + vocab);
-  s->session.logits(logits);
-  return llm::sample_token(logits, vocab, params, rng, recent, n_recent, order);
+  return LogitsRoom{logits, reinterpret_cast<uint32_t*>(logits + vocab * rows)};
 }
 
 // ---- request checks ---------------------------------------------------------

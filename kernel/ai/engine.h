@@ -47,10 +47,17 @@ EngineSession* engine_session(uint32_t worker, uint32_t index);
 // its memory if this model needs more. With a pool, its KV cache is paged
 // (kv_cache.h) and its own memory holds no KV rows. Errno::NoMem if memory
 // is short.
+// With `checkpoint`, the session has room to keep its recurrent state
+// (llm::Session::keep_checkpoint) for a rollback.
 ErrorOr<void, Error> engine_session_begin(EngineSession* s, EngineModel* model, bool int8_activations,
-                                          const llm::KvPool* pool);
+                                          const llm::KvPool* pool, bool checkpoint = false);
 // A cached prefix: the session continues at position pos (0: nothing to do).
 ErrorOr<void, Error> engine_session_resume(EngineSession* s, uint32_t pos);
+// Rollback (the iteration seam): keep the session's recurrent state before
+// a pass whose positions may be rejected, and move the session back to
+// position pos after it (llm::Session::keep_checkpoint / rewind).
+ErrorOr<void, Error> engine_session_checkpoint(EngineSession* s);
+ErrorOr<void, Error> engine_session_rewind(EngineSession* s, uint32_t pos);
 // The session's block table for the next pass (paged sessions only).
 void engine_session_map(EngineSession* s, const llm::KvPool* pool, const uint32_t* table, uint32_t n);
 // The runtime's Session inside s: what a batch item (llm::BatchItem) names.
@@ -81,11 +88,15 @@ void engine_survey_team(uint32_t worker);
 ErrorOr<void, Error> engine_forward(uint32_t worker, EngineModel* model, bool int8_activations,
                                     llm::BatchItem* items, uint32_t n);
 
-// The next token of `session` drawn with the sampler (lib/llm_sample.h)
-// from the logits of its newest position; `recent` are the last tokens of
-// prompt + output (for the repetition penalty). Uses the worker's scratch.
-ErrorOr<uint32_t, Error> engine_sample(uint32_t worker, EngineSession* session, const llm::SamplingParams& params,
-                                       llm::Rng& rng, const uint32_t* recent, uint32_t n_recent);
+// The worker's room for one pass's sampled positions: `rows` rows of
+// vocab_size logits, one after the other (the pass writes each Sample
+// item's row: BatchItem::logits), and the sampler's index scratch.
+// Allocated on first use and kept (SmolLM2 shape: 192 KiB a row).
+struct LogitsRoom {
+  float* rows;
+  uint32_t* order;   // [vocab_size]
+};
+ErrorOr<LogitsRoom, Error> engine_logits_room(uint32_t worker, EngineModel* model, uint32_t rows);
 
 // Request checks with the runtime's own rules (llm::check_request), mapped
 // to one errno per cause (include/kai/ai_abi.h lists them).

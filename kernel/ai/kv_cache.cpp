@@ -302,6 +302,21 @@ void kv_release(int m, BlockTable& table) {
   table.registered = 0;
 }
 
+void kv_shrink(int m, BlockTable& table, uint32_t positions) {
+  ModelKv& k = pools[m];
+  if (!k.paged) return;
+  uint32_t keep = kv_blocks_for(positions);
+  // Tail first, as kv_release. The blocks past `positions` hold only
+  // positions after every shared or registered prompt block (those lie
+  // below the request's fed, and positions >= fed): private, never cached.
+  while (table.n > keep) {
+    uint32_t b = table.block[--table.n];
+    if (k.refs[b] != 1 || k.cached[b]) panic("ai: KV block %u rolled back while shared or cached", b);
+    put_block(k, b);
+  }
+  if (table.registered > table.n) table.registered = table.n;
+}
+
 KvStats kv_stats() {
   KvStats s = stats;
   s.blocks_total = s.blocks_used = s.blocks_cached = 0;

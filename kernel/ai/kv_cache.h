@@ -105,6 +105,10 @@ bool kv_grow(int m, BlockTable& table, uint32_t positions);
 // After the session has computed positions [0, fed): registers the newly
 // full prompt blocks of `table` in the prefix cache. Lock held.
 void kv_publish(const PrefixKey& key, uint32_t fed, BlockTable& table);
+// Rollback (positions computed and not accepted): `table` keeps the blocks
+// that cover its first `positions` positions (a partly used last block
+// stays); whole blocks past them go back, tail first. Lock held.
+void kv_shrink(int m, BlockTable& table, uint32_t positions);
 // The table's owner no longer needs its blocks (finished, cancelled or
 // preempted): each goes back, tail first, to the free list or, if it holds
 // a cached prefix, to the LRU list of unreferenced cached blocks. The table

@@ -21,6 +21,14 @@ constexpr uint32_t kDefaultMaxBatch = 8;
 constexpr uint32_t kMaxBudget = 256;
 constexpr uint32_t kDefaultBudget = 32;
 
+// The iteration seam (docs/ai-service.md, "N scheduled, k accepted"): a
+// generating request may be scheduled its newest token plus up to
+// kMaxDrafts proposed ones (ai.drafts). A sampled position's logits are kept
+// until its token is drawn, vocab_size floats each, so a pass takes at most
+// kMaxSampledPositions of them (the drafts of sampled requests stop there).
+constexpr uint32_t kMaxDrafts = 8;
+constexpr uint32_t kMaxSampledPositions = 24;
+
 // Slots one process may hold (ai.max_per_process), and the aging bound
 // (ai.aging_ms): see requests.h and scheduler.h.
 constexpr uint32_t kDefaultMaxPerProcess = 8;

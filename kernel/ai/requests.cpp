@@ -181,6 +181,7 @@ Request* submit(const NewRequest& n) {
   r->worker = 0;
   r->kv.n = r->kv.registered = 0;
   r->cached_tokens = r->preemptions = r->priority_preemptions = 0;
+  r->n_draft = r->drafted = r->accepted = 0;
   r->iterations = 0;
   r->batch_sum = 0;
   r->finish_reason = KAI_AI_FINISH_NONE;
@@ -216,9 +217,9 @@ void admit(Request* r, uint32_t worker) {
   r->t_requeued = 0;
 }
 
-void preempt(Request* r) {
+void preempt(Request* r, uint32_t cause) {
   must_be(r, RequestState::Running, "preempt");
-  trace::emit(KAI_TRACE_PREEMPT, uint64_t(r->id), r->worker, KAI_TRACE_CAUSE_KV_FULL, r->fed);
+  trace::emit(KAI_TRACE_PREEMPT, uint64_t(r->id), r->worker, cause, r->fed);
   uint32_t blocks = r->kv.n;
   uint32_t cached = trace::enabled(KAI_TRACE_KV_FREE) ? kv_blocks_cached(r->model) : 0;
   kv_release(r->model, r->kv);

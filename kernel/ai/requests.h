@@ -86,6 +86,12 @@ struct Request {
   uint64_t rng_state;       // the sampler's generator (starts at sampling.seed)
   uint32_t stop_words;      // stop[0..stop_words): validated stop sequences (ABI format)
   uint32_t stop[KAI_AI_MAX_STOP_WORDS];
+  // This iteration's proposed tokens (scheduler.cpp): draft[0..n_draft)
+  // are fed after the newest token, at the positions that follow it, and
+  // kept only as far as the model's own choices agree with them.
+  uint32_t draft[kMaxDrafts];
+  uint32_t n_draft;
+  uint32_t drafted, accepted;  // proposed tokens computed, and of those the ones kept
   uint32_t cached_tokens;     // prompt tokens taken from the prefix cache at admission
   uint32_t preemptions;       // times its blocks were taken back (it was recomputed)
   uint32_t priority_preemptions;  // of those, for a more urgent request (ai.preempt_gap)
@@ -110,6 +116,9 @@ struct Counters {
   uint64_t iterations;       // batched forward passes run by all workers
   uint64_t batch_requests;   // sum over iterations of the requests in each
   uint64_t batch_tokens;     // sum over iterations of the tokens in each
+  uint64_t drafted;          // proposed tokens computed (they count in batch_tokens)
+  uint64_t accepted;         // ... of which the model's own choice agreed (kept)
+  uint64_t rolled_back;      // positions computed and then given back (drafts not kept, recomputations)
 };
 extern Counters counters;
 
@@ -150,7 +159,7 @@ uint32_t stop_reason(const Request& r);
 // ---- transitions: one per arrow (lock held) -----------------------------
 Request* submit(const NewRequest& n);   // Free -> Queued; needs slot_available(); returns it with its id
 void admit(Request* r, uint32_t worker);         // Queued -> Running (a worker took it)
-void preempt(Request* r);                        // Running -> Queued (its KV blocks were taken back)
+void preempt(Request* r, uint32_t cause);        // Running -> Queued (its KV blocks were taken back); KAI_TRACE_CAUSE_*
 void complete(Request* r, uint32_t reason);      // Running -> Done (KAI_AI_FINISH_LENGTH/EOS/STOP)
 void fail(Request* r, int32_t error);            // Queued or Running -> Failed
 void cancel_queued(Request* r);                  // Queued -> Cancelled (ai_cancel)

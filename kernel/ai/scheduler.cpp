@@ -16,8 +16,9 @@
 //      the least urgent running one, that one is preempted (recomputed
 //      later) and the urgent one takes its slot;
 //   3. plan: one decode token for every request that is generating, then
-//      prefill chunks in batch-slot order (under the priority policy, the
-//      most urgent first) until the token budget is spent
+//      the tokens a proposer guesses will follow it (ai.drafts, proposer.h),
+//      then prefill chunks in batch-slot order (under the priority policy,
+//      the most urgent first) until the token budget is spent
 //      (chunked prefill, as in Sarathi-Serve: a long prompt is spread over
 //      several iterations instead of stalling everyone's next token);
 //   4. grow or preempt: each planned request gets KV blocks for its new
@@ -29,10 +30,14 @@
 //      at its next step 1 and the request that needed the blocks waits one
 //      iteration;
 //   5. write the plan: the tokens as llm::BatchItems, grouped by (model,
-//      activation kind), one group per forward pass.
-// After the pass, commit() advances each planned request's progress (fed),
-// registers its newly full prompt blocks in the prefix cache, publishes its
-// new token and finishes what is complete. This is vLLM's
+//      activation kind), one group per forward pass, and for each item what
+//      the pass must return (Want: nothing, the argmax, a sampled token).
+// After the pass, commit() accepts, for each planned request, k of the n
+// positions it scheduled (N scheduled, k accepted: a proposed token is kept
+// while it equals the model's own choice at the position before it),
+// advances its progress (fed) past the accepted ones and rolls the rest
+// back, registers its newly full prompt blocks in the prefix cache,
+// publishes its new tokens and finishes what is complete. This is vLLM's
 // Scheduler.schedule() / update_from_output() split, at kai's size.
 //
 // Invariants (ai::lock held in schedule() and commit(); between them the
@@ -40,11 +45,14 @@
 //   - a Running request is in exactly one batch slot of exactly one worker
 //     (Request::worker), and a batch slot holds only Running requests;
 //   - `fed` is written only here: set at admission (the cached prefix),
-//     advanced at commit by the tokens that went through the model;
+//     advanced at commit by the accepted positions (never past a position
+//     whose input token was rejected); the session is at `fed` at the
+//     start of every pass (the worker rewinds it when commit moved fed back);
 //   - a planned request's block table covers fed + count positions before
 //     its pass; the plan never holds more than token_budget items nor more
 //     than max_batch requests, and every running request that is
-//     generating and not waiting for blocks gets exactly one token;
+//     generating and not waiting for blocks gets its newest token, plus at
+//     most min(ai.drafts, tokens it may still produce - 1) proposed ones;
 //   - a request is admitted only when its blocks are taken at once: no
 //     admitted request ever waits for blocks to begin;
 //   - while a request of a model waits for blocks held on another worker,
@@ -54,6 +62,7 @@
 #include "kv_cache.h"
 #include "trace.h"
 #include "sharing.h"
+#include "proposer.h"
 
 namespace ai {
 
@@ -75,6 +84,17 @@ PrefixKey prefix_key(const Request& r) {
 void clear_slot(BatchSlot& s) {
   s.request = nullptr;
   s.count = 0;
+  s.drafts = 0;
+  s.rewind = false;
+}
+
+// Sampled or greedy: the ABI's thousandths become the sampler's floats
+// here, in the worker's thread (system calls do no floating point). A
+// repetition penalty changes even a greedy choice, so it needs the sampler.
+void choose_sampling(BatchSlot& s, const kai_ai_sampling& a) {
+  s.params = llm::sampling_from_thousandths(a.temperature_milli, a.top_k, a.top_p_milli, a.min_p_milli,
+                                            a.repeat_penalty_milli, a.repeat_last_n);
+  s.sampled = !s.params.greedy() || s.params.repeat_penalty != 1.0f;
 }
 
 // 1. Running requests that must leave the batch before anything is planned.
@@ -86,7 +106,7 @@ void stop_and_preempt(WorkerBatch& w) {
       stop_cancelled(r);   // frees the slot if its owner is gone
       clear_slot(s);
     } else if (r->preempt_requested) {
-      preempt(r);
+      preempt(r, KAI_TRACE_CAUSE_KV_FULL);
       clear_slot(s);
     }
   }
@@ -129,6 +149,12 @@ bool admit_into(WorkerBatch& w, BatchSlot& s, Request* r) {
   s.fresh = true;
   s.failed = false;
   s.count = 0;
+  s.drafts = 0;
+  s.rewind = false;
+  s.recurrent = models[r->model].summary.config.n_linear_layers() > 0;
+  s.checkpointed = max_drafts > 0;
+  choose_sampling(s, r->sampling);
+  r->n_draft = 0;
   return true;
 }
 
@@ -193,7 +219,7 @@ void preempt_for_priority(WorkerBatch& w) {
     Request* v = victim->request;
     v->priority_preemptions++;
     priority_preemptions++;
-    preempt(v);
+    preempt(v, KAI_TRACE_CAUSE_PRIORITY);
     clear_slot(*victim);
     if (!admit_into(w, *victim, urgent)) return;   // no blocks yet: it comes in at a later admission
   }
@@ -215,20 +241,48 @@ BatchSlot* slot_of(WorkerBatch& w, const Request* r) {
   return nullptr;
 }
 
-// 3. How many tokens each running request feeds this iteration. Prompt
-// chunks go in batch-slot order (a request admitted into a freed earlier
-// slot is served before an older one in a later slot). Each has
-// left = context_len - fed tokens to feed: 1 means it is generating (one
-// decode token, want_next), more means a prompt (or, after a preemption,
-// its whole context) still to go in.
+// The proposed tokens a generating request gets this iteration, at most
+// `budget`: none for a request that may produce only one more token (a
+// proposal is worth something only if a later token can follow it), and
+// none past the pass's room for sampled positions.
+uint32_t plan_drafts(BatchSlot& s, uint32_t budget, uint32_t& sampled_room) {
+  Request& r = *s.request;
+  uint32_t left = r.n_predict - r.n_generated;   // tokens it may still produce (>= 1)
+  uint32_t max = max_drafts;
+  if (max > left - 1) max = left - 1;
+  if (max > budget) max = budget;
+  if (s.sampled && max > sampled_room) max = sampled_room;
+  r.n_draft = max > 0 ? propose(r, max, r.draft) : 0;
+  if (s.sampled) sampled_room -= r.n_draft;
+  return r.n_draft;
+}
+
+// 3. How many positions each running request feeds this iteration. Each has
+// left = context_len - fed tokens to feed: 1 means it is generating (its
+// newest token, plus any proposed tokens), more means a prompt (or, after
+// a preemption or a recurrent rollback, the rest of its context) still to
+// go in. Generating requests come first, each its newest token; then their
+// proposals, in batch-slot order; then prompt chunks in batch-slot order (a
+// request admitted into a freed earlier slot is served before an older one
+// in a later slot).
 void choose_counts(WorkerBatch& w) {
   uint32_t budget = token_budget;
+  uint32_t sampled_room = kMaxSampledPositions;
   for (auto& s : w.slots) {
     s.count = 0;
+    s.drafts = 0;
+    if (s.request) s.request->n_draft = 0;
     if (s.request && context_len(*s.request) - s.request->fed == 1) {
       s.count = 1;
       budget--;
+      if (s.sampled) sampled_room--;
     }
+  }
+  for (auto& s : w.slots) {
+    if (s.count != 1 || max_drafts == 0 || budget == 0) continue;
+    s.drafts = plan_drafts(s, budget, sampled_room);
+    s.count += s.drafts;
+    budget -= s.drafts;
   }
   // Prompt chunks in batch-slot order; under the priority policy the most
   // urgent first (a request that preempted its way in must not then wait
@@ -258,11 +312,18 @@ void grow_or_preempt(WorkerBatch& w) {
   for (auto& s : w.slots) {
     Request* grower = s.request;
     uint32_t blocks_before = grower ? grower->kv.n : 0;
+    // Proposed positions never cost anyone a preemption: without blocks
+    // for them, the request goes on with its newest token alone.
+    if (s.request && s.drafts > 0 && !kv_grow(s.request->model, s.request->kv, s.request->fed + s.count)) {
+      s.count -= s.drafts;
+      s.drafts = 0;
+      s.request->n_draft = 0;
+    }
     while (s.request && s.count > 0 && !kv_grow(s.request->model, s.request->kv, s.request->fed + s.count)) {
       Request* victim = youngest_running(s.request->model);
       BatchSlot* local = slot_of(w, victim);
       if (local != nullptr) {
-        preempt(victim);
+        preempt(victim, KAI_TRACE_CAUSE_KV_FULL);
         clear_slot(*local);
       } else {
         // Running on another worker, maybe in its pass right now: it is
@@ -298,14 +359,20 @@ void write_plan(WorkerBatch& w) {
       if (r->model != g.model || s.int8 != g.int8) continue;
       grouped[b] = true;
       s.first = p.n_items;
+      uint32_t len = context_len(*r);
       for (uint32_t i = 0; i < s.count; i++) {
         uint32_t at = r->fed + i;
         llm::BatchItem& item = p.items[p.n_items];
         item.session = s.session;
-        item.token = context_token(*r, at);
+        item.token = at < len ? context_token(*r, at) : r->draft[at - len];
         item.phase = at < r->prompt_len ? llm::Phase::Prefill : llm::Phase::Decode;
-        item.want_next = at + 1 == context_len(*r);   // the classifier runs for the last token only
+        // The classifier runs from the newest context token on: for it, and
+        // for every proposed token (each one's next is checked against the
+        // proposal after it, or is the token after the last accepted one).
+        item.want_next = at + 1 >= len;
         item.next = 0;
+        item.logits = nullptr;   // the worker gives Sample items their rows
+        p.want[p.n_items] = !item.want_next ? Want::Nothing : s.sampled ? Want::Sample : Want::Argmax;
         p.slot[p.n_items++] = &s;
       }
     }
@@ -322,7 +389,7 @@ void trace_plan(const WorkerBatch& w) {
   for (const auto& s : w.slots) {
     const Request* r = s.request;
     if (r == nullptr || s.count == 0) continue;
-    bool decode = s.count == 1 && r->n_generated > 0 && r->fed + 1 == context_len(*r);
+    bool decode = s.count - s.drafts == 1 && r->n_generated > 0 && r->fed + 1 == context_len(*r);
     trace::emit(KAI_TRACE_ITEM, uint64_t(r->id), w.id, decode ? KAI_TRACE_PHASE_DECODE : KAI_TRACE_PHASE_PREFILL,
                 r->fed, s.count);
   }
@@ -405,6 +472,7 @@ void plan_drop(Plan& p, const BatchSlot* s) {
       if (owner == s) continue;
       if (out == 0 || p.slot[out - 1] != owner) owner->first = out;   // its first item moves here
       p.items[out] = p.items[i];
+      p.want[out] = p.want[i];
       p.slot[out] = owner;
       out++;
     }
@@ -414,6 +482,75 @@ void plan_drop(Plan& p, const BatchSlot* s) {
   p.n_items = out;
   // Groups left empty are skipped by the worker (count 0).
 }
+
+namespace {
+
+// Publishes token `next` as r's newest output; true if r must stop there.
+bool publish(Request* r, uint32_t worker, uint32_t next, uint64_t now) {
+  if (r->n_generated == 0) r->t_first = now;
+  if (r->n_generated < kMaxOutput) {
+    r->output_ns[r->n_generated] = now;
+    r->output[r->n_generated++] = next;
+    // A dead owner's counter is gone (process_exited): do not bring it back.
+    if (!r->orphaned) fair_counters.charge_output(r->owner_pid, 1);
+  }
+  r->t_last = now;
+  trace::emit_at(now, KAI_TRACE_TOKEN, uint64_t(r->id), worker, r->n_generated - 1, next);
+  return stop_reason(*r) != KAI_AI_FINISH_NONE;
+}
+
+// N scheduled, k accepted, for one planned request (lock held). Items
+// [first, first + count) fed positions fed .. fed + count - 1; those from
+// `newest` on wanted a next token. Returns true if the request finished.
+bool accept(WorkerBatch& w, BatchSlot& s, uint64_t now) {
+  const Plan& p = w.plan;
+  Request* r = s.request;
+  uint32_t newest = context_len(*r) - 1 - r->fed;   // index of the item that fed the newest context token
+  uint32_t kept = s.count;                          // positions whose input stands
+  bool stop = false;
+  if (newest < s.count) {
+    kept = newest;
+    for (uint32_t j = newest; j < s.count; j++) {
+      uint32_t next = p.items[s.first + j].next;
+      kept = j + 1;   // item j's input stands: the newest token, or a proposal that was accepted
+      if (s.sampled) r->rng_state = p.rng_after[s.first + j];   // the generator after this draw
+      stop = publish(r, w.id, next, now);
+      if (stop || j + 1 == s.count) break;
+      bool accepted = !reject_drafts && p.items[s.first + j + 1].token == next;
+      if (!accepted) break;
+    }
+  }
+  uint32_t drafts_kept = kept - 1 > newest ? kept - 1 - newest : 0;
+  r->drafted += s.drafts;
+  r->accepted += drafts_kept;
+  counters.drafted += s.drafts;
+  counters.accepted += drafts_kept;
+  uint32_t fed = r->fed + kept;
+  if (kept < s.count && s.recurrent) {
+    // The linear layers' state went past the rejected positions and can
+    // come back only to the checkpoint taken before the pass: the accepted
+    // ones are computed again, as a chunk, in the next iterations.
+    fed = r->fed;
+  }
+  if (fed < r->fed + s.count) {
+    counters.rolled_back += r->fed + s.count - fed;
+    s.rewind = true;
+  }
+  r->fed = fed;
+  if (s.drafts > 0 && trace::enabled(KAI_TRACE_DRAFT))
+    trace::emit_at(now, KAI_TRACE_DRAFT, uint64_t(r->id), w.id, s.drafts, drafts_kept, fed);
+  if (s.rewind) kv_shrink(r->model, r->kv, fed);
+  kv_publish(prefix_key(*r), r->fed, r->kv);   // its newly computed full prompt blocks join the prefix cache
+  if (stop) {
+    complete(r, stop_reason(*r));
+    clear_slot(s);
+    return true;
+  }
+  if (newest < s.count) wakeup(r);   // a streaming reader (ai_read) sees the tokens now
+  return false;
+}
+
+}  // namespace
 
 void commit(WorkerBatch& w) {
   must_hold_lock("commit");
@@ -439,25 +576,7 @@ void commit(WorkerBatch& w) {
     if (s.count == 0) continue;
     r->iterations++;
     r->batch_sum += batch_requests;
-    r->fed += s.count;
-    kv_publish(prefix_key(*r), r->fed, r->kv);   // its newly computed full prompt blocks join the prefix cache
-    const llm::BatchItem& last = p.items[s.first + s.count - 1];
-    if (!last.want_next) continue;   // a prompt chunk that is not the last
-    if (r->n_generated == 0) r->t_first = now;
-    if (r->n_generated < kMaxOutput) {
-      r->output_ns[r->n_generated] = now;
-      r->output[r->n_generated++] = last.next;
-      // A dead owner's counter is gone (process_exited): do not bring it back.
-      if (!r->orphaned) fair_counters.charge_output(r->owner_pid, 1);
-    }
-    r->t_last = now;
-    trace::emit_at(now, KAI_TRACE_TOKEN, uint64_t(r->id), w.id, r->n_generated - 1, last.next);
-    if (uint32_t why = stop_reason(*r); why != KAI_AI_FINISH_NONE) {
-      complete(r, why);
-      clear_slot(s);
-    } else {
-      wakeup(r);   // a streaming reader (ai_read) sees the token now
-    }
+    accept(w, s, now);
   }
   counters.iterations++;
   counters.batch_requests += batch_requests;

@@ -46,12 +46,33 @@ struct BatchSlot {
   const llm::KvPool* pool;   // its model's KV block pool (nullptr: contiguous KV)
   bool int8;
   bool fresh;                // admitted this iteration: begin its session at request->fed before the pass
-  bool sampled;              // next tokens come from the sampler, not the argmax (set by the worker)
+  // Its next tokens are drawn by the sampler (temperature, penalties), not
+  // the argmax: decided at admission, from the request's parameters.
+  bool sampled;
   llm::SamplingParams params;
-  uint32_t first, count;     // this iteration's tokens: plan.items[first .. first + count)
+  // The model has linear-attention layers, whose state moves only forward:
+  // rejected positions are rolled back through a checkpoint the worker
+  // takes before the pass (llm::Session::keep_checkpoint), and the kept
+  // ones are then computed again (commit() leaves `fed` before them).
+  bool recurrent;
+  // Checkpoint room was asked for when its session was begun (speculation on).
+  bool checkpointed;
+  uint32_t first, count;     // this iteration's positions: plan.items[first .. first + count)
+  uint32_t drafts;           // ... the last `drafts` of them proposed tokens (request->draft)
+  // commit() moved request->fed back behind positions the session has
+  // computed: the worker rewinds the session to fed before its next pass.
+  bool rewind;
   bool failed;               // the run failed for it (error says why); commit fails the request
   Error error;
 };
+
+// What the pass returns for one plan item, decided by schedule():
+//   Nothing  a prompt position whose next token nobody needs;
+//   Argmax   the greedy next token (fused into the classifier's product);
+//   Sample   a token drawn by the request's sampler with its generator,
+//            from the position's logits (computed once, in the pass).
+// A constrained request's mask would apply between the logits and the draw.
+enum class Want : uint8_t { Nothing, Argmax, Sample };
 
 // One forward pass: items [first, first + count) of the plan, all of one
 // model and activation kind (a pass reads one model's weights).
@@ -70,6 +91,10 @@ struct Plan {
   uint32_t n_items;
   llm::BatchItem items[kMaxBudget];
   BatchSlot* slot[kMaxBudget];
+  Want want[kMaxBudget];
+  // Sample items: the request's generator after drawing this item's token
+  // (the worker writes it; commit keeps the one of the last accepted token).
+  uint64_t rng_after[kMaxBudget];
   uint32_t n_groups;
   PlanGroup groups[kMaxBatch];
   bool empty() const { return n_items == 0; }
@@ -105,9 +130,15 @@ bool batch_idle(const WorkerBatch& w);
 const Plan& schedule(WorkerBatch& w);
 
 // Applies the outcome of w.plan (lock held): items[].next holds each new
-// token (argmax, or the sampler's draw), slots[].failed / .error any failure. Advances
-// every planned request's progress, registers its newly full prompt blocks,
-// publishes its token, finishes what is complete, and counts the iteration.
+// token (argmax, or the sampler's draw), slots[].failed / .error any
+// failure. For each planned request, "N scheduled, k accepted": its first
+// wanted position's token is published; each proposed token that equals the
+// token published before it is accepted, and the next position's token is
+// published too; the first mismatch (or a stop) ends the run. `fed`
+// advances past the accepted positions only; the KV block table gives back
+// whole blocks past the new end, and the request's generator is the one
+// after its last published token. Registers newly full prompt blocks,
+// finishes what is complete, and counts the iteration.
 void commit(WorkerBatch& w);
 
 // A run that failed for one slot before its pass (its session could not be

@@ -12,6 +12,7 @@
 #include "kv_cache.h"
 #include "trace.h"
 #include "sharing.h"
+#include "proposer.h"
 #include "../cpu.h"
 #include "../fdt.h"
 #include "../boot.h"
@@ -69,6 +70,12 @@ void start() {
   uint32_t aging_ms = kDefaultAgingMs;
   option_u32("ai.aging_ms", 1, 3600000, &aging_ms);
   aging_ns = uint64_t(aging_ms) * 1000000;
+  option_u32("ai.drafts", 0, kMaxDrafts, &max_drafts);
+  if (bootarg_str(g_boot, "ai.proposer", name, sizeof name) && !proposer_from_name(name, &proposer_kind))
+    kprintf("ai: unknown ai.proposer=%s (ngram or echo); using %s\n", name, proposer_name(proposer_kind));
+  uint32_t reject = 0;
+  option_u32("ai.reject_drafts", 0, 1, &reject);
+  reject_drafts = reject != 0;
 
   // Harts per iteration: all of them by default. A row team's helpers are
   // ordinary preemptible threads, so the shell and the clients still get

@@ -4,12 +4,15 @@
 //   1. under the lock: schedule() decides everything (scheduler.cpp: who
 //      stops, who is admitted, who grows or is preempted, which tokens go
 //      through the model) and writes one Plan;
-//   2. without the lock: run the plan: begin the sessions of newly admitted
-//      requests, one batched forward pass per (model, activation kind)
-//      group, reading every weight once for all its tokens, and the sampler
-//      for the requests that asked for it;
-//   3. under the lock: commit() publishes each new token and finishes what
-//      is complete.
+//   2. without the lock: run the plan as written, deciding nothing: begin
+//      the sessions of newly admitted requests (rewind those whose positions
+//      were rolled back, keep a checkpoint where the plan holds proposals
+//      for a recurrent model), one batched forward pass per (model,
+//      activation kind) group, reading every weight once for all its
+//      tokens, and the sampler's draw for every item the plan marked
+//      Sample, from the logits the pass computed for it;
+//   3. under the lock: commit() accepts what agrees with the model,
+//      publishes each new token and finishes what is complete.
 //
 // So a cancel, a new arrival or an exit takes effect at the next iteration
 // boundary: within one forward pass of at most `budget` tokens.
@@ -30,45 +33,114 @@ namespace ai {
 
 namespace {
 
-// The ABI's thousandths become the sampler's floats here, in a kernel
-// thread (system calls do no floating point).
-void set_sampling(BatchSlot& s, const kai_ai_sampling& a) {
-  s.params = llm::sampling_from_thousandths(a.temperature_milli, a.top_k, a.top_p_milli, a.min_p_milli,
-                                            a.repeat_penalty_milli, a.repeat_last_n);
-  // The generator lives in the request (rng_state), so a preempted and
-  // recomputed request goes on drawing where it stopped.
-  s.sampled = !s.params.greedy() || s.params.repeat_penalty != 1.0f;
+// Marks s failed with `e` and takes its items out of the plan (commit()
+// fails its request).
+void fail_slot(WorkerBatch& w, BatchSlot& s, const Error& e) {
+  s.failed = true;
+  s.error = e;
+  plan_drop(w.plan, &s);
 }
 
 // Sessions of requests admitted by this schedule(): a fresh session of the
-// request's model, continued at its cached prefix. A slot whose session
-// cannot be begun leaves the plan; commit() fails its request.
-void begin_sessions(WorkerBatch& w) {
+// request's model, continued at its cached prefix. Sessions whose request
+// had positions rolled back at the last commit: moved back to its `fed`.
+// A slot whose session cannot be begun or moved back leaves the plan.
+void prepare_sessions(WorkerBatch& w) {
   for (auto& s : w.slots) {
-    if (s.request == nullptr || !s.fresh) continue;
-    s.fresh = false;
+    if (s.request == nullptr) continue;
     Request* r = s.request;
-    set_sampling(s, r->sampling);
-    auto begun = engine_session_begin(s.engine, s.model, s.int8, s.pool);
-    if (!begun.is_error()) {
-      engine_session_map(s.engine, s.pool, r->kv.block, r->kv.n);
-      begun = engine_session_resume(s.engine, r->fed);
+    if (s.fresh) {
+      s.fresh = false;
+      s.rewind = false;
+      auto begun = engine_session_begin(s.engine, s.model, s.int8, s.pool, s.checkpointed && s.recurrent);
+      if (!begun.is_error()) {
+        engine_session_map(s.engine, s.pool, r->kv.block, r->kv.n);
+        begun = engine_session_resume(s.engine, r->fed);
+      }
+      if (begun.is_error()) fail_slot(w, s, begun.error());
+    } else if (s.rewind) {
+      s.rewind = false;
+      if (auto back = engine_session_rewind(s.engine, r->fed); back.is_error()) fail_slot(w, s, back.error());
     }
-    if (begun.is_error()) {
-      s.failed = true;
-      s.error = begun.error();
-      plan_drop(w.plan, &s);
-    }
+    // Positions that may be rejected: the recurrent state before them is
+    // kept, so that commit() can roll back to here.
+    if (!s.failed && s.drafts > 0 && s.recurrent)
+      if (auto kept = engine_session_checkpoint(s.engine); kept.is_error()) fail_slot(w, s, kept.error());
   }
 }
 
-// One pass per group. Every member's block table as schedule() left it
-// (only this worker changes it) is mapped into its session first.
+// The last repeat_last_n tokens before plan item i, oldest first: the
+// request's context, then the proposed tokens fed before position i (for a
+// proposal being verified, the tokens plain decoding would have had).
+uint32_t recent_tokens(const Plan& p, uint32_t i, const BatchSlot& s, uint32_t* recent) {
+  static constexpr uint32_t kWindow = llm::kMaxRepeatLastN;
+  const Request& r = *s.request;
+  uint32_t len = context_len(r);
+  uint32_t total = r.fed + (i - s.first) + 1;   // tokens up to and including item i's input
+  if (total < len) total = len;                 // (a prompt chunk's last item: the whole context)
+  uint32_t want = s.params.repeat_last_n < kWindow ? s.params.repeat_last_n : kWindow;
+  uint32_t n = total < want ? total : want;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t at = total - n + k;
+    recent[k] = at < len ? context_token(r, at) : p.items[s.first + (at - r.fed)].token;
+  }
+  return n;
+}
+
+// Sample items of group g: each is given a row of the worker's logits room
+// for the pass to fill. False (the group's slots failed) if there is no room.
+bool give_logits_rows(WorkerBatch& w, const PlanGroup& g, LogitsRoom* room) {
+  Plan& p = w.plan;
+  uint32_t rows = 0;
+  for (uint32_t i = g.first; i < g.first + g.count; i++) rows += p.want[i] == Want::Sample;
+  if (rows == 0) return true;
+  auto got = engine_logits_room(w.id, g.engine, rows);
+  if (got.is_error()) {
+    for (uint32_t i = g.first; i < g.first + g.count; i++) {
+      p.slot[i]->failed = true;
+      p.slot[i]->error = got.error();
+    }
+    return false;
+  }
+  *room = got.value();
+  size_t vocab = p.items[g.first].session->model().config().vocab_size;
+  uint32_t row = 0;
+  for (uint32_t i = g.first; i < g.first + g.count; i++)
+    if (p.want[i] == Want::Sample) p.items[i].logits = room->rows + vocab * row++;
+  return true;
+}
+
+// Draws the token of every Sample item of group g from its logits, each
+// request's generator chained through its items in position order (the
+// state after each draw goes to rng_after; commit() keeps the one after
+// the last accepted token).
+void sample_group(WorkerBatch& w, const PlanGroup& g, const LogitsRoom& room) {
+  Plan& p = w.plan;
+  uint64_t rng_state = 0;
+  for (uint32_t i = g.first; i < g.first + g.count; i++) {
+    if (p.want[i] != Want::Sample) continue;
+    BatchSlot& s = *p.slot[i];
+    if (s.failed) continue;
+    llm::Rng rng{i > g.first && p.slot[i - 1] == &s && p.want[i - 1] == Want::Sample ? rng_state
+                                                                                    : s.request->rng_state};
+    uint32_t recent[llm::kMaxRepeatLastN];
+    uint32_t n = recent_tokens(p, i, s, recent);
+    uint32_t vocab = s.session->model().config().vocab_size;
+    p.items[i].next = llm::sample_token(p.items[i].logits, vocab, s.params, rng, recent, n, room.order);
+    p.rng_after[i] = rng_state = rng.state;
+  }
+}
+
+// One pass per group, then the draws of its sampled positions. Every
+// member's block table as schedule() left it (only this worker changes it)
+// is mapped into its session first.
 void forward_all(WorkerBatch& w) {
   Plan& p = w.plan;
   for (uint32_t g = 0; g < p.n_groups; g++) {
     PlanGroup& group = p.groups[g];
     if (group.count == 0) continue;
+    LogitsRoom room{};
+    if (!give_logits_rows(w, group, &room)) continue;
     for (uint32_t i = group.first; i < group.first + group.count; i++) {
       BatchSlot& s = *p.slot[i];
       if (i == group.first || p.slot[i - 1] != &s) engine_session_map(s.engine, s.pool, s.request->kv.block, s.request->kv.n);
@@ -79,36 +151,9 @@ void forward_all(WorkerBatch& w) {
         p.slot[i]->failed = true;
         p.slot[i]->error = result.error();
       }
+      continue;
     }
-  }
-}
-
-// For sampled requests, replace the argmax of each new token by a draw.
-void sample_all(WorkerBatch& w) {
-  for (auto& s : w.slots) {
-    Request* r = s.request;
-    if (r == nullptr || s.count == 0 || s.failed || !s.sampled) continue;
-    llm::BatchItem& last = w.plan.items[s.first + s.count - 1];
-    if (!last.want_next) continue;
-    // The last repeat_last_n tokens of prompt + output, oldest first.
-    static constexpr uint32_t kWindow = llm::kMaxRepeatLastN;
-    uint32_t recent[kWindow];
-    uint32_t total = r->prompt_len + r->n_generated;
-    uint32_t want = s.params.repeat_last_n < kWindow ? s.params.repeat_last_n : kWindow;
-    uint32_t n = total < want ? total : want;
-    for (uint32_t i = 0; i < n; i++) {
-      uint32_t at = total - n + i;
-      recent[i] = at < r->prompt_len ? r->prompt[at] : r->output[at - r->prompt_len];
-    }
-    llm::Rng rng{r->rng_state};
-    auto next = engine_sample(w.id, s.engine, s.params, rng, recent, n);
-    r->rng_state = rng.state;
-    if (next.is_error()) {
-      s.failed = true;
-      s.error = next.error();
-    } else {
-      last.next = next.value();
-    }
+    sample_group(w, group, room);
   }
 }
 
@@ -150,9 +195,8 @@ WorkerBatch batches[kMaxWorkers];
     // Computing for seconds with the timer masked would keep this hart
     // from every other thread (docs/kernel.md, "Preemption"): never allowed.
     if (!riscv::intr_get()) panic("ai-worker%u: about to compute with interrupts off", me);
-    begin_sessions(w);
+    prepare_sessions(w);
     forward_all(w);
-    sample_all(w);
     SpinlockGuard guard(lock);
     commit(w);
   }

@@ -48,6 +48,7 @@ namespace aisim {
 namespace {
 
 ai::WorkerBatch g_batches[ai::kMaxWorkers];
+aisim::Sim* g_sim = nullptr;   // the simulation whose proposer is installed
 llm::Session g_sessions[ai::kMaxWorkers][ai::kMaxBatch];
 
 constexpr uint32_t kEmptyRow = 0xffffffffu;
@@ -101,6 +102,11 @@ Sim::Sim(const SimOptions& o) : opt_(o) {
   ai::prefix_cache_enabled = o.prefix_cache;
   ai::prefix_share = o.prefix_share;
   ai::preempt_gap = o.preempt_gap;
+  ai::max_drafts = o.drafts;
+  ai::reject_drafts = false;
+  ai::propose_override = &Sim::propose;
+  g_sim = this;
+  draft_rng_.seed(o.block_size * 7919 + o.kv_blocks * 31 + o.budget);
   ai::fair_counters.reset();
   ai::priority_preemptions = 0;
   ai::kv_reset_stats();
@@ -114,7 +120,8 @@ Sim::Sim(const SimOptions& o) : opt_(o) {
     snprintf(model.name, sizeof model.name, "M%u", m);
     model.state = KAI_AI_MODEL_READY;
     llm::Config& c = model.summary.config;
-    c.n_layers = 1;
+    c.n_layers = o.recurrent ? 2 : 1;
+    if (o.recurrent) c.layer_type[1] = llm::LayerType::Linear;
     c.n_heads = c.n_kv_heads = 1;
     c.head_dim = 1;
     c.dim = 1;
@@ -152,6 +159,23 @@ Sim::~Sim() {
   } catch (...) {
   }
   for (uint32_t m = 0; m < opt_.n_models; m++) ai::kv_drop_model(int(m));
+  ai::propose_override = nullptr;
+  ai::max_drafts = 0;
+  g_sim = nullptr;
+}
+
+// A random number of proposals, of which a random leading run is the
+// model's own continuation (what the request gives alone) and the rest
+// random tokens: commit() must accept exactly the right ones.
+uint32_t Sim::propose(const ai::Request& r, uint32_t max, uint32_t* out) {
+  Sim& sim = *g_sim;
+  auto pick = [&](uint32_t lo, uint32_t hi) { return lo + uint32_t(sim.draft_rng_() % (hi - lo + 1)); };
+  uint32_t n = pick(0, max);
+  uint32_t right = pick(0, n);
+  std::vector<uint32_t> prompt(r.prompt, r.prompt + r.prompt_len);
+  std::vector<uint32_t> future = sim.solo_output(prompt, r.n_generated + n);
+  for (uint32_t i = 0; i < n; i++) out[i] = i < right ? future[r.n_generated + i] : pick(0, sim.opt_.vocab - 1);
+  return n;
 }
 
 void Sim::advance(uint64_t ns) { ai_host::now_ns += ns; }
@@ -378,17 +402,27 @@ void Sim::check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64
     SIM_REQUIRE(is_running(*r));
     // Every admitted request progresses: one token per iteration when it is
     // generating; a prompt chunk as soon as the budget reaches it.
-    if (ai::context_len(*r) - r->fed == 1 && !r->waiting_for_blocks) SIM_REQUIRE(s.count == 1);
+    if (ai::context_len(*r) - r->fed == 1 && !r->waiting_for_blocks) SIM_REQUIRE(s.count - s.drafts == 1);
+    // Proposals only for a generating request, within ai.drafts and what
+    // it may still produce after its next token.
+    SIM_REQUIRE(s.drafts == r->n_draft);
+    SIM_REQUIRE(s.drafts <= ai::max_drafts);
+    if (s.drafts > 0) {
+      SIM_REQUIRE(ai::context_len(*r) - r->fed == 1);
+      SIM_REQUIRE(r->n_generated + 1 + s.drafts <= r->n_predict);
+    }
     uint32_t& streak = starved_[r->id];
     streak = (s.count == 0 && !r->waiting_for_blocks) ? streak + 1 : 0;
     INFO("request " << r->id << " got no token in " << streak << " schedules of its worker");
     SIM_REQUIRE(streak <= kMaxStarved);
-    SIM_REQUIRE(r->fed + s.count <= ai::context_len(*r));
+    SIM_REQUIRE(r->fed + s.count - s.drafts <= ai::context_len(*r));
     if (s.count > 0) {
       SIM_REQUIRE(r->kv.n * B >= r->fed + s.count);
+      uint32_t len = ai::context_len(*r);
       for (uint32_t i = 0; i < s.count; i++) {
         SIM_REQUIRE(p.slot[s.first + i] == &s);
-        SIM_REQUIRE(p.items[s.first + i].token == ai::context_token(*r, r->fed + i));
+        uint32_t at = r->fed + i;
+        SIM_REQUIRE(p.items[s.first + i].token == (at < len ? ai::context_token(*r, at) : r->draft[at - len]));
         SIM_REQUIRE(p.items[s.first + i].session == s.session);
       }
     }
@@ -424,9 +458,26 @@ void Sim::run_and_commit(uint32_t w, bool fail_begin) {
     }
     const ai::Request& r = *s.request;
     pos_[w][i] = r.fed;
+    ckpt_[w][i] = UINT32_MAX;
+    s.rewind = false;
     // A cached prefix must hold exactly this request's tokens.
     for (uint32_t q = 0; q < r.fed; q++)
       SIM_REQUIRE(rows_[r.model][size_t(r.kv.block[q / B]) * B + q % B] == ai::context_token(r, q));
+  }
+  // As the worker's prepare_sessions(): sessions whose positions were
+  // rolled back move back to fed (a recurrent one only to its checkpoint);
+  // a recurrent session keeps a checkpoint before positions that may be
+  // rejected.
+  for (uint32_t i = 0; i < ai::kMaxBatch; i++) {
+    ai::BatchSlot& s = wb.slots[i];
+    if (s.request == nullptr) continue;
+    if (s.rewind) {
+      s.rewind = false;
+      SIM_REQUIRE(s.request->fed <= pos_[w][i]);
+      if (opt_.recurrent) SIM_REQUIRE(ckpt_[w][i] == s.request->fed);
+      pos_[w][i] = s.request->fed;
+    }
+    if (s.drafts > 0 && opt_.recurrent) ckpt_[w][i] = pos_[w][i];
   }
   for (uint32_t g = 0; g < p.n_groups; g++) {
     const ai::PlanGroup& group = p.groups[g];
@@ -435,9 +486,15 @@ void Sim::run_and_commit(uint32_t w, bool fail_begin) {
       const ai::Request& r = *s->request;
       uint32_t idx = uint32_t(s - wb.slots);
       uint32_t pos = pos_[w][idx]++;
+      uint32_t len = ai::context_len(r);
       SIM_REQUIRE(p.items[i].session == s->session);
-      SIM_REQUIRE(pos < ai::context_len(r));
-      SIM_REQUIRE(p.items[i].token == ai::context_token(r, pos));
+      // The session is at fed when its pass starts: no position is computed
+      // twice unless commit() rolled it back.
+      SIM_REQUIRE(pos == r.fed + (i - s->first));
+      SIM_REQUIRE(pos < len + r.n_draft);
+      SIM_REQUIRE(p.items[i].token == (pos < len ? ai::context_token(r, pos) : r.draft[pos - len]));
+      SIM_REQUIRE(p.items[i].want_next == (pos + 1 >= len));
+      SIM_REQUIRE(p.want[i] == (pos + 1 >= len ? ai::Want::Argmax : ai::Want::Nothing));
       SIM_REQUIRE(pos / B < r.kv.n);
       uint32_t block = r.kv.block[pos / B];
       SIM_REQUIRE(ai::kv_view(r.model).refs[block] == 1);   // a shared block is never written

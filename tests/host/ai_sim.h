@@ -48,6 +48,7 @@
 #include "../../kernel/ai/requests.h"
 #include "../../kernel/ai/scheduler.h"
 #include "../../kernel/ai/sharing.h"
+#include "../../kernel/ai/proposer.h"
 
 // The simulation checks tens of millions of invariants. Catch2's JUnit
 // reporter (the one `make test` uses) keeps every assertion it is told of in
@@ -77,6 +78,15 @@ struct SimOptions {
   bool prefix_cache = true;
   ai::PrefixShare prefix_share = ai::PrefixShare::Session;   // ai.prefix_share
   uint32_t preempt_gap = ai::kDefaultPreemptGap;             // ai.preempt_gap
+  // The iteration seam: up to `drafts` proposed tokens per generating
+  // request and iteration (ai.drafts). The simulation's proposer offers a
+  // random number of them, of which a random leading run is what the model
+  // will produce (the rest are random tokens), so that commit() accepts a
+  // random k of the n scheduled positions.
+  uint32_t drafts = 0;
+  // The models have a linear-attention layer: rejected positions roll back
+  // through a checkpoint of the (fake) recurrent state taken before the pass.
+  bool recurrent = false;
   // Is `victim` an acceptable choice when a request of its model needed
   // blocks? running = the model's running requests at that moment.
   std::function<bool(const ai::Request& victim, const std::vector<const ai::Request*>& running)> victim_rule;
@@ -155,10 +165,15 @@ class Sim {
   void check_kv(int m);
   void check_result(const ai::Request& r);
   uint32_t fake_next(const ai::Request& r, uint32_t pos) const;
+  static uint32_t propose(const ai::Request& r, uint32_t max, uint32_t* out);
 
   SimOptions opt_;
   bool in_pass_[ai::kMaxWorkers] = {};
   uint32_t pos_[ai::kMaxWorkers][ai::kMaxBatch] = {};   // fake sessions' positions
+  // Fake sessions' checkpoints (SimOptions::recurrent): the position whose
+  // state was kept, or UINT32_MAX. A recurrent session moves back only there.
+  uint32_t ckpt_[ai::kMaxWorkers][ai::kMaxBatch] = {};
+  std::mt19937_64 draft_rng_{12345};
   std::vector<std::vector<uint32_t>> rows_;             // per model: [block * B + offset] = token
   std::vector<Event> events_;
   uint64_t commits_ = 0, collected_ = 0;

@@ -49,81 +49,124 @@ ai::Request* by_id(int64_t id) {
 
 }  // namespace
 
-TEST_CASE("scheduler: seeded random arrivals, cancels, exits and memory shortages", "[ai][scheduler]") {
+namespace {
+
+struct RandomTotals {
   uint64_t iterations = 0, results = 0, preemptions = 0, marks = 0;
-  const uint32_t kSeeds = 120;
-  for (uint32_t seed = 1; seed <= kSeeds; seed++) {
-    std::mt19937_64 rng(seed);
-    auto pick = [&](uint32_t lo, uint32_t hi) { return lo + uint32_t(rng() % (hi - lo + 1)); };
-    SimOptions o;
-    o.workers = pick(1, 3);
-    o.n_models = pick(1, 2);
-    o.block_size = pick(2, 6);
-    o.seq_len = 48;
-    o.kv_blocks = pick(1, 40);   // below seq_len / block_size: the smallest pool the kernel makes
-    o.max_batch = pick(1, 6);
-    o.budget = o.max_batch + pick(0, 20);
-    o.max_per_process = pick(2, 10);
-    o.policy = static_cast<ai::Policy>(pick(0, 3));   // fcfs, sjf, priority, fair
-    o.preempt_gap = pick(1, KAI_AI_MAX_PRIORITY + 1);   // the last: no priority preemption
-    o.aging_ns = uint64_t(pick(1, 50)) * 1000000;
-    o.prefix_cache = pick(0, 4) != 0;
-    INFO("seed " << seed << " workers " << o.workers << " models " << o.n_models << " B " << o.block_size
-                 << " blocks " << o.kv_blocks << " max_batch " << o.max_batch << " budget " << o.budget);
-    Sim sim(o);
-    // A few shared prompt prefixes, so the prefix cache has work to do.
-    std::vector<std::vector<uint32_t>> prefixes;
-    for (uint32_t i = 0; i < 3; i++) prefixes.push_back(tokens(pick(o.block_size, 3 * o.block_size), seed * 10 + i));
-    std::vector<int64_t> ids;
-    for (uint32_t step = 0; step < 1500; step++) {
-      uint32_t action = pick(0, 99);
-      if (action < 25) {
-        Submit s;
-        s.pid = int(pick(1, 5));
-        s.session = 1 + s.pid % 2;   // two sessions: two prefix-cache domains
-        s.model = int(pick(0, o.n_models - 1));
-        if (pick(0, 2) != 0) s.prompt = prefixes[pick(0, 2)];
-        auto tail = tokens(pick(1, 12), uint32_t(rng()));
-        s.prompt.insert(s.prompt.end(), tail.begin(), tail.end());
-        s.n_predict = pick(1, 10);
-        s.priority = pick(0, KAI_AI_MAX_PRIORITY);
-        s.flags = pick(0, 3) == 0 ? KAI_AI_INT8 : 0;
-        if (ai::Request* r = sim.submit(s)) ids.push_back(r->id);
-      } else if (action < 29) {
-        if (!ids.empty()) sim.cancel(ids[pick(0, uint32_t(ids.size()) - 1)]);
-      } else if (action < 31) {
-        sim.exit_process(int(pick(1, 5)));
-      } else if (action < 38) {
-        sim.collect_finished();
-      } else {
-        uint32_t w = pick(0, o.workers - 1);
-        if (sim.in_pass(w)) sim.run_and_commit(w, pick(0, 60) == 0);   // now and then: no memory for a session
-        else sim.schedule(w);
-      }
-      sim.advance(pick(0, 3000000));
-    }
-    REQUIRE(sim.drain());
-    sim.collect_finished();
-    sim.check();
-    for (uint32_t m = 0; m < o.n_models; m++) {
-      ai::KvPoolView v = ai::kv_view(int(m));
-      for (uint32_t b = 0; b < v.n_blocks; b++) REQUIRE(v.refs[b] == 0);   // every block came back
-      REQUIRE(v.n_free + v.n_lru == v.n_blocks);
-    }
-    iterations += sim.iterations_checked();
-    results += sim.results_checked();
-    for (const Event& e : sim.events()) {
-      preemptions += e.kind == Event::Preempt;
-      marks += e.kind == Event::MarkPreempt;
-    }
+  uint64_t drafted = 0, accepted = 0, rolled_back = 0;
+};
+
+// One seeded run of random arrivals, cancels, exits, memory shortages and
+// interleaved workers; with `speculate`, random proposals (SimOptions::drafts)
+// on attention-only or recurrent models. The Sim checks every invariant
+// after every step and every result against the request run alone.
+void random_run(uint32_t seed, bool speculate, RandomTotals& t) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](uint32_t lo, uint32_t hi) { return lo + uint32_t(rng() % (hi - lo + 1)); };
+  SimOptions o;
+  o.workers = pick(1, 3);
+  o.n_models = pick(1, 2);
+  o.block_size = pick(2, 6);
+  o.seq_len = 48;
+  o.kv_blocks = pick(1, 40);   // below seq_len / block_size: the smallest pool the kernel makes
+  o.max_batch = pick(1, 6);
+  o.budget = o.max_batch + pick(0, 20);
+  o.max_per_process = pick(2, 10);
+  o.policy = static_cast<ai::Policy>(pick(0, 3));   // fcfs, sjf, priority, fair
+  o.preempt_gap = pick(1, KAI_AI_MAX_PRIORITY + 1);   // the last: no priority preemption
+  o.aging_ns = uint64_t(pick(1, 50)) * 1000000;
+  o.prefix_cache = pick(0, 4) != 0;
+  if (speculate) {
+    o.drafts = pick(1, ai::kMaxDrafts);
+    o.recurrent = pick(0, 1) == 1;
   }
+  INFO("seed " << seed << " workers " << o.workers << " models " << o.n_models << " B " << o.block_size
+               << " blocks " << o.kv_blocks << " max_batch " << o.max_batch << " budget " << o.budget
+               << " drafts " << o.drafts << " recurrent " << o.recurrent);
+  Sim sim(o);
+  // A few shared prompt prefixes, so the prefix cache has work to do.
+  std::vector<std::vector<uint32_t>> prefixes;
+  for (uint32_t i = 0; i < 3; i++) prefixes.push_back(tokens(pick(o.block_size, 3 * o.block_size), seed * 10 + i));
+  std::vector<int64_t> ids;
+  for (uint32_t step = 0; step < 1500; step++) {
+    uint32_t action = pick(0, 99);
+    if (action < 25) {
+      Submit s;
+      s.pid = int(pick(1, 5));
+      s.session = 1 + s.pid % 2;   // two sessions: two prefix-cache domains
+      s.model = int(pick(0, o.n_models - 1));
+      if (pick(0, 2) != 0) s.prompt = prefixes[pick(0, 2)];
+      auto tail = tokens(pick(1, 12), uint32_t(rng()));
+      s.prompt.insert(s.prompt.end(), tail.begin(), tail.end());
+      s.n_predict = pick(1, 10);
+      s.priority = pick(0, KAI_AI_MAX_PRIORITY);
+      s.flags = pick(0, 3) == 0 ? KAI_AI_INT8 : 0;
+      if (ai::Request* r = sim.submit(s)) ids.push_back(r->id);
+    } else if (action < 29) {
+      if (!ids.empty()) sim.cancel(ids[pick(0, uint32_t(ids.size()) - 1)]);
+    } else if (action < 31) {
+      sim.exit_process(int(pick(1, 5)));
+    } else if (action < 38) {
+      sim.collect_finished();
+    } else {
+      uint32_t w = pick(0, o.workers - 1);
+      if (sim.in_pass(w)) sim.run_and_commit(w, pick(0, 60) == 0);   // now and then: no memory for a session
+      else sim.schedule(w);
+    }
+    sim.advance(pick(0, 3000000));
+  }
+  REQUIRE(sim.drain());
+  sim.collect_finished();
+  sim.check();
+  for (uint32_t m = 0; m < o.n_models; m++) {
+    ai::KvPoolView v = ai::kv_view(int(m));
+    for (uint32_t b = 0; b < v.n_blocks; b++) REQUIRE(v.refs[b] == 0);   // every block came back
+    REQUIRE(v.n_free + v.n_lru == v.n_blocks);
+  }
+  t.iterations += sim.iterations_checked();
+  t.results += sim.results_checked();
+  for (const Event& e : sim.events()) {
+    t.preemptions += e.kind == Event::Preempt;
+    t.marks += e.kind == Event::MarkPreempt;
+  }
+  t.drafted += ai::counters.drafted;
+  t.accepted += ai::counters.accepted;
+  t.rolled_back += ai::counters.rolled_back;
+}
+
+}  // namespace
+
+TEST_CASE("scheduler: seeded random arrivals, cancels, exits and memory shortages", "[ai][scheduler]") {
+  RandomTotals t;
+  const uint32_t kSeeds = 120;
+  for (uint32_t seed = 1; seed <= kSeeds; seed++) random_run(seed, false, t);
   printf("scheduler simulation: %u seeds, %llu iterations checked, %llu results checked, %llu preemptions "
          "(%llu marked across workers)\n",
-         kSeeds, (unsigned long long)iterations, (unsigned long long)results, (unsigned long long)preemptions,
-         (unsigned long long)marks);
-  REQUIRE(iterations > 10000);
-  REQUIRE(preemptions > 0);
-  REQUIRE(marks > 0);
+         kSeeds, (unsigned long long)t.iterations, (unsigned long long)t.results, (unsigned long long)t.preemptions,
+         (unsigned long long)t.marks);
+  REQUIRE(t.iterations > 10000);
+  REQUIRE(t.preemptions > 0);
+  REQUIRE(t.marks > 0);
+  REQUIRE(t.drafted == 0);
+}
+
+// The iteration seam: N scheduled, k accepted. Random proposals, of which a
+// random leading run is right: every result still equals the request alone
+// (the Sim checks it at collect), no position is computed twice unless it
+// was rolled back, no block leaks, budget and max_batch hold.
+TEST_CASE("scheduler: random proposals, k of n accepted, the rest rolled back", "[ai][scheduler][drafts]") {
+  RandomTotals t;
+  const uint32_t kSeeds = 80;
+  for (uint32_t seed = 1001; seed < 1001 + kSeeds; seed++) random_run(seed, true, t);
+  printf("scheduler simulation with proposals: %u seeds, %llu iterations, %llu results, %llu drafted, "
+         "%llu accepted, %llu positions rolled back, %llu preemptions\n",
+         kSeeds, (unsigned long long)t.iterations, (unsigned long long)t.results, (unsigned long long)t.drafted,
+         (unsigned long long)t.accepted, (unsigned long long)t.rolled_back, (unsigned long long)t.preemptions);
+  REQUIRE(t.iterations > 5000);
+  REQUIRE(t.accepted > 0);
+  REQUIRE(t.accepted < t.drafted);
+  REQUIRE(t.rolled_back > 0);
+  REQUIRE(t.preemptions > 0);
 }
 
 TEST_CASE("scheduler: fcfs admits in arrival order", "[ai][scheduler][policy]") {

@@ -1,0 +1,47 @@
+// Proposers: where the tokens that an iteration schedules after a request's
+// newest token come from (the iteration seam, docs/ai-service.md,
+// "N scheduled, k accepted").
+//
+// A proposal is a guess at the tokens the model will produce next. The
+// scheduler feeds the guesses after the newest token in the same pass
+// (they cost positions of the token budget and KV rows), and commit()
+// keeps them only as far as the model's own choice at each position
+// agrees; the rest are rolled back. So a proposer can make a request
+// faster or slower, never change one of its tokens.
+//
+// Settings (boot options; see service.cpp):
+//   ai.drafts=K          up to K proposed tokens per generating request and
+//                        iteration (0: none, the default; at most kMaxDrafts)
+//   ai.proposer=NAME     ngram (prompt lookup: the tokens that followed the
+//                        latest earlier occurrence of the context's last
+//                        n-gram) or echo (the newest token again, K times:
+//                        a proposer for tests, it always proposes)
+//   ai.reject_drafts=1   fault injection for tests: every proposed token is
+//                        rejected, whatever the model chose (acceptance 0)
+#pragma once
+#include <stdint.h>
+#include "limits.h"
+
+namespace ai {
+
+struct Request;
+
+enum class ProposerKind : uint8_t { Ngram, Echo };
+
+extern uint32_t max_drafts;        // ai.drafts
+extern ProposerKind proposer_kind; // ai.proposer
+extern bool reject_drafts;         // ai.reject_drafts
+
+bool proposer_from_name(const char* name, ProposerKind* out);
+const char* proposer_name(ProposerKind k);
+
+// Host tests replace the proposer (a simulation proposes what it wants);
+// nullptr: the kind above.
+using ProposeFn = uint32_t (*)(const Request& r, uint32_t max, uint32_t* out);
+extern ProposeFn propose_override;
+
+// Up to `max` (<= kMaxDrafts) proposed tokens to follow r's context, in
+// out[0..n); returns n. Lock held (it reads r's context).
+uint32_t propose(const Request& r, uint32_t max, uint32_t* out);
+
+}  // namespace ai
