@@ -12,7 +12,7 @@ import bundle  # noqa: E402
 import disk_models  # noqa: E402
 import qemu_run  # noqa: E402
 from benchlib import latency, noise, spread, work  # noqa: E402
-from benchlib.parse import parse_calib, parse_coldwarm  # noqa: E402
+from benchlib.parse import parse_aibench, parse_calib, parse_coldwarm  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 
@@ -87,6 +87,39 @@ def test_parse_calib_and_coldwarm_timing_line():
 
 SMOL = bundle.Config(dim=576, hidden_dim=1536, n_layers=30, n_heads=9, n_kv_heads=3, vocab_size=49152,
                      seq_len=8192, runtime_seq_len=256)
+
+
+# One aibench run with --csv and --samples, as printed (canned, shortened).
+AIBENCH_RUN = """aibench: model SMOL, 2 clients x 1 requests, prompt 8, predict 4, closed loop, int8 activations
+requests: 2 done, 0 failed or cancelled, 0 never reported, 0 clients died; wall 3.000 s
+throughput: 0.667 req/s, 2.67 tokens/s
+end-to-end   mean     2500  p50     2000  p95     3000  max     3000 us
+queue wait   mean      500  p50        0  p95     1000  max     1000 us
+TTFT         mean     1500  p50     1000  p95     2000  max     2000 us
+TPOT         mean      300  p50      300  p95      300  max      300 us
+csv,client,index,state,error,prompt,generated,queue_depth,worker,t_submit_ns,t_start_ns,t_first_ns,t_finish_ns
+csv,0,0,done,0,8,4,0,0,1000,1000,2000,3000
+csv,1,0,done,0,8,4,1,0,1000,2000,3000,4000
+mean queue length 0.250, mean in system 1.500 (load meter: 300 samples by hart 0's timer)
+sample,t_ns,queued,running
+sample,1000,1,1
+little: L_measured=1.500 lambda=0.6667 W=2.5000 lambdaW=1.667
+"""
+
+
+def test_one_aibench_reader_serves_the_sweep_and_the_engine_study():
+    # The bench sweep and the open loop read rows, samples and Little's law;
+    # the engine study the throughput line and the latency table (ms).
+    rows, samples, s = parse_aibench(AIBENCH_RUN)
+    assert [r["t_finish_ns"] for r in rows] == ["3000", "4000"] and rows[1]["client"] == "1"
+    assert samples == [(1000, 1, 1)]
+    assert s["done"] == 2 and s["L_measured"] == 1.5 and s["mean_queue_length"] == 0.25 and s["samples"] == 300
+    assert s["req_per_s"] == 0.667 and s["tokens_per_s"] == 2.67
+    assert s["end_to_end"]["p50_ms"] == 2.0 and s["queue_wait"]["max_ms"] == 1.0 and s["tpot"]["mean_ms"] == 0.3
+    # What was not printed: figures None or absent, never a crash.
+    rows, samples, s = parse_aibench("aibench: connect: no such model\n")
+    assert rows == [] and samples == [] and s["done"] == 0 and s["L_measured"] is None
+    assert "ttft" not in s and "tokens_per_s" not in s
 
 
 def test_analytic_work_of_the_smol_shape():

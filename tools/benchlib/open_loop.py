@@ -46,6 +46,7 @@ import time
 import qemu_run
 
 from . import queueing as Q
+from .latency import percentile
 from .open_loop_report import CLOCK, TICK_MS, fmt, make_plots, report, verdict_word
 from .parse import parse_aibench
 from .study import BIN, KERNEL, build_image, progress, run_command
@@ -254,7 +255,7 @@ def analyse_point(a, cfg, pt):
     res = {"config": cfg["config"], "rho": pt["rho"], "rate_rps": lam, "seed": pt["seed"],
            "submitted": len(rows), "done": len(done), "requests": len(kept),
            "mean_wait_ms": mean, "batch_ci95_low_ms": bm_lo, "batch_ci95_high_ms": bm_hi,
-           "p95_wait_ms": Q.percentile(waits, 95), "wall_s": pt["wall_s"], "command": pt["command"]}
+           "p95_wait_ms": percentile(waits, 95), "wall_s": pt["wall_s"], "command": pt["command"]}
     # Service times by request size, as measured alone.
     size_s = {solo["short"]["predict"]: S}
     if "long" in solo:

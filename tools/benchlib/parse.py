@@ -6,8 +6,30 @@ COLDWARM_FIELDS = ["run", "path", "e2e_us", "load_us", "ttft_us", "tpot_us", "pr
 PROMPT = "$ "
 
 
+# aibench's latency table: "TTFT  mean N  p50 N  p95 N  max N us".
+STAT = re.compile(r"^(end-to-end|queue wait|TTFT|TPOT)\s+mean\s+(\d+)\s+p50\s+(\d+)\s+p95\s+(\d+)\s+max\s+(\d+) us",
+                  re.M)
+
+
 def parse_aibench(text):
-    """Per-request rows, samples and the summary figures of one aibench run."""
+    """Everything one aibench run printed: (rows, samples, summary).
+
+    rows: the per-request lines of --csv, a dict each, keyed by aibench's
+    header (values as printed, strings); samples: the sampler's (t_ns,
+    queued, running) of --samples; summary: the figures of its summary
+    lines. Every caller reads the same summary: the bench sweep and the open
+    loop take Little's law and the load meter from it, the engine study
+    (engine_study.py) the throughput line and the latency table:
+      done                  requests done (0 if aibench printed no count)
+      req_per_s, tokens_per_s
+                            the throughput line (absent if not printed)
+      end_to_end, queue_wait, ttft, tpot
+                            {mean_ms, p50_ms, p95_ms, max_ms} of the latency
+                            table (each absent if not printed)
+      L_measured ... never_reported
+                            Little's law, the load meter and the sampler
+                            process (None if not printed)
+    """
     rows, samples, header = [], [], None
     for line in text.splitlines():
         if line.startswith("csv,client,"):
@@ -24,6 +46,7 @@ def parse_aibench(text):
     d = re.search(r"requests: (\d+) done, (\d+) failed or cancelled, (\d+) never reported, (\d+) clients died",
                   text)
     summary = {
+        "done": int(d.group(1)) if d else 0,
         "L_measured": float(m.group(1)) if m else None,
         "throughput_rps": float(m.group(2)) if m else None,
         "mean_latency_s": float(m.group(3)) if m else None,
@@ -38,6 +61,13 @@ def parse_aibench(text):
         "clients_died": int(d.group(4)) if d else None,
         "never_reported": int(d.group(3)) if d else None,
     }
+    t = re.search(r"throughput: ([\d.]+) req/s, ([\d.]+) tokens/s", text)
+    if t:
+        summary["req_per_s"], summary["tokens_per_s"] = float(t.group(1)), float(t.group(2))
+    for name, mean, p50, p95, mx in STAT.findall(text):
+        key = name.replace(" ", "_").replace("-", "_").lower()
+        summary[key] = {"mean_ms": int(mean) / 1000, "p50_ms": int(p50) / 1000, "p95_ms": int(p95) / 1000,
+                        "max_ms": int(mx) / 1000}
     return rows, samples, summary
 
 
