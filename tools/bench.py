@@ -39,10 +39,8 @@ import argparse
 import csv
 import json
 import os
-import platform
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -55,6 +53,7 @@ import qemu_run  # noqa: E402
 from benchlib import analysis  # noqa: E402
 from benchlib.latency import derive, percentile, median, point_stats  # noqa: E402,F401  (used by tests)
 from benchlib.noise import DEFAULT_THRESHOLD_PCT  # noqa: E402
+from benchlib.output import environment, write_csv  # noqa: E402
 from benchlib.parse import COLDWARM_FIELDS, parse_aibench, parse_coldwarm  # noqa: E402,F401
 from benchlib.plots import EXACT, REAL, make_plots  # noqa: E402
 from benchlib.report import LITTLE_TOLERANCE_PCT, write_report  # noqa: E402,F401
@@ -65,20 +64,6 @@ REQUEST_FIELDS = ["workers", "clients", "repeat", "client", "index", "state", "e
                   "queue_depth", "worker", "t_submit_ns", "t_start_ns", "t_first_ns", "t_finish_ns",
                   "queue_us", "ttft_us", "prefill_us", "tpot_us", "e2e_us", "service_us"]
 DEFAULT_CALIB_ITERATIONS = 16_000_000   # about 0.1 s in real-time QEMU here
-
-
-def environment():
-    def cmd(*c):
-        try:
-            return subprocess.run(c, cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-    commit = cmd("git", "rev-parse", "--short", "HEAD") or "unknown"
-    if cmd("git", "status", "--porcelain", "--untracked-files=no"):
-        commit += " (with local changes)"
-    return {"commit": commit, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "host_cpus": os.cpu_count(),
-            "host": platform.platform(), "qemu": cmd("qemu-system-riscv64", "--version").split("\n")[0],
-            "loadavg_start": "%.1f" % os.getloadavg()[0]}
 
 
 def positive_list(text, what):
@@ -148,29 +133,17 @@ def parse_args(argv):
 
 
 def write_csvs(out, runs, cw_disks, sweep):
-    with open(os.path.join(out, "requests.csv"), "w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=REQUEST_FIELDS, extrasaction="ignore")
-        wr.writeheader()
-        for r in sorted(runs, key=lambda r: (r["workers"], r["clients"], r["repeat"])):
-            wr.writerows(r["rows"])
-    with open(os.path.join(out, "samples.csv"), "w", newline="") as f:
-        wr = csv.writer(f)
-        wr.writerow(["workers", "clients", "repeat", "t_ns", "queued", "running"])
-        for r in runs:
-            wr.writerows([r["workers"], r["clients"], r["repeat"], *p] for p in r["samples"])
-    with open(os.path.join(out, "coldwarm.csv"), "w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=["disk"] + COLDWARM_FIELDS)
-        wr.writeheader()
-        for d, r in cw_disks.items():
-            wr.writerows({"disk": d, **x} for x in r["runs"])
-    with open(os.path.join(out, "calibration.csv"), "w", newline="") as f:
-        wr = csv.writer(f)
-        wr.writerow(["workers", "clients", "repeat", "boot", "calib_before_us", "calib_after_us", "flags"])
-        for w, points in sorted(sweep.items()):
-            for p in points:
-                for r in p["runs"]:
-                    wr.writerow([w, p["clients"], r["repeat"], r["boot"], r["calib_before_us"],
-                                 r["calib_after_us"], "; ".join(r["flags"])])
+    """requests.csv, samples.csv, coldwarm.csv and calibration.csv."""
+    ordered = sorted(runs, key=lambda r: (r["workers"], r["clients"], r["repeat"]))
+    write_csv(os.path.join(out, "requests.csv"), REQUEST_FIELDS, (row for r in ordered for row in r["rows"]))
+    write_csv(os.path.join(out, "samples.csv"), ["workers", "clients", "repeat", "t_ns", "queued", "running"],
+              ([r["workers"], r["clients"], r["repeat"], *p] for r in runs for p in r["samples"]))
+    write_csv(os.path.join(out, "coldwarm.csv"), ["disk"] + COLDWARM_FIELDS,
+              ({"disk": d, **x} for d, r in cw_disks.items() for x in r["runs"]))
+    write_csv(os.path.join(out, "calibration.csv"),
+              ["workers", "clients", "repeat", "boot", "calib_before_us", "calib_after_us", "flags"],
+              ([w, p["clients"], r["repeat"], r["boot"], r["calib_before_us"], r["calib_after_us"],
+                "; ".join(r["flags"])] for w, points in sorted(sweep.items()) for p in points for r in p["runs"]))
 
 
 def plot_inputs(runs):

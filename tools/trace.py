@@ -53,6 +53,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib.latency import median, percentile  # noqa: E402
+from benchlib.plots import pyplot, save_png  # noqa: E402
 
 EVENT = re.compile(r"^ev (\d+) (\d+) (\d+) (\d+) ([A-Z_0-9]+)((?: [a-z_0-9]+=\d+)*)\s*$")
 
@@ -428,9 +429,7 @@ PHASE_COLOURS = {"queued": "#c8c8c8", "prefill": "#f28e2b", "decode": "#4e79a7"}
 
 
 def write_png(tr, path, title=None):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.patches import Patch
     from matplotlib.lines import Line2D
 
@@ -482,9 +481,7 @@ def write_png(tr, path, title=None):
         ax3.legend(loc="upper right", fontsize=7)
     ax2.legend(loc="upper left", fontsize=7)
     ax2.set_xlabel("kernel clock, ms since the first submission")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_png(fig, path, dpi=110)
 
 
 def summary_lines(tr):

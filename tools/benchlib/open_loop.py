@@ -32,7 +32,6 @@ point), requests.csv (every request), summary.json, report.md and PNGs
 (open_loop_report.py).
 """
 import argparse
-import csv
 import json
 import math
 import os
@@ -47,6 +46,7 @@ import qemu_run
 
 from . import queueing as Q
 from .latency import percentile
+from .output import environment, write_csv
 from .open_loop_report import CLOCK, TICK_MS, fmt, make_plots, report, verdict_word
 from .parse import parse_aibench
 from .study import BIN, KERNEL, build_image, progress, run_command
@@ -343,37 +343,18 @@ def analyse(a, boots):
 # ---------------------------------------------------------------- output
 
 def write_csvs(out, points, boots):
-    with open(os.path.join(out, "open_loop.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(CSV_FIELDS)
-        for p in points:
-            # Milliseconds to 10 us (a repeated run's timestamps may differ
-            # by a microsecond or two).
-            w.writerow([p["config"], f"{p['rho']:g}", p["requests"], f"{p['mean_wait_ms']:.2f}",
-                        f"{p['ci95_low_ms']:.2f}", f"{p['ci95_high_ms']:.2f}",
-                        "" if p["theory_ms"] is None else ("inf" if math.isinf(p["theory_ms"])
-                                                           else f"{p['theory_ms']:.2f}")])
-    with open(os.path.join(out, "points.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=POINT_FIELDS, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(points)
-    with open(os.path.join(out, "requests.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=REQUEST_FIELDS, extrasaction="ignore")
-        w.writeheader()
-        for cfg in boots:
-            for pt in cfg["points"]:
-                for r in pt["rows"]:
-                    w.writerow({"config": cfg["config"], "rho": pt["rho"], **r})
-
-
-def environment():
-    import subprocess
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                text=True, timeout=10).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        commit = "unknown"
-    return commit, time.strftime("%Y-%m-%d %H:%M %Z")
+    """open_loop.csv, points.csv and requests.csv."""
+    # Milliseconds to 10 us (a repeated run's timestamps may differ by a
+    # microsecond or two).
+    write_csv(os.path.join(out, "open_loop.csv"), CSV_FIELDS,
+              ([p["config"], f"{p['rho']:g}", p["requests"], f"{p['mean_wait_ms']:.2f}",
+                f"{p['ci95_low_ms']:.2f}", f"{p['ci95_high_ms']:.2f}",
+                "" if p["theory_ms"] is None else ("inf" if math.isinf(p["theory_ms"]) else f"{p['theory_ms']:.2f}")]
+               for p in points))
+    write_csv(os.path.join(out, "points.csv"), POINT_FIELDS, points)
+    write_csv(os.path.join(out, "requests.csv"), REQUEST_FIELDS,
+              ({"config": cfg["config"], "rho": pt["rho"], **r} for cfg in boots for pt in cfg["points"]
+               for r in pt["rows"]))
 
 
 def main(argv):
@@ -400,12 +381,13 @@ def main(argv):
         first = boots[0]
         command = first.get("sweep_command", command) + ("" if "sweep_command" not in first else
                                                          "  (reported with --from-raw)")
-        commit, date = environment()
+        env = environment()
         # The sweep's real time: its longest boot (they ran side by side),
         # if every boot recorded it; analysing here takes seconds.
         walls = [b.get("boot_wall_s") for b in boots]
         start = None if None in walls else time.monotonic() - max(walls)
-        return finish(a, command, boots, start, first.get("commit", commit), first.get("sweep_date", date))
+        return finish(a, command, boots, start, first.get("commit", env["commit"]),
+                      first.get("sweep_date", env["date"]))
     if not os.path.exists(os.path.join(a.bundle, "CFG.BIN")):
         sys.exit(f"bench --open-loop: no bundle at {a.bundle} "
                  f"(make {'test-models' if a.quick else 'build/models/mid-llama/INFO.TXT'})")
@@ -414,7 +396,8 @@ def main(argv):
     os.makedirs(a.out, exist_ok=True)
     command = "tools/bench.py --open-loop " + " ".join(shlex.quote(x) for x in argv)
     start = time.monotonic()
-    commit, date = environment()
+    env = environment()
+    commit, date = env["commit"], env["date"]
     tmp = tempfile.mkdtemp(prefix="kai-open-loop-")
     logs, results, errors = {}, {}, []
     try:

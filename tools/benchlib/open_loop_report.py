@@ -2,9 +2,9 @@
 the boots and computes the figures; this draws them). Every table and plot
 says which clock it was measured with."""
 import math
-import os
 
 from . import queueing as Q
+from .plots import Figures, pyplot
 
 CLOCK = ("virtual time (exact mode, QEMU -icount with idle stretches warped to the next timer deadline, "
          "one hart): 1 instruction = 1 ns")
@@ -110,11 +110,9 @@ def report(summary):
 
 
 def make_plots(out, summary):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
+    figures = Figures(out)
     pts, solo = summary["points"], summary["solo"]
-    files = []
 
     def curve(fn, top):
         xs = [i / 200 for i in range(1, int(min(top, 0.99) * 200) + 1)]
@@ -153,10 +151,7 @@ def make_plots(out, summary):
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8, loc="upper left")
         fig.suptitle(f"Open loop, one request at a time, S = {S * 1e3:.0f} ms ({CLOCK})", fontsize=9)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, "wait_vs_rho.png"), dpi=90)
-        plt.close(fig)
-        files.append("wait_vs_rho.png")
+        figures.save(fig, "wait_vs_rho.png")
     mix = [p for p in pts if p["config"] == "mix"]
     if mix:
         m = solo["mix"]
@@ -177,10 +172,7 @@ def make_plots(out, summary):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="upper left")
         ax.set_title("two request sizes, ai.max_batch=1", fontsize=9)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, "mix_vs_rho.png"), dpi=90)
-        plt.close(fig)
-        files.append("mix_vs_rho.png")
+        figures.save(fig, "mix_vs_rho.png")
     thr = [p for p in pts if p["config"] != "mix"]
     if thr:
         fig, ax = plt.subplots(figsize=(6.5, 4.2))
@@ -203,8 +195,5 @@ def make_plots(out, summary):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="upper left")
         ax.set_title("throughput against offered load", fontsize=9)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, "throughput_vs_load.png"), dpi=90)
-        plt.close(fig)
-        files.append("throughput_vs_load.png")
-    return files
+        figures.save(fig, "throughput_vs_load.png")
+    return figures.files
