@@ -15,17 +15,16 @@ are virtual time and repeat exactly from run to run.
 """
 import argparse
 import os
-import re
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import qemu_run  # noqa: E402
+from benchlib.parse import parse_chat_turns  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "build", "user", "bin")
 MKFS = os.path.join(ROOT, "tools", "mkfsimg.py")
-LINE = re.compile(r"^turn (\d+) prompt=(\d+) cached=(\d+) ttft_us=(\d+) tpot_us=(\d+)$", re.M)
 
 
 def messages(n):
@@ -41,7 +40,7 @@ def run(img, name, predict, int8, prefix_cache, timeout):
                        snapshot=True, deterministic=True, append=f"ai.prefix_cache={prefix_cache}")
     if not res.ok:
         raise SystemExit(f"chat_turns: boot failed: {res.error}\n{res.transcript[-2000:]}")
-    return [tuple(int(x) for x in m.groups()) for m in LINE.finditer(res.transcript.replace("\r\n", "\n"))]
+    return parse_chat_turns(res.transcript)
 
 
 def main(argv=None):

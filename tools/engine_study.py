@@ -49,7 +49,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import qemu_run  # noqa: E402
 from benchlib.latency import median  # noqa: E402
-from benchlib.parse import parse_aibench  # noqa: E402
+from benchlib.parse import parse_aibench, parse_aistat_clients  # noqa: E402
 
 KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
 
@@ -198,12 +198,6 @@ def _ttft_p50(r):
     return r.get("ttft", {}).get("p50_ms", 0)
 
 
-def _clients(text):
-    """aistat's per-process counters: {pid: (served, prompt, output)}."""
-    return {int(pid): (int(sv), int(pt), int(ot)) for pid, sv, pt, ot in
-            re.findall(r"client: pid=(\d+) served=(\d+) prompt_tokens=(\d+) output_tokens=(\d+)", text)}
-
-
 def aibench_requests(text):
     """aibench --csv's per-request lines (parse_aibench's rows) as numbers:
     the kernel's timestamps (ns since boot, one clock for every process) of
@@ -246,7 +240,7 @@ def experiment_sharing(a, log):
             [light, "aistat", "wait", "cat /flood.txt"]
         outs = boot_and_run(a.image, a.model, f"ai.max_batch=4 ai.policy={policy}", cmds, a.exact, a.timeout)
         return {"policy": policy, "light": aibench_summary(outs[light]), "flood": aibench_summary(outs["cat /flood.txt"]),
-                "clients": _clients(outs["aistat"]), "light_requests": aibench_requests(outs[light]),
+                "clients": parse_aistat_clients(outs["aistat"]), "light_requests": aibench_requests(outs[light]),
                 "flood_requests": aibench_requests(outs["cat /flood.txt"])}
 
     def spread_run(policy):
@@ -270,7 +264,7 @@ def experiment_sharing(a, log):
             vals = [e[key]["p50_ms"] for e in each if key in e]
             light_sum[key] = {"p50_ms": median(vals), "max_ms": max(vals, default=0)}
         return {"policy": policy, "spread_s": float(a.light_spread), "light": light_sum, "light_each": each,
-                "flood": aibench_summary(outs["cat /flood.txt"]), "clients": _clients(outs["aistat"]),
+                "flood": aibench_summary(outs["cat /flood.txt"]), "clients": parse_aistat_clients(outs["aistat"]),
                 "light_requests": reqs, "flood_requests": aibench_requests(outs["cat /flood.txt"])}
 
     def prefix_run():

@@ -12,7 +12,8 @@ import bundle  # noqa: E402
 import disk_models  # noqa: E402
 import qemu_run  # noqa: E402
 from benchlib import latency, noise, spread, work  # noqa: E402
-from benchlib.parse import parse_aibench, parse_calib, parse_coldwarm  # noqa: E402
+from benchlib.parse import (parse_ai_timing, parse_aibench, parse_aistat_clients, parse_calib,  # noqa: E402
+                            parse_chat_turns, parse_coldwarm)
 
 PYTHON = "/usr/bin/python3"
 
@@ -120,6 +121,19 @@ def test_one_aibench_reader_serves_the_sweep_and_the_engine_study():
     rows, samples, s = parse_aibench("aibench: connect: no such model\n")
     assert rows == [] and samples == [] and s["done"] == 0 and s["L_measured"] is None
     assert "ttft" not in s and "tokens_per_s" not in s
+
+
+def test_timing_chat_turns_and_aistat_clients():
+    t = parse_ai_timing("26746 155\r\ntiming model=SMOL path=warm prompt=5 gen=16 queue_us=290 ttft_us=2754365 "
+                        "prefill_us=2700000 tpot_us=456246 total_us=9600000 iterations=16 mean_batch=1.00 "
+                        "finish=length\r\n$ ")
+    assert t["ttft_us"] == 2754365 and t["tpot_us"] == 456246 and t["model"] == "SMOL" and t["finish"] == "length"
+    assert parse_ai_timing("ai: no such model\n") is None
+    turns = "turn 1 prompt=9 cached=0 ttft_us=500 tpot_us=40\r\nturn 2 prompt=21 cached=9 ttft_us=510 tpot_us=41\r\n"
+    assert parse_chat_turns(turns) == [(1, 9, 0, 500, 40), (2, 21, 9, 510, 41)]
+    stat = "client: pid=7 served=3 prompt_tokens=24 output_tokens=12\nclient: pid=9 served=1 prompt_tokens=8 output_tokens=4\n"
+    assert parse_aistat_clients(stat) == {7: (3, 24, 12), 9: (1, 8, 4)}
+    assert parse_aibench(AIBENCH_RUN)[2]["wall_s"] == 3.0
 
 
 def test_analytic_work_of_the_smol_shape():
