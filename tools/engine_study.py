@@ -408,26 +408,31 @@ def sharing_report(a, sh):
     return lines
 
 
-def flood_report(a, sh):
-    lines = [
-             f"Flood: one process keeping 8 requests in flight ({a.flood_requests} in all, prompt {a.flood_prompt}, "
-             f"{a.flood_predict} tokens); light: three processes arriving {a.light_after or 0} s later, one request "
-             "each (prompt 8, "
-             "4 tokens). ai.max_batch=4.", "",
+def _light_vs_flood(intro, runs):
+    """The table of a flood experiment (fcfs and fair), the light processes'
+    TTFT ratio and when their requests arrived and were admitted."""
+    lines = [intro, "",
              "| policy | light p50 TTFT ms | light max TTFT ms | flood requests done | flood tokens/s | flood p50 TTFT ms |",
              "|---|---|---|---|---|---|"]
-    for r in sh["flood"]:
+    for r in runs:
         li, fl = r["light"], r["flood"]
         lines.append(f"| {r['policy']} | {_ttft_p50(li):.0f} | {li.get('ttft', {}).get('max_ms', 0):.0f} | "
                      f"{fl.get('done', 0)} | {fl.get('tokens_per_s', 0):.2f} | {_ttft_p50(fl):.0f} |")
-    fc, fa = _ttft_p50(sh["flood"][0]["light"]), _ttft_p50(sh["flood"][1]["light"])
+    fc, fa = _ttft_p50(runs[0]["light"]), _ttft_p50(runs[1]["light"])
     if fc:
         lines += ["", f"Under fair the light processes' p50 TTFT is {fa / fc:.2f}x that under fcfs."]
-    timing = [t for t in (_arrivals_and_rounds(r) for r in sh["flood"]) if t]
+    timing = [t for t in (_arrivals_and_rounds(r) for r in runs) if t]
     if timing:
         lines += [""] + [f"- {t}" for t in timing]
     lines.append("")
     return lines
+
+
+def flood_report(a, sh):
+    return _light_vs_flood(
+        f"Flood: one process keeping 8 requests in flight ({a.flood_requests} in all, prompt {a.flood_prompt}, "
+        f"{a.flood_predict} tokens); light: three processes arriving {a.light_after or 0} s later, one request "
+        "each (prompt 8, 4 tokens). ai.max_batch=4.", sh["flood"])
 
 
 def _arrivals_and_rounds(r):
@@ -450,22 +455,9 @@ def _arrivals_and_rounds(r):
 
 
 def spread_report(a, sh):
-    lines = [f"The same flood; the three light processes arrive one at a time, {sh['flood_spread'][0]['spread_s']:g} s "
-             f"apart, the first {a.light_after or 0} s after the flood started.", "",
-             "| policy | light p50 TTFT ms | light max TTFT ms | flood requests done | flood tokens/s | flood p50 TTFT ms |",
-             "|---|---|---|---|---|---|"]
-    for r in sh["flood_spread"]:
-        li, fl = r["light"], r["flood"]
-        lines.append(f"| {r['policy']} | {_ttft_p50(li):.0f} | {li.get('ttft', {}).get('max_ms', 0):.0f} | "
-                     f"{fl.get('done', 0)} | {fl.get('tokens_per_s', 0):.2f} | {_ttft_p50(fl):.0f} |")
-    fc, fa = _ttft_p50(sh["flood_spread"][0]["light"]), _ttft_p50(sh["flood_spread"][1]["light"])
-    if fc:
-        lines += ["", f"Under fair the light processes' p50 TTFT is {fa / fc:.2f}x that under fcfs."]
-    timing = [t for t in (_arrivals_and_rounds(r) for r in sh["flood_spread"]) if t]
-    if timing:
-        lines += [""] + [f"- {t}" for t in timing]
-    lines.append("")
-    return lines
+    return _light_vs_flood(
+        f"The same flood; the three light processes arrive one at a time, {sh['flood_spread'][0]['spread_s']:g} s "
+        f"apart, the first {a.light_after or 0} s after the flood started.", sh["flood_spread"])
 
 
 def prefix_report(a, sh):

@@ -109,6 +109,14 @@ def report(summary):
     return "\n".join(L)
 
 
+def _measured_means(ax, points):
+    """The measured mean waits against rho, with their 95% intervals."""
+    ax.errorbar([p["rho"] for p in points], [p["mean_wait_ms"] for p in points],
+                yerr=[[p["mean_wait_ms"] - p["ci95_low_ms"] for p in points],
+                      [p["ci95_high_ms"] - p["mean_wait_ms"] for p in points]],
+                fmt="ko", capsize=4, label="measured (95% CI)")
+
+
 def make_plots(out, summary):
     plt = pyplot()
     figures = Figures(out)
@@ -131,10 +139,7 @@ def make_plots(out, summary):
                 ax.plot(xs, ys, "C0-", label="M/D/1")
                 xs, ys = curve(lambda r: 1e3 * Q.mm1_mean_wait(r, S), top)
                 ax.plot(xs, ys, "C1--", label="M/M/1 (contrast)")
-                ax.errorbar([p["rho"] for p in one], [p["mean_wait_ms"] for p in one],
-                            yerr=[[p["mean_wait_ms"] - p["ci95_low_ms"] for p in one],
-                                  [p["ci95_high_ms"] - p["mean_wait_ms"] for p in one]],
-                            fmt="ko", capsize=4, label="measured (95% CI)")
+                _measured_means(ax, one)
                 ax.set_title("mean queue wait, ai.max_batch=1")
             else:
                 xs, ys = curve(lambda r: 1e3 * Q.md1_wait_quantile(0.95, r, S), top)
@@ -162,10 +167,7 @@ def make_plots(out, summary):
         ax.plot(xs, ys, "C2-", label="M/G/1 (Pollaczek-Khinchine)")
         xs, ys = curve(lambda r: 1e3 * Q.md1_mean_wait(r, m["mix_mean_s"]), max(top, 0.9))
         ax.plot(xs, ys, "C0:", label="M/D/1, same mean (contrast)")
-        ax.errorbar([p["rho"] for p in mix], [p["mean_wait_ms"] for p in mix],
-                    yerr=[[p["mean_wait_ms"] - p["ci95_low_ms"] for p in mix],
-                          [p["ci95_high_ms"] - p["mean_wait_ms"] for p in mix]],
-                    fmt="ko", capsize=4, label="measured (95% CI)")
+        _measured_means(ax, mix)
         ax.set_xlabel("offered load rho = lambda E[S]")
         ax.set_ylabel("mean queue wait, ms (virtual time)")
         ax.set_ylim(bottom=0)
