@@ -138,7 +138,8 @@ def experiment_policies(a, log):
         cmds = [f"{long_} > /long.txt &", "sleep 1", short, "wait", "cat /long.txt"]
         append = f"ai.max_batch={a.policy_batch} ai.policy={policy} ai.aging_ms={a.aging_ms}"
         outs = boot_and_run(a.image, a.model, append, cmds, a.exact, a.timeout, label=f"policies-{policy}")
-        r = {"policy": policy, "short": aibench_summary(outs[short]), "long": aibench_summary(outs["cat /long.txt"])}
+        r = {"policy": policy, "short": aibench_summary(outs[short]),
+             "long": aibench_summary(outs["cat /long.txt"])}
         rows.append(r)
         log(f"policies: {policy}: short p50 TTFT {r['short'].get('ttft', {}).get('p50_ms', 0):.0f} ms, "
             f"long max queue wait {r['long'].get('queue_wait', {}).get('max_ms', 0):.0f} ms")
@@ -239,7 +240,8 @@ def experiment_sharing(a, log):
         cmds = [f"{flood} > /flood.txt &"] + ([f"sleep {a.light_after}"] if a.light_after else []) + \
             [light, "aistat", "wait", "cat /flood.txt"]
         outs = boot_and_run(a.image, a.model, f"ai.max_batch=4 ai.policy={policy}", cmds, a.exact, a.timeout)
-        return {"policy": policy, "light": aibench_summary(outs[light]), "flood": aibench_summary(outs["cat /flood.txt"]),
+        return {"policy": policy, "light": aibench_summary(outs[light]),
+                "flood": aibench_summary(outs["cat /flood.txt"]),
                 "clients": parse_aistat_clients(outs["aistat"]), "light_requests": aibench_requests(outs[light]),
                 "flood_requests": aibench_requests(outs["cat /flood.txt"])}
 
@@ -292,7 +294,8 @@ def experiment_sharing(a, log):
         append = f"ai.max_batch=8 ai.policy=priority ai.preempt_gap={gap}"
         outs = boot_and_run(a.image, a.model, append, cmds, a.exact, a.timeout)
         m = re.search(r"preemptions_memory=(\d+) preemptions_priority=(\d+)", outs[cmds[-1]])
-        return {"preempt_gap": gap, "urgent": aibench_summary(outs[urgent]), "low": aibench_summary(outs["cat /low.txt"]),
+        return {"preempt_gap": gap, "urgent": aibench_summary(outs[urgent]),
+                "low": aibench_summary(outs["cat /low.txt"]),
                 "preemptions_memory": int(m.group(1)) if m else -1, "preemptions_priority": int(m.group(2)) if m else -1}
 
     jobs = {}

@@ -52,6 +52,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import latency  # noqa: E402
 from benchlib.latency import median, percentile  # noqa: E402
 from benchlib.plots import pyplot, save_png  # noqa: E402
 
@@ -119,11 +120,12 @@ class Request:
 
     @property
     def ttft_ns(self):
-        return self.tokens[0][0] - self.submit if self.tokens and self.submit is not None else None
+        return latency.ttft_ns(self.submit, self.tokens[0][0]) if self.tokens and self.submit is not None else None
 
     @property
     def e2e_ns(self):
-        return self.finish - self.submit if self.finish is not None and self.submit is not None else None
+        done = self.finish is not None and self.submit is not None
+        return latency.e2e_ns(self.submit, self.finish) if done else None
 
     @property
     def reason_name(self):

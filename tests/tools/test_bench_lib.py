@@ -131,7 +131,8 @@ def test_timing_chat_turns_and_aistat_clients():
     assert parse_ai_timing("ai: no such model\n") is None
     turns = "turn 1 prompt=9 cached=0 ttft_us=500 tpot_us=40\r\nturn 2 prompt=21 cached=9 ttft_us=510 tpot_us=41\r\n"
     assert parse_chat_turns(turns) == [(1, 9, 0, 500, 40), (2, 21, 9, 510, 41)]
-    stat = "client: pid=7 served=3 prompt_tokens=24 output_tokens=12\nclient: pid=9 served=1 prompt_tokens=8 output_tokens=4\n"
+    stat = ("client: pid=7 served=3 prompt_tokens=24 output_tokens=12\n"
+            "client: pid=9 served=1 prompt_tokens=8 output_tokens=4\n")
     assert parse_aistat_clients(stat) == {7: (3, 24, 12), 9: (1, 8, 4)}
     assert parse_aibench(AIBENCH_RUN)[2]["wall_s"] == 3.0
 
