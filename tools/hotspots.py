@@ -23,7 +23,7 @@ so a tick comes every 10 M instructions and the share of samples is the
 share of *instructions*. Profile the same workload both ways and divide:
 a function's share of real time over its share of instructions is what
 each of its instructions costs against the average (docs/runtime.md,
-"what each instruction costs, function by function").
+"Night of 2026-12-04: what each instruction costs, function by function").
 
 Samples land where interrupts come on again: code that runs with
 interrupts off (inside a spinlock) is counted where it releases the lock,

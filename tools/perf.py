@@ -5,7 +5,7 @@ SmolLM2-135M-shape model with int8 activations.
     perf.py [--image IMG] [--kernel ELF] [--memory SIZE] [--repeat R] [--out FILE]
             [--timeout S] [--no-exact] [--no-real] [--full-perfbench]
 
-Two kinds of figures (docs/runtime.md, "make perf"):
+Two kinds of figures (docs/runtime.md, "Measured: make perf"):
 
 Exact mode (qemu_run --deterministic, QEMU -icount, one hart): the guest clock
 counts instructions, 1 ns each, so a time in this boot IS an instruction

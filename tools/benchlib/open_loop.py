@@ -147,8 +147,8 @@ def requests_at(a, config, rho):
     waits there are rare and short. Near rho = 1 a point needs many: one long
     busy period makes the waits of hundreds of successive requests long
     together, so a run of a few hundred requests holds only a handful of
-    independent pieces of information (docs/experiments.md, "How sure is a
-    mean wait?")."""
+    independent pieces of information (docs/experiments.md, "Open loop": "How
+    sure is a mean wait?")."""
     if config == "mix":
         return a.mix_requests
     if config == "default":
