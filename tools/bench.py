@@ -57,8 +57,8 @@ from benchlib.output import environment, write_csv  # noqa: E402
 from benchlib.parse import COLDWARM_FIELDS, parse_aibench, parse_coldwarm  # noqa: E402,F401
 from benchlib.plots import EXACT, REAL, make_plots  # noqa: E402
 from benchlib.report import LITTLE_TOLERANCE_PCT, write_report  # noqa: E402,F401
-from benchlib.study import BIN, KERNEL, build_image, progress  # noqa: E402,F401
-from benchlib import study as study_mod  # noqa: E402
+from benchlib.boots import BIN, KERNEL, build_image, progress  # noqa: E402,F401
+from benchlib import boots  # noqa: E402
 
 REQUEST_FIELDS = ["workers", "clients", "repeat", "client", "index", "state", "error", "prompt", "generated",
                   "queue_depth", "worker", "t_submit_ns", "t_start_ns", "t_first_ns", "t_finish_ns",
@@ -183,8 +183,8 @@ def main(argv=None):
     try:
         progress(f"building the image with {args.bundle} at /AI/{args.name}; seed {args.seed}")
         img = build_image(args.bundle, args.name, tmp)
-        cw_raw = study_mod.cold_warm(args, img, args.disks, logs) if args.cold_runs else {}
-        runs = study_mod.sweep(args, img, workers, clients, logs)
+        cw_raw = boots.cold_warm(args, img, args.disks, logs) if args.cold_runs else {}
+        runs = boots.sweep(args, img, workers, clients, logs)
         if args.keep_image:
             shutil.copy(img, os.path.join(args.out, "bench.img"))
     finally:
@@ -212,7 +212,7 @@ def main(argv=None):
                           "noise_threshold_pct": args.noise_threshold, "quick": q,
                           "deterministic": args.deterministic},
                "time_modes": {"cold_warm": EXACT, "sweep": EXACT if args.deterministic else REAL},
-               "environment": env, "wall_s": time.monotonic() - study_mod.STUDY_START,
+               "environment": env, "wall_s": time.monotonic() - boots.STUDY_START,
                "cold_warm": {"time_mode": EXACT, "runs_each": args.cold_runs, "disks": cw_disks},
                "work": analysis.counted_work(cw_disks, args.bundle, args.prompt, args.predict),
                "sweep": {str(w): pts for w, pts in sweep.items()},

@@ -51,7 +51,7 @@ import qemu_run  # noqa: E402
 from benchlib.latency import median  # noqa: E402
 from benchlib.parse import parse_aibench, parse_aistat_clients  # noqa: E402
 
-KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
+KERNEL = qemu_run.DEFAULT_KERNEL
 
 # --trace: where each boot's trace goes (None: no trace) and the ring's size.
 TRACE = {"dir": None, "events": 65536}

@@ -10,7 +10,8 @@ work      counted work: multiply-adds and bytes, arithmetic intensity, roofline
 queueing  queueing theory: M/D/1, M/M/1, M/G/1, confidence intervals of a mean wait
 output    what a study records: its environment (commit, host, QEMU) and CSV files
 plots     the PNG figures (and the matplotlib set-up every figure shares)
-study     the boots of bench.py: cold vs warm per disk model (exact mode), the sweep (real time)
+boots     booting kai for a study (image, commands, progress); bench.py's boots: cold vs warm
+          per disk model (exact mode), the sweep (real time)
 analysis  bench.py from raw runs to the summary: spreads, flags, comparisons, Little's law
 report    bench.py's report.md
 open_loop, open_loop_report

@@ -49,7 +49,7 @@ from .latency import percentile
 from .output import environment, write_csv
 from .open_loop_report import CLOCK, TICK_MS, fmt, make_plots, report, verdict_word
 from .parse import parse_aibench
-from .study import BIN, KERNEL, build_image, progress, run_command
+from .boots import BIN, KERNEL, build_image, progress, run_command
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(HERE)
