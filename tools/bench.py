@@ -53,6 +53,7 @@ import qemu_run  # noqa: E402
 from benchlib import analysis  # noqa: E402
 from benchlib.latency import derive, percentile, median, point_stats  # noqa: E402,F401  (used by tests)
 from benchlib.noise import DEFAULT_THRESHOLD_PCT  # noqa: E402
+from benchlib.options import model_name, number_list  # noqa: E402
 from benchlib.output import environment, write_csv  # noqa: E402
 from benchlib.parse import COLDWARM_FIELDS, parse_aibench, parse_coldwarm  # noqa: E402,F401
 from benchlib.plots import EXACT, REAL, make_plots  # noqa: E402
@@ -64,16 +65,6 @@ REQUEST_FIELDS = ["workers", "clients", "repeat", "client", "index", "state", "e
                   "queue_depth", "worker", "t_submit_ns", "t_start_ns", "t_first_ns", "t_finish_ns",
                   "queue_us", "ttft_us", "prefill_us", "tpot_us", "e2e_us", "service_us"]
 DEFAULT_CALIB_ITERATIONS = 16_000_000   # about 0.1 s in real-time QEMU here
-
-
-def positive_list(text, what):
-    try:
-        vals = [int(v) for v in text.split(",")]
-    except ValueError:
-        vals = []
-    if not vals or min(vals) < 1:
-        sys.exit(f"bench: {what} {text!r}: want positive whole numbers separated by commas")
-    return vals
 
 
 def parse_args(argv):
@@ -122,7 +113,7 @@ def parse_args(argv):
         args.smp = qemu_run.EXACT_MAX_SMP   # QEMU -icount: kai boots one hart (docs/experiments.md)
     args.bundle = os.path.abspath(args.bundle or os.path.join(ROOT, "build", "models" if q else "assets",
                                                               "tiny-llama" if q else "SMOL"))
-    args.name = (args.name or os.path.basename(os.path.normpath(args.bundle))).upper().replace("-", "")[:15]
+    args.name = model_name(args.bundle, args.name)
     args.requests = args.requests or 3
     args.prompt = args.prompt or (8 if q else 4)
     args.predict = args.predict or (64 if q else 8)   # tiny requests must outlast the 10 ms sampling tick
@@ -174,8 +165,8 @@ def main(argv=None):
     for prog in ("llmrun", "coldwarm", "aibench", "calib"):
         if not os.path.exists(os.path.join(BIN, prog)):
             sys.exit(f"bench: build/user/bin/{prog} missing (make user)")
-    workers = positive_list(args.workers, "--workers")
-    clients = positive_list(args.clients, "--clients")
+    workers = number_list(args.workers, "--workers", "bench", whole=True)
+    clients = number_list(args.clients, "--clients", "bench", whole=True)
     os.makedirs(args.out, exist_ok=True)
     env = environment()
     tmp = tempfile.mkdtemp(prefix="kai-bench-")

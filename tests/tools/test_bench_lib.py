@@ -135,6 +135,17 @@ def test_timing_chat_turns_and_aistat_clients():
     assert parse_aibench(AIBENCH_RUN)[2]["wall_s"] == 3.0
 
 
+def test_number_lists_and_model_names_of_the_command_lines():
+    from benchlib.options import model_name, number_list
+    assert number_list("1,2, 4", "--clients", "bench", whole=True) == [1, 2, 4]
+    assert number_list("0.5,1.5,", "--rho", "bench --open-loop") == [0.5, 1.5]
+    for bad, whole in (("1,0", True), ("1.5", True), ("", False), ("0.3,x", False), ("-1", False)):
+        with pytest.raises(SystemExit, match="want positive"):
+            number_list(bad, "--x", "bench", whole)
+    assert model_name("/a/b/tiny-llama/") == "TINYLLAMA" and model_name("/x", "smol") == "SMOL"
+    assert model_name("/m/a-very-long-model-name") == "AVERYLONGMODELN"
+
+
 def test_analytic_work_of_the_smol_shape():
     # By hand: 134.5 M multiply-adds for a decode step with the
     # classifier (30 layers of q, k, v, o and the MLP, plus 49,152 x 576),

@@ -8,6 +8,7 @@ spread    repeated measurements: median, min-max, bootstrap interval, comparison
 noise     the host-noise check (calib before and after a sweep point)
 work      counted work: multiply-adds and bytes, arithmetic intensity, roofline
 queueing  queueing theory: M/D/1, M/M/1, M/G/1, confidence intervals of a mean wait
+options   command-line pieces: lists of numbers, a bundle's name under /AI
 output    what a study records: its environment (commit, host, QEMU) and CSV files
 plots     the PNG figures (and the matplotlib set-up every figure shares)
 boots     booting kai for a study (image, commands, progress); bench.py's boots: cold vs warm

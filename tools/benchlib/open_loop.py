@@ -46,6 +46,7 @@ import qemu_run
 
 from . import queueing as Q
 from .latency import percentile
+from .options import model_name, number_list
 from .output import environment, write_csv
 from .open_loop_report import CLOCK, TICK_MS, fmt, make_plots, report, verdict_word
 from .parse import parse_aibench
@@ -53,6 +54,7 @@ from .boots import BIN, KERNEL, build_image, progress, run_command
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(HERE)
+PROG = "bench --open-loop"
 CONFIGS = ("max_batch=1", "mix", "default")
 CSV_FIELDS = ["config", "rho", "requests", "mean_wait_ms", "ci95_low_ms", "ci95_high_ms", "theory_ms"]
 POINT_FIELDS = ["config", "rho", "rate_rps", "seed", "submitted", "done", "requests", "mean_wait_ms",
@@ -62,16 +64,6 @@ POINT_FIELDS = ["config", "rho", "rate_rps", "seed", "submitted", "done", "reque
                 "virtual_s", "wall_s"]
 REQUEST_FIELDS = ["config", "rho", "client", "index", "state", "generated", "t_submit_ns", "t_start_ns",
                   "t_first_ns", "t_finish_ns", "wait_us", "service_us", "warmup"]
-
-
-def float_list(text, what):
-    try:
-        vals = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        vals = []
-    if not vals or min(vals) <= 0:
-        sys.exit(f"bench --open-loop: {what} {text!r}: want positive numbers separated by commas")
-    return vals
 
 
 def parse_args(argv):
@@ -105,12 +97,12 @@ def parse_args(argv):
     a = ap.parse_args(argv)
     q = a.quick
     a.bundle = os.path.abspath(a.bundle or os.path.join(ROOT, "build", "models", "tiny-llama" if q else "mid-llama"))
-    a.name = (a.name or os.path.basename(os.path.normpath(a.bundle))).upper().replace("-", "")[:15]
+    a.name = model_name(a.bundle, a.name)
     a.predict = a.predict or (60 if q else 10)
     a.long_predict = a.long_predict or (90 if q else 40)
-    a.rho = float_list(a.rho or ("0.3,0.8" if q else "0.1,0.3,0.5,0.7,0.8,0.9,1.0,1.1"), "--rho")
-    a.mix_rho = float_list(a.mix_rho or ("0.5" if q else "0.3,0.5,0.7,0.8"), "--mix-rho")
-    a.default_load = float_list(a.default_load or ("0.5,3" if q else "0.5,1,1.5,2,3,4"), "--default-load")
+    a.rho = number_list(a.rho or ("0.3,0.8" if q else "0.1,0.3,0.5,0.7,0.8,0.9,1.0,1.1"), "--rho", PROG)
+    a.mix_rho = number_list(a.mix_rho or ("0.5" if q else "0.3,0.5,0.7,0.8"), "--mix-rho", PROG)
+    a.default_load = number_list(a.default_load or ("0.5,3" if q else "0.5,1,1.5,2,3,4"), "--default-load", PROG)
     a.requests = a.requests or (40 if q else 1000)
     a.mix_requests = a.mix_requests or (40 if q else 800)
     a.default_requests = a.default_requests or (40 if q else 150)
