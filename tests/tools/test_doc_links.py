@@ -10,7 +10,13 @@ Checked:
   - the comments and strings of the sources (kernel/, lib/, user/, tools/,
     tests/ and the Makefile) that cite a note as docs/NAME.md, optionally
     followed by #anchor, `, "Section"` or ` "Section"` (a quoted name may
-    run on over the next comment lines).
+    run on over the next comment lines);
+  - in all of them, every repository path named (kernel/..., lib/...,
+    user/..., tools/..., tests/..., include/..., docs/... with a file
+    suffix; `NAME` stands for any name and is not checked);
+  - a symbol named with the file it lives in, as `ai::kMaxOutput
+    (kernel/ai/limits.h)`, `kMaxPrompt (lib/llm_config.h)` or
+    `` `do_thing()` (kernel/x.cpp) ``: the file must contain it.
 A path must name a file inside the repository (a student's checkout has no
 ../shared); an anchor must be the GitHub anchor of a heading of that file
 (lowercase, spaces to '-', punctuation dropped, a repeated heading gets -1,
@@ -41,6 +47,12 @@ CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 # NAME.md), then #anchor, or a section name in quotes after ", " or " ".
 CITATION = re.compile(r"(?<![\w/.-])(docs/(?:[\w.-]+/)*[\w.-]+\.md)(?:#([\w-]+)|(,?[ \t]+\"|,?[ \t]*\n))?")
 DOC_CITATION = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.md)(?:#([\w-]+)|(,?[ \t]+\"))?")
+# A repository path with a file suffix, as sources and notes name them.
+REPO_PATH = re.compile(r"(?<![\w/.-])((?:kernel|lib|user|tools|tests|include|docs)/[\w/.-]*\w\."
+                       r"(?:h|hpp|cpp|c|S|py|md|ld|sh|json|txt))(?![\w/])")
+# A symbol followed by the file that holds it: "ai::kMaxOutput (kernel/ai/limits.h)".
+SYMBOL_AT = re.compile(r"(`?)((?:\w+::)*[A-Za-z_]\w*(?:\(\))?)\1 \(`?((?:kernel|lib|user|include|tools)/"
+                       r"[\w/.-]*\w\.(?:h|hpp|cpp|c|S|py))`?[),;]")
 # What begins a comment line that continues a quoted name.
 COMMENT_LEAD = re.compile(r"\n[ \t]*(?://+|#+|\*+(?!/)|;+)?[ \t]*")
 
@@ -198,6 +210,36 @@ def source_problems(path):
     return out
 
 
+def path_problems(path):
+    """(file:line, problem) of the repository paths a file names that do not
+    exist, and of the symbols it places in a file that does not hold them."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    rel = os.path.relpath(path, ROOT)
+    out = []
+
+    def at(m):
+        return f"{rel}:{text.count(chr(10), 0, m.start()) + 1}"
+
+    for m in REPO_PATH.finditer(text):
+        named = m.group(1)
+        if "NAME" not in named and not os.path.exists(os.path.join(ROOT, named)):
+            out.append((at(m), f"{named}: no such file"))
+    for m in SYMBOL_AT.finditer(text):
+        symbol, named = m.group(2), m.group(3)
+        # Only what is surely code: in backquotes, qualified (ns::name), a
+        # call (name()) or a constant (kName); "PAGE_FIT (tools/...)" is prose.
+        if not (m.group(1) or "::" in symbol or symbol.endswith("()") or re.match(r"k[A-Z]", symbol)):
+            continue
+        full = os.path.join(ROOT, named)
+        name = symbol.split("::")[-1].rstrip("()")
+        if os.path.exists(full):
+            with open(full, encoding="utf-8", errors="replace") as f:
+                if not re.search(rf"\b{re.escape(name)}\b", f.read()):
+                    out.append((at(m), f"{symbol} ({named}): {named} has no {name}"))
+    return out
+
+
 def files(top, suffixes):
     for d, dirs, names in os.walk(top):
         dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and not x.startswith("."))
@@ -223,7 +265,8 @@ def source_files(root=ROOT):
 
 def all_problems():
     return ([p for f in markdown_files() for p in markdown_problems(f)] +
-            [p for f in source_files() for p in source_problems(f)])
+            [p for f in source_files() for p in source_problems(f)] +
+            [p for f in markdown_files() + source_files() for p in path_problems(f)])
 
 
 def listing(problems):
@@ -240,6 +283,11 @@ def test_the_markdown_links_lead_somewhere():
 def test_the_sources_cite_notes_and_sections_that_exist():
     problems = [p for f in source_files() for p in source_problems(f)]
     assert not problems, "broken docs/ citations in the sources:\n" + listing(problems)
+
+
+def test_the_files_and_symbols_named_are_there():
+    problems = [p for f in markdown_files() + source_files() for p in path_problems(f)]
+    assert not problems, "paths or symbols that moved:\n" + listing(problems)
 
 
 def test_there_is_something_to_check():
@@ -280,6 +328,15 @@ def test_a_broken_link_or_citation_is_reported(tmp_path, monkeypatch):
     src = [(w, p.split(":")[0]) for w, p in source_problems(str(tmp_path / "src" / "x.c"))]
     assert src == [("src/x.c:4", "docs/gone.md"), ("src/x.c:4", "docs/a.md#gone"),
                    ("src/x.c:5", "docs/a.md, \"Hostile clients\"")], src
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "limits.h").write_text("constexpr int kMaxOutput = 4;\n")
+    (tmp_path / "src" / "y.c").write_text(
+        "// ai::kMaxOutput (lib/limits.h) is there; ai::kMaxPrompt (lib/limits.h) is not\n"
+        "// `kMaxOutput` (lib/service.h): no such file; PAGE_FIT (lib/limits.h) is prose\n"
+        "// lib/NAME.h is a placeholder\n")
+    got = path_problems(str(tmp_path / "src" / "y.c"))
+    assert got == [("src/y.c:2", "lib/service.h: no such file"),
+                   ("src/y.c:1", "ai::kMaxPrompt (lib/limits.h): lib/limits.h has no kMaxPrompt")], got
     anchors.cache_clear()
 
 
