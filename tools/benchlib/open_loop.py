@@ -48,7 +48,7 @@ from . import queueing as Q
 from .latency import percentile
 from .options import model_name, number_list
 from .output import environment, write_csv
-from .open_loop_report import CLOCK, TICK_MS, fmt, make_plots, report, verdict_word
+from .open_loop_report import CLOCK, TICK_MS, fmt, open_loop_plots, report, verdict_word
 from .parse import parse_aibench
 from .boots import BIN, KERNEL, build_image, progress, run_command
 
@@ -334,7 +334,7 @@ def analyse(a, boots):
 
 # ---------------------------------------------------------------- output
 
-def write_csvs(out, points, boots):
+def write_open_loop_csvs(out, points, boots):
     """open_loop.csv, points.csv and requests.csv."""
     # Milliseconds to 10 us (a repeated run's timestamps may differ by a
     # microsecond or two).
@@ -354,7 +354,7 @@ def main(argv):
     if a.replot:
         with open(os.path.join(a.out, "summary.json")) as f:
             summary = json.load(f)
-        summary["plots"] = make_plots(a.out, summary)
+        summary["plots"] = open_loop_plots(a.out, summary)
         with open(os.path.join(a.out, "report.md"), "w") as f:
             f.write(report(summary))
         return 0
@@ -434,7 +434,7 @@ def main(argv):
 def finish(a, command, boots, start, commit, date):
     """Analysis, CSVs, summary, plots and report of the boots' raw data."""
     points, sat = analyse(a, boots)
-    write_csvs(a.out, points, boots)
+    write_open_loop_csvs(a.out, points, boots)
     summary = {"command": command, "date": date, "commit": commit, "clock": CLOCK,
                "wall_s": None if start is None else time.monotonic() - start,
                "configs_measured": [b["config"] for b in boots],
@@ -445,7 +445,7 @@ def finish(a, command, boots, start, commit, date):
                "solo": {b["config"]: b["solo"] for b in boots},
                "kernel_options": {b["config"]: b["kernel_options"] for b in boots},
                "points": points, "saturation": sat}
-    summary["plots"] = make_plots(a.out, summary)
+    summary["plots"] = open_loop_plots(a.out, summary)
     with open(os.path.join(a.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1, default=lambda x: None)
     with open(os.path.join(a.out, "report.md"), "w") as f:

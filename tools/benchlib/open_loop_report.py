@@ -117,7 +117,7 @@ def _measured_means(ax, points):
                 fmt="ko", capsize=4, label="measured (95% CI)")
 
 
-def make_plots(out, summary):
+def open_loop_plots(out, summary):
     plt = pyplot()
     figures = Figures(out)
     pts, solo = summary["points"], summary["solo"]
