@@ -14,7 +14,7 @@ static_assert(KAI_AI_MAX_PROMPT == llm::kMaxPrompt,
               "KAI_AI_MAX_PROMPT (ai_abi.h) and llm::kMaxPrompt (lib/llm_config.h) differ");
 // ai_wait can return at most what a request slot holds.
 static_assert(KAI_AI_MAX_OUTPUT == ai::kMaxOutput,
-              "KAI_AI_MAX_OUTPUT (ai_abi.h) and ai::kMaxOutput (kernel/ai/service.h) differ");
+              "KAI_AI_MAX_OUTPUT (ai_abi.h) and ai::kMaxOutput (kernel/ai/limits.h) differ");
 // The sampling limits the ABI promises are the ones the sampler honours.
 static_assert(KAI_AI_MAX_TEMPERATURE_MILLI == llm::kMaxTemperatureMilli &&
                   KAI_AI_MAX_TOP_P_MILLI == llm::kMaxTopPMilli && KAI_AI_MAX_MIN_P_MILLI == llm::kMaxMinPMilli &&

@@ -29,8 +29,8 @@ struct KvRows {
   float* v;  // [kv_dim]
 };
 
-// A paged KV cache (the kernel's AI service; docs/ai-service.md, "Paged KV
-// cache"): K and V rows of many sessions in one pool of fixed-size blocks,
+// A paged KV cache (the kernel's AI service; docs/ai-service.md, "The KV cache
+// as paged memory"): K and V rows of many sessions in one pool of fixed-size blocks,
 // each block holding `block_size` consecutive positions of every full-attention
 // layer. A session maps its positions to blocks through a block table, as a
 // process maps virtual pages to physical frames through its page table:

@@ -20,25 +20,35 @@ what QEMU makes of them in real time (docs/runtime.md).
 """
 import argparse
 import os
-import re
 import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import qemu_run  # noqa: E402
+from benchlib.parse import parse_ai_timing, parse_aibench  # noqa: E402
 from perf import BATCH, MODEL, ONE_REQUEST, PROMPT_IDS  # noqa: E402  (the same requests as make perf)
 
 WARM_UP = f"ai --model {MODEL} --int8 --predict 2 {PROMPT_IDS}"
+
+
+def _timing_ms(key):
+    """The figure `key` of `ai --timing`'s line, in ms (None if not printed)."""
+    def figure(text):
+        t = parse_ai_timing(text)
+        return t[key] / 1000 if t and key in t else None
+    return figure
+
+
 CASES = {
-    # name: (command, runs per boot, regex of the figure, unit, higher is better)
-    "one": (ONE_REQUEST, 3, re.compile(r"tpot_us=(\d+)"), "TPOT ms", False),
-    "ttft": (ONE_REQUEST, 3, re.compile(r"ttft_us=(\d+)"), "TTFT ms", False),
-    "batch8": (BATCH, 2, re.compile(r"([\d.]+) tokens/s"), "tokens/s", True),
+    # name: (command, runs per boot, the figure from the output, unit, higher is better)
+    "one": (ONE_REQUEST, 3, _timing_ms("tpot_us"), "TPOT ms", False),
+    "ttft": (ONE_REQUEST, 3, _timing_ms("ttft_us"), "TTFT ms", False),
+    "batch8": (BATCH, 2, lambda text: parse_aibench(text)[2].get("tokens_per_s"), "tokens/s", True),
 }
 
 
 def boot(kernel, args):
-    command, runs, regex, _, _ = CASES[args.case]
+    command, runs, figure, _, _ = CASES[args.case]
     append = f"ai.harts={args.harts} {args.append}".strip()
     s = qemu_run.Session(args.image, kernel, args.smp, args.memory, snapshot=True, boot_timeout=300,
                          append=append)
@@ -49,11 +59,10 @@ def boot(kernel, args):
             start = s.mark()
             if not s.command(command, args.timeout):
                 raise SystemExit(f"ab_kernels: '{command}' did not finish within {args.timeout} s on {kernel}")
-            m = regex.search(s.transcript[start:])
-            if not m:
+            value = figure(s.transcript[start:])
+            if value is None:
                 raise SystemExit(f"ab_kernels: no figure in the output of '{command}' on {kernel}")
-            value = float(m.group(1))
-            figures.append(value / 1000 if args.case in ("one", "ttft") else value)
+            figures.append(value)
     finally:
         s.halt()
         s.close()

@@ -39,10 +39,8 @@ import argparse
 import csv
 import json
 import os
-import platform
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -55,40 +53,18 @@ import qemu_run  # noqa: E402
 from benchlib import analysis  # noqa: E402
 from benchlib.latency import derive, percentile, median, point_stats  # noqa: E402,F401  (used by tests)
 from benchlib.noise import DEFAULT_THRESHOLD_PCT  # noqa: E402
+from benchlib.options import model_name, number_list  # noqa: E402
+from benchlib.output import environment, write_csv  # noqa: E402
 from benchlib.parse import COLDWARM_FIELDS, parse_aibench, parse_coldwarm  # noqa: E402,F401
 from benchlib.plots import EXACT, REAL, make_plots  # noqa: E402
 from benchlib.report import LITTLE_TOLERANCE_PCT, write_report  # noqa: E402,F401
-from benchlib.study import BIN, KERNEL, build_image, progress  # noqa: E402,F401
-from benchlib import study as study_mod  # noqa: E402
+from benchlib.boots import BIN, KERNEL, build_image, progress  # noqa: E402,F401
+from benchlib import boots  # noqa: E402
 
 REQUEST_FIELDS = ["workers", "clients", "repeat", "client", "index", "state", "error", "prompt", "generated",
                   "queue_depth", "worker", "t_submit_ns", "t_start_ns", "t_first_ns", "t_finish_ns",
                   "queue_us", "ttft_us", "prefill_us", "tpot_us", "e2e_us", "service_us"]
 DEFAULT_CALIB_ITERATIONS = 16_000_000   # about 0.1 s in real-time QEMU here
-
-
-def environment():
-    def cmd(*c):
-        try:
-            return subprocess.run(c, cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-    commit = cmd("git", "rev-parse", "--short", "HEAD") or "unknown"
-    if cmd("git", "status", "--porcelain", "--untracked-files=no"):
-        commit += " (with local changes)"
-    return {"commit": commit, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "host_cpus": os.cpu_count(),
-            "host": platform.platform(), "qemu": cmd("qemu-system-riscv64", "--version").split("\n")[0],
-            "loadavg_start": "%.1f" % os.getloadavg()[0]}
-
-
-def positive_list(text, what):
-    try:
-        vals = [int(v) for v in text.split(",")]
-    except ValueError:
-        vals = []
-    if not vals or min(vals) < 1:
-        sys.exit(f"bench: {what} {text!r}: want positive whole numbers separated by commas")
-    return vals
 
 
 def parse_args(argv):
@@ -137,7 +113,7 @@ def parse_args(argv):
         args.smp = qemu_run.EXACT_MAX_SMP   # QEMU -icount: kai boots one hart (docs/experiments.md)
     args.bundle = os.path.abspath(args.bundle or os.path.join(ROOT, "build", "models" if q else "assets",
                                                               "tiny-llama" if q else "SMOL"))
-    args.name = (args.name or os.path.basename(os.path.normpath(args.bundle))).upper().replace("-", "")[:15]
+    args.name = model_name(args.bundle, args.name)
     args.requests = args.requests or 3
     args.prompt = args.prompt or (8 if q else 4)
     args.predict = args.predict or (64 if q else 8)   # tiny requests must outlast the 10 ms sampling tick
@@ -148,29 +124,17 @@ def parse_args(argv):
 
 
 def write_csvs(out, runs, cw_disks, sweep):
-    with open(os.path.join(out, "requests.csv"), "w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=REQUEST_FIELDS, extrasaction="ignore")
-        wr.writeheader()
-        for r in sorted(runs, key=lambda r: (r["workers"], r["clients"], r["repeat"])):
-            wr.writerows(r["rows"])
-    with open(os.path.join(out, "samples.csv"), "w", newline="") as f:
-        wr = csv.writer(f)
-        wr.writerow(["workers", "clients", "repeat", "t_ns", "queued", "running"])
-        for r in runs:
-            wr.writerows([r["workers"], r["clients"], r["repeat"], *p] for p in r["samples"])
-    with open(os.path.join(out, "coldwarm.csv"), "w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=["disk"] + COLDWARM_FIELDS)
-        wr.writeheader()
-        for d, r in cw_disks.items():
-            wr.writerows({"disk": d, **x} for x in r["runs"])
-    with open(os.path.join(out, "calibration.csv"), "w", newline="") as f:
-        wr = csv.writer(f)
-        wr.writerow(["workers", "clients", "repeat", "boot", "calib_before_us", "calib_after_us", "flags"])
-        for w, points in sorted(sweep.items()):
-            for p in points:
-                for r in p["runs"]:
-                    wr.writerow([w, p["clients"], r["repeat"], r["boot"], r["calib_before_us"],
-                                 r["calib_after_us"], "; ".join(r["flags"])])
+    """requests.csv, samples.csv, coldwarm.csv and calibration.csv."""
+    ordered = sorted(runs, key=lambda r: (r["workers"], r["clients"], r["repeat"]))
+    write_csv(os.path.join(out, "requests.csv"), REQUEST_FIELDS, (row for r in ordered for row in r["rows"]))
+    write_csv(os.path.join(out, "samples.csv"), ["workers", "clients", "repeat", "t_ns", "queued", "running"],
+              ([r["workers"], r["clients"], r["repeat"], *p] for r in runs for p in r["samples"]))
+    write_csv(os.path.join(out, "coldwarm.csv"), ["disk"] + COLDWARM_FIELDS,
+              ({"disk": d, **x} for d, r in cw_disks.items() for x in r["runs"]))
+    write_csv(os.path.join(out, "calibration.csv"),
+              ["workers", "clients", "repeat", "boot", "calib_before_us", "calib_after_us", "flags"],
+              ([w, p["clients"], r["repeat"], r["boot"], r["calib_before_us"], r["calib_after_us"],
+                "; ".join(r["flags"])] for w, points in sorted(sweep.items()) for p in points for r in p["runs"]))
 
 
 def plot_inputs(runs):
@@ -201,8 +165,8 @@ def main(argv=None):
     for prog in ("llmrun", "coldwarm", "aibench", "calib"):
         if not os.path.exists(os.path.join(BIN, prog)):
             sys.exit(f"bench: build/user/bin/{prog} missing (make user)")
-    workers = positive_list(args.workers, "--workers")
-    clients = positive_list(args.clients, "--clients")
+    workers = number_list(args.workers, "--workers", "bench", whole=True)
+    clients = number_list(args.clients, "--clients", "bench", whole=True)
     os.makedirs(args.out, exist_ok=True)
     env = environment()
     tmp = tempfile.mkdtemp(prefix="kai-bench-")
@@ -210,8 +174,8 @@ def main(argv=None):
     try:
         progress(f"building the image with {args.bundle} at /AI/{args.name}; seed {args.seed}")
         img = build_image(args.bundle, args.name, tmp)
-        cw_raw = study_mod.cold_warm(args, img, args.disks, logs) if args.cold_runs else {}
-        runs = study_mod.sweep(args, img, workers, clients, logs)
+        cw_raw = boots.cold_warm(args, img, args.disks, logs) if args.cold_runs else {}
+        runs = boots.sweep(args, img, workers, clients, logs)
         if args.keep_image:
             shutil.copy(img, os.path.join(args.out, "bench.img"))
     finally:
@@ -239,7 +203,7 @@ def main(argv=None):
                           "noise_threshold_pct": args.noise_threshold, "quick": q,
                           "deterministic": args.deterministic},
                "time_modes": {"cold_warm": EXACT, "sweep": EXACT if args.deterministic else REAL},
-               "environment": env, "wall_s": time.monotonic() - study_mod.STUDY_START,
+               "environment": env, "wall_s": time.monotonic() - boots.STUDY_START,
                "cold_warm": {"time_mode": EXACT, "runs_each": args.cold_runs, "disks": cw_disks},
                "work": analysis.counted_work(cw_disks, args.bundle, args.prompt, args.predict),
                "sweep": {str(w): pts for w, pts in sweep.items()},

@@ -15,17 +15,15 @@ are virtual time and repeat exactly from run to run.
 """
 import argparse
 import os
-import re
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import qemu_run  # noqa: E402
+from benchlib.boots import build_image  # noqa: E402
+from benchlib.parse import parse_chat_turns  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "build", "user", "bin")
-MKFS = os.path.join(ROOT, "tools", "mkfsimg.py")
-LINE = re.compile(r"^turn (\d+) prompt=(\d+) cached=(\d+) ttft_us=(\d+) tpot_us=(\d+)$", re.M)
 
 
 def messages(n):
@@ -41,7 +39,7 @@ def run(img, name, predict, int8, prefix_cache, timeout):
                        snapshot=True, deterministic=True, append=f"ai.prefix_cache={prefix_cache}")
     if not res.ok:
         raise SystemExit(f"chat_turns: boot failed: {res.error}\n{res.transcript[-2000:]}")
-    return [tuple(int(x) for x in m.groups()) for m in LINE.finditer(res.transcript.replace("\r\n", "\n"))]
+    return parse_chat_turns(res.transcript)
 
 
 def main(argv=None):
@@ -59,17 +57,13 @@ def main(argv=None):
             print(f"chat_turns: {a.model}/{f} missing (make test-models builds build/models/tiny-chat)",
                   file=sys.stderr)
             return 2
-    import subprocess
     with tempfile.TemporaryDirectory() as tmp:
         etc = os.path.join(tmp, "etc")
         os.makedirs(etc)
         with open(os.path.join(etc, "turns.txt"), "w") as f:
             f.write("\n".join(messages(a.turns)) + "\n")
-        img = os.path.join(tmp, "chat.img")
-        progs = [os.path.join(BIN, p) for p in ("init", "sh", "chat", "halt")]
-        subprocess.check_call([sys.executable, MKFS, "--out", img] + progs +
-                              ["--add-dir", f"AI/{a.name}={a.model}", "--add-dir", f"etc={etc}"],
-                              stdout=subprocess.DEVNULL)
+        img = build_image(a.model, a.name, tmp, programs=("init", "sh", "chat", "halt"), dirs=(f"etc={etc}",),
+                          image="chat.img")
         lines = []
         for cache in (1, 0):
             rows = run(img, a.name, a.predict, a.int8, cache, a.timeout)

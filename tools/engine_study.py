@@ -48,8 +48,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import qemu_run  # noqa: E402
+from benchlib.latency import median  # noqa: E402
+from benchlib.parse import parse_aibench, parse_aistat_clients  # noqa: E402
 
-KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
+KERNEL = qemu_run.DEFAULT_KERNEL
 
 # --trace: where each boot's trace goes (None: no trace) and the ring's size.
 TRACE = {"dir": None, "events": 65536}
@@ -97,23 +99,11 @@ def boot_and_run(image, model, append, commands, deterministic, timeout, label=N
     return outputs
 
 
-STAT = re.compile(r"^(end-to-end|queue wait|TTFT|TPOT)\s+mean\s+(\d+)\s+p50\s+(\d+)\s+p95\s+(\d+)\s+max\s+(\d+) us",
-                  re.M)
-
-
-def parse_aibench(text):
-    """The summary of one aibench run: throughput and the latency table (ms)."""
-    out = {}
-    m = re.search(r"throughput: ([\d.]+) req/s, ([\d.]+) tokens/s", text)
-    if m:
-        out["req_per_s"], out["tokens_per_s"] = float(m.group(1)), float(m.group(2))
-    for name, mean, p50, p95, mx in STAT.findall(text):
-        key = name.replace(" ", "_").replace("-", "_").lower()
-        out[key] = {"mean_ms": int(mean) / 1000, "p50_ms": int(p50) / 1000, "p95_ms": int(p95) / 1000,
-                    "max_ms": int(mx) / 1000}
-    m = re.search(r"requests: (\d+) done", text)
-    out["done"] = int(m.group(1)) if m else 0
-    return out
+def aibench_summary(text):
+    """The summary of one aibench run (throughput, the latency table in ms,
+    requests done): benchlib.parse.parse_aibench's, the one reader of
+    aibench's output."""
+    return parse_aibench(text)[2]
 
 
 def experiment_batching(a, log):
@@ -125,7 +115,7 @@ def experiment_batching(a, log):
             t0 = time.monotonic()
             out = boot_and_run(a.image, a.model, f"ai.max_batch={max_batch}", [cmd], a.exact, a.timeout,
                                label=f"batching-max_batch{max_batch}-clients{clients}")[cmd]
-            r = parse_aibench(out)
+            r = aibench_summary(out)
             r.update(max_batch=max_batch, clients=clients, wall_s=round(time.monotonic() - t0, 1))
             rows.append(r)
             log(f"batching: max_batch={max_batch} clients={clients}: {r.get('tokens_per_s', 0):.2f} tokens/s, "
@@ -148,7 +138,8 @@ def experiment_policies(a, log):
         cmds = [f"{long_} > /long.txt &", "sleep 1", short, "wait", "cat /long.txt"]
         append = f"ai.max_batch={a.policy_batch} ai.policy={policy} ai.aging_ms={a.aging_ms}"
         outs = boot_and_run(a.image, a.model, append, cmds, a.exact, a.timeout, label=f"policies-{policy}")
-        r = {"policy": policy, "short": parse_aibench(outs[short]), "long": parse_aibench(outs["cat /long.txt"])}
+        r = {"policy": policy, "short": aibench_summary(outs[short]),
+             "long": aibench_summary(outs["cat /long.txt"])}
         rows.append(r)
         log(f"policies: {policy}: short p50 TTFT {r['short'].get('ttft', {}).get('p50_ms', 0):.0f} ms, "
             f"long max queue wait {r['long'].get('queue_wait', {}).get('max_ms', 0):.0f} ms")
@@ -188,7 +179,7 @@ def experiment_paging(a, log):
         mean = float(re.search(r"mean_batch=([\d.]+)", stat).group(1))
         r = {"layout": label, "block": block, "blocks": total, "mean_batch": mean,
              "at_once": min(total, 16) if block == a.full_block else min(total, 16, a.page_clients)}
-        r.update(parse_aibench(outs[cmd]))
+        r.update(aibench_summary(outs[cmd]))
         out["concurrency"].append(r)
         log(f"paging: {label}: {total} blocks of {block}, mean batch {mean:.2f}, "
             f"{r.get('tokens_per_s', 0):.2f} tokens/s")
@@ -208,28 +199,15 @@ def _ttft_p50(r):
     return r.get("ttft", {}).get("p50_ms", 0)
 
 
-def _clients(text):
-    """aistat's per-process counters: {pid: (served, prompt, output)}."""
-    return {int(pid): (int(sv), int(pt), int(ot)) for pid, sv, pt, ot in
-            re.findall(r"client: pid=(\d+) served=(\d+) prompt_tokens=(\d+) output_tokens=(\d+)", text)}
-
-
-CSV = re.compile(r"^csv,(\d+),(\d+),(\w+),-?\d+,(\d+),(\d+),\d+,\d+,(\d+),(\d+),(\d+),(\d+)", re.M)
-
-
-def parse_aibench_csv(text):
-    """aibench --csv's per-request lines: the kernel's timestamps (ns since
-    boot, one clock for every process) of submission, admission, first
-    token and end."""
-    return [{"client": int(c), "index": int(i), "state": st, "prompt": int(p), "generated": int(g),
-             "t_submit": int(ts), "t_start": int(t0), "t_first": int(tf), "t_finish": int(te)}
-            for c, i, st, p, g, ts, t0, tf, te in CSV.findall(text)]
-
-
-def _median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return 0 if n == 0 else xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+def aibench_requests(text):
+    """aibench --csv's per-request lines (parse_aibench's rows) as numbers:
+    the kernel's timestamps (ns since boot, one clock for every process) of
+    submission, admission, first token and end."""
+    return [{"client": int(r["client"]), "index": int(r["index"]), "state": r["state"],
+             "prompt": int(r["prompt"]), "generated": int(r["generated"]),
+             "t_submit": int(r["t_submit_ns"]), "t_start": int(r["t_start_ns"]),
+             "t_first": int(r["t_first_ns"]), "t_finish": int(r["t_finish_ns"])}
+            for r in parse_aibench(text)[0]]
 
 
 def _aiprefix_line(text):
@@ -262,9 +240,10 @@ def experiment_sharing(a, log):
         cmds = [f"{flood} > /flood.txt &"] + ([f"sleep {a.light_after}"] if a.light_after else []) + \
             [light, "aistat", "wait", "cat /flood.txt"]
         outs = boot_and_run(a.image, a.model, f"ai.max_batch=4 ai.policy={policy}", cmds, a.exact, a.timeout)
-        return {"policy": policy, "light": parse_aibench(outs[light]), "flood": parse_aibench(outs["cat /flood.txt"]),
-                "clients": _clients(outs["aistat"]), "light_requests": parse_aibench_csv(outs[light]),
-                "flood_requests": parse_aibench_csv(outs["cat /flood.txt"])}
+        return {"policy": policy, "light": aibench_summary(outs[light]),
+                "flood": aibench_summary(outs["cat /flood.txt"]),
+                "clients": parse_aistat_clients(outs["aistat"]), "light_requests": aibench_requests(outs[light]),
+                "flood_requests": aibench_requests(outs["cat /flood.txt"])}
 
     def spread_run(policy):
         # The same flood, but the three light processes arrive one by one,
@@ -279,16 +258,16 @@ def experiment_sharing(a, log):
         cmds += [lights[-1], "aistat", "wait", "cat /light0.txt", "cat /light1.txt", "cat /flood.txt"]
         outs = boot_and_run(a.image, a.model, f"ai.max_batch=4 ai.policy={policy}", cmds, a.exact, a.timeout)
         texts = [outs["cat /light0.txt"], outs["cat /light1.txt"], outs[lights[-1]]]
-        each = [parse_aibench(t) for t in texts]
-        reqs = [r for t in texts for r in parse_aibench_csv(t)]
+        each = [aibench_summary(t) for t in texts]
+        reqs = [r for t in texts for r in aibench_requests(t)]
         # One request per light process: the p50 over the three processes.
         light_sum = {"done": sum(e.get("done", 0) for e in each)}
         for key in ("ttft", "queue_wait", "end_to_end"):
             vals = [e[key]["p50_ms"] for e in each if key in e]
-            light_sum[key] = {"p50_ms": _median(vals), "max_ms": max(vals, default=0)}
+            light_sum[key] = {"p50_ms": median(vals), "max_ms": max(vals, default=0)}
         return {"policy": policy, "spread_s": float(a.light_spread), "light": light_sum, "light_each": each,
-                "flood": parse_aibench(outs["cat /flood.txt"]), "clients": _clients(outs["aistat"]),
-                "light_requests": reqs, "flood_requests": parse_aibench_csv(outs["cat /flood.txt"])}
+                "flood": aibench_summary(outs["cat /flood.txt"]), "clients": parse_aistat_clients(outs["aistat"]),
+                "light_requests": reqs, "flood_requests": aibench_requests(outs["cat /flood.txt"])}
 
     def prefix_run():
         # First the prefix is computed (nothing cached yet); then the same
@@ -315,7 +294,8 @@ def experiment_sharing(a, log):
         append = f"ai.max_batch=8 ai.policy=priority ai.preempt_gap={gap}"
         outs = boot_and_run(a.image, a.model, append, cmds, a.exact, a.timeout)
         m = re.search(r"preemptions_memory=(\d+) preemptions_priority=(\d+)", outs[cmds[-1]])
-        return {"preempt_gap": gap, "urgent": parse_aibench(outs[urgent]), "low": parse_aibench(outs["cat /low.txt"]),
+        return {"preempt_gap": gap, "urgent": aibench_summary(outs[urgent]),
+                "low": aibench_summary(outs["cat /low.txt"]),
                 "preemptions_memory": int(m.group(1)) if m else -1, "preemptions_priority": int(m.group(2)) if m else -1}
 
     jobs = {}
@@ -431,26 +411,31 @@ def sharing_report(a, sh):
     return lines
 
 
-def flood_report(a, sh):
-    lines = [
-             f"Flood: one process keeping 8 requests in flight ({a.flood_requests} in all, prompt {a.flood_prompt}, "
-             f"{a.flood_predict} tokens); light: three processes arriving {a.light_after or 0} s later, one request "
-             "each (prompt 8, "
-             "4 tokens). ai.max_batch=4.", "",
+def _light_vs_flood(intro, runs):
+    """The table of a flood experiment (fcfs and fair), the light processes'
+    TTFT ratio and when their requests arrived and were admitted."""
+    lines = [intro, "",
              "| policy | light p50 TTFT ms | light max TTFT ms | flood requests done | flood tokens/s | flood p50 TTFT ms |",
              "|---|---|---|---|---|---|"]
-    for r in sh["flood"]:
+    for r in runs:
         li, fl = r["light"], r["flood"]
         lines.append(f"| {r['policy']} | {_ttft_p50(li):.0f} | {li.get('ttft', {}).get('max_ms', 0):.0f} | "
                      f"{fl.get('done', 0)} | {fl.get('tokens_per_s', 0):.2f} | {_ttft_p50(fl):.0f} |")
-    fc, fa = _ttft_p50(sh["flood"][0]["light"]), _ttft_p50(sh["flood"][1]["light"])
+    fc, fa = _ttft_p50(runs[0]["light"]), _ttft_p50(runs[1]["light"])
     if fc:
         lines += ["", f"Under fair the light processes' p50 TTFT is {fa / fc:.2f}x that under fcfs."]
-    timing = [t for t in (_arrivals_and_rounds(r) for r in sh["flood"]) if t]
+    timing = [t for t in (_arrivals_and_rounds(r) for r in runs) if t]
     if timing:
         lines += [""] + [f"- {t}" for t in timing]
     lines.append("")
     return lines
+
+
+def flood_report(a, sh):
+    return _light_vs_flood(
+        f"Flood: one process keeping 8 requests in flight ({a.flood_requests} in all, prompt {a.flood_prompt}, "
+        f"{a.flood_predict} tokens); light: three processes arriving {a.light_after or 0} s later, one request "
+        "each (prompt 8, 4 tokens). ai.max_batch=4.", sh["flood"])
 
 
 def _arrivals_and_rounds(r):
@@ -473,22 +458,9 @@ def _arrivals_and_rounds(r):
 
 
 def spread_report(a, sh):
-    lines = [f"The same flood; the three light processes arrive one at a time, {sh['flood_spread'][0]['spread_s']:g} s "
-             f"apart, the first {a.light_after or 0} s after the flood started.", "",
-             "| policy | light p50 TTFT ms | light max TTFT ms | flood requests done | flood tokens/s | flood p50 TTFT ms |",
-             "|---|---|---|---|---|---|"]
-    for r in sh["flood_spread"]:
-        li, fl = r["light"], r["flood"]
-        lines.append(f"| {r['policy']} | {_ttft_p50(li):.0f} | {li.get('ttft', {}).get('max_ms', 0):.0f} | "
-                     f"{fl.get('done', 0)} | {fl.get('tokens_per_s', 0):.2f} | {_ttft_p50(fl):.0f} |")
-    fc, fa = _ttft_p50(sh["flood_spread"][0]["light"]), _ttft_p50(sh["flood_spread"][1]["light"])
-    if fc:
-        lines += ["", f"Under fair the light processes' p50 TTFT is {fa / fc:.2f}x that under fcfs."]
-    timing = [t for t in (_arrivals_and_rounds(r) for r in sh["flood_spread"]) if t]
-    if timing:
-        lines += [""] + [f"- {t}" for t in timing]
-    lines.append("")
-    return lines
+    return _light_vs_flood(
+        f"The same flood; the three light processes arrive one at a time, {sh['flood_spread'][0]['spread_s']:g} s "
+        f"apart, the first {a.light_after or 0} s after the flood started.", sh["flood_spread"])
 
 
 def prefix_report(a, sh):

@@ -23,7 +23,7 @@ so a tick comes every 10 M instructions and the share of samples is the
 share of *instructions*. Profile the same workload both ways and divide:
 a function's share of real time over its share of instructions is what
 each of its instructions costs against the average (docs/runtime.md,
-"what each instruction costs, function by function").
+"Night of 2026-12-04: what each instruction costs, function by function").
 
 Samples land where interrupts come on again: code that runs with
 interrupts off (inside a spinlock) is counted where it releases the lock,
@@ -138,11 +138,17 @@ def table(rows, top, by_hart):
     return lines
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("log", help="console transcript with aitrace's lines")
+def sample_arguments(ap, log_help):
+    """The arguments of a tool that reads aitrace's SAMPLE lines (this one
+    and instr_mix.py): the transcript and the ELFs that name its pcs."""
+    ap.add_argument("log", help=log_help)
     ap.add_argument("--kernel", default=DEFAULT_KERNEL, help="kernel ELF for kernel pcs")
     ap.add_argument("--user", help="user program ELF for user pcs")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sample_arguments(ap, "console transcript with aitrace's SAMPLE lines")
     ap.add_argument("--top", type=int, default=25, help="rows to print (default 25)")
     ap.add_argument("--harts", action="store_true", help="a column per hart")
     ap.add_argument("--callers", action="append", default=[INTERRUPTS_BACK_ON], metavar="FUNC",

@@ -33,7 +33,7 @@ import subprocess
 import sys
 from collections import Counter
 
-from hotspots import DEFAULT_KERNEL, MODE_KERNEL, kai_trace, sample_pc
+from hotspots import MODE_KERNEL, kai_trace, sample_arguments, sample_pc
 
 OBJDUMP = os.environ.get("OBJDUMP", "riscv64-linux-gnu-objdump")
 
@@ -148,9 +148,7 @@ def report(counts, unknown, costs=None):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("log", help="console transcript with aitrace's SAMPLE lines, recorded in exact mode")
-    ap.add_argument("--kernel", default=DEFAULT_KERNEL, help="kernel ELF for kernel pcs")
-    ap.add_argument("--user", help="the user program's ELF for user pcs")
+    sample_arguments(ap, "console transcript with aitrace's SAMPLE lines, recorded in exact mode")
     ap.add_argument("--costs", help="a transcript of opcost: predict ns per instruction from the mix")
     args = ap.parse_args(argv)
     try:

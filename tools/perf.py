@@ -5,7 +5,7 @@ SmolLM2-135M-shape model with int8 activations.
     perf.py [--image IMG] [--kernel ELF] [--memory SIZE] [--repeat R] [--out FILE]
             [--timeout S] [--no-exact] [--no-real] [--full-perfbench]
 
-Two kinds of figures (docs/runtime.md, "make perf"):
+Two kinds of figures (docs/runtime.md, "Measured: make perf"):
 
 Exact mode (qemu_run --deterministic, QEMU -icount, one hart): the guest clock
 counts instructions, 1 ns each, so a time in this boot IS an instruction
@@ -89,6 +89,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import qemu_run  # noqa: E402
 from benchlib import noise  # noqa: E402
+from benchlib.parse import parse_ai_timing, parse_aibench, parse_calib, parse_coldwarm  # noqa: E402
 
 PROMPT_IDS = "504 3575 282 4649 314"   # "The capital of France is" in SmolLM2's tokenizer
 PREDICT = 16
@@ -101,10 +102,6 @@ BATCH = (f"aibench --model {MODEL} --int8 --clients {BATCH_CLIENTS} --requests 1
 CALIB = "calib"
 
 PERF_LINE = re.compile(r"^perf case=(\w+) batch=(\d+) tokens=(\d+) macs=(\d+) ns=(\d+)", re.M)
-COLDWARM_LINE = re.compile(r"^coldwarm,(\d+),(cold|warm),(\d+),(\d+),(\d+),(\d+),(\d+)", re.M)
-AI_TIMING = re.compile(r"timing model=\S+ path=warm .*?ttft_us=(\d+) .*?tpot_us=(\d+) .*?total_us=(\d+)")
-AIBENCH_DONE = re.compile(r"requests: (\d+) done, (\d+) failed.*?wall ([\d.]+) s")
-CALIB_LINE = re.compile(r"calib: (\d+) iterations in (\d+) us")
 AISTAT_TEAM = re.compile(r"^engine: .*?\b(harts=\d+ harts_in_use=\d+)", re.M)
 JIT = {"tbs": re.compile(r"^TB count\s+(\d+)", re.M),
        "cross_page": re.compile(r"^cross page TB count\s+(\d+) \((\d+)%\)", re.M),
@@ -149,8 +146,7 @@ class Boot:
         first, last and between its pairs, because the host can slow down
         for a few seconds in the middle of a boot and be fast again by its
         end (the readings before and after alone then look calm)."""
-        m = CALIB_LINE.search(self.run(self.calib_command, 600))
-        us = int(m.group(2)) if m else None
+        us = parse_calib(self.run(self.calib_command, 600))
         if us:
             self.calibs.append(us)
         return us
@@ -186,12 +182,10 @@ def spread(values):
 
 
 def coldwarm_runs(text):
+    """coldwarm --csv's runs that have both halves: [{cold: {...}, warm: {...}}]."""
     runs = {}
-    for m in COLDWARM_LINE.finditer(text):
-        run, path = int(m.group(1)), m.group(2)
-        e2e, load, ttft, tpot, prefill = map(int, m.groups()[2:])
-        runs.setdefault(run, {})[path] = {"ttft": ttft, "tpot": tpot, "e2e": e2e, "load": load,
-                                          "prefill": prefill}
+    for r in parse_coldwarm(text)[0]:
+        runs.setdefault(r["run"], {})[r["path"]] = {k: r[f"{k}_us"] for k in ("ttft", "tpot", "e2e", "load", "prefill")}
     return [r for _, r in sorted(runs.items()) if "cold" in r and "warm" in r]
 
 
@@ -203,15 +197,15 @@ def row_team_of(text):
 
 def batch_cost_us(text):
     """Microseconds of wall time per generated token of one aibench run."""
-    m = AIBENCH_DONE.search(text)
-    if not m or int(m.group(1)) != BATCH_CLIENTS:
+    s = parse_aibench(text)[2]
+    if s["done"] != BATCH_CLIENTS or s["wall_s"] is None:
         return None
-    return float(m.group(3)) * 1e6 / (BATCH_CLIENTS * PREDICT)
+    return s["wall_s"] * 1e6 / (BATCH_CLIENTS * PREDICT)
 
 
 def one_request(text):
-    m = AI_TIMING.search(text)
-    return {"ttft": int(m.group(1)), "tpot": int(m.group(2))} if m else None
+    t = parse_ai_timing(text)
+    return {"ttft": t["ttft_us"], "tpot": t["tpot_us"]} if t else None
 
 
 def exact_boot(args):

@@ -52,7 +52,9 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import latency  # noqa: E402
 from benchlib.latency import median, percentile  # noqa: E402
+from benchlib.plots import pyplot, save_png  # noqa: E402
 
 EVENT = re.compile(r"^ev (\d+) (\d+) (\d+) (\d+) ([A-Z_0-9]+)((?: [a-z_0-9]+=\d+)*)\s*$")
 
@@ -118,11 +120,12 @@ class Request:
 
     @property
     def ttft_ns(self):
-        return self.tokens[0][0] - self.submit if self.tokens and self.submit is not None else None
+        return latency.ttft_ns(self.submit, self.tokens[0][0]) if self.tokens and self.submit is not None else None
 
     @property
     def e2e_ns(self):
-        return self.finish - self.submit if self.finish is not None and self.submit is not None else None
+        done = self.finish is not None and self.submit is not None
+        return latency.e2e_ns(self.submit, self.finish) if done else None
 
     @property
     def reason_name(self):
@@ -428,9 +431,7 @@ PHASE_COLOURS = {"queued": "#c8c8c8", "prefill": "#f28e2b", "decode": "#4e79a7"}
 
 
 def write_png(tr, path, title=None):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.patches import Patch
     from matplotlib.lines import Line2D
 
@@ -482,9 +483,7 @@ def write_png(tr, path, title=None):
         ax3.legend(loc="upper right", fontsize=7)
     ax2.legend(loc="upper left", fontsize=7)
     ax2.set_xlabel("kernel clock, ms since the first submission")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_png(fig, path, dpi=110)
 
 
 def summary_lines(tr):

@@ -15,8 +15,8 @@
 // the requests. A process gets a hart only when the scheduler gives it one,
 // and the requests use the same harts, so when it looks depends on what it
 // looks at. Such a sampler read the mean 5-14% low in measured runs
-// (docs/experiments.md, "Why the load meter samples from the timer
-// interrupt"). aibench prints both.
+// (docs/experiments.md, "What each number means": why the load meter
+// samples from the timer interrupt). aibench prints both.
 #pragma once
 #include <stdint.h>
 

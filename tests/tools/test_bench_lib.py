@@ -12,7 +12,8 @@ import bundle  # noqa: E402
 import disk_models  # noqa: E402
 import qemu_run  # noqa: E402
 from benchlib import latency, noise, spread, work  # noqa: E402
-from benchlib.parse import parse_calib, parse_coldwarm  # noqa: E402
+from benchlib.parse import (parse_ai_timing, parse_aibench, parse_aistat_clients, parse_calib,  # noqa: E402
+                            parse_chat_turns, parse_coldwarm)
 
 PYTHON = "/usr/bin/python3"
 
@@ -87,6 +88,62 @@ def test_parse_calib_and_coldwarm_timing_line():
 
 SMOL = bundle.Config(dim=576, hidden_dim=1536, n_layers=30, n_heads=9, n_kv_heads=3, vocab_size=49152,
                      seq_len=8192, runtime_seq_len=256)
+
+
+# One aibench run with --csv and --samples, as printed (canned, shortened;
+# test_engine_study.py has the rest of its latency table).
+AIBENCH_RUN = """aibench: model SMOL, 2 clients x 1 requests, prompt 8, predict 4, closed loop, int8 activations
+requests: 2 done, 0 failed or cancelled, 0 never reported, 0 clients died; wall 3.000 s
+throughput: 0.667 req/s, 2.67 tokens/s
+end-to-end   mean     2500  p50     2000  p95     3000  max     3000 us
+csv,client,index,state,error,prompt,generated,queue_depth,worker,t_submit_ns,t_start_ns,t_first_ns,t_finish_ns
+csv,0,0,done,0,8,4,0,0,1000,1000,2000,3000
+csv,1,0,done,0,8,4,1,0,1000,2000,3000,4000
+mean queue length 0.250, mean in system 1.500 (load meter: 300 samples by hart 0's timer)
+sample,t_ns,queued,running
+sample,1000,1,1
+little: L_measured=1.500 lambda=0.6667 W=2.5000 lambdaW=1.667
+"""
+
+
+def test_one_aibench_reader_serves_the_sweep_and_the_engine_study():
+    # The bench sweep and the open loop read rows, samples and Little's law;
+    # the engine study the throughput line and the latency table (ms).
+    rows, samples, s = parse_aibench(AIBENCH_RUN)
+    assert [r["t_finish_ns"] for r in rows] == ["3000", "4000"] and rows[1]["client"] == "1"
+    assert samples == [(1000, 1, 1)]
+    assert s["done"] == 2 and s["L_measured"] == 1.5 and s["mean_queue_length"] == 0.25 and s["samples"] == 300
+    assert s["req_per_s"] == 0.667 and s["tokens_per_s"] == 2.67
+    assert s["end_to_end"]["p50_ms"] == 2.0 and s["end_to_end"]["mean_ms"] == 2.5 and "ttft" not in s
+    # What was not printed: figures None or absent, never a crash.
+    rows, samples, s = parse_aibench("aibench: connect: no such model\n")
+    assert rows == [] and samples == [] and s["done"] == 0 and s["L_measured"] is None
+    assert "ttft" not in s and "tokens_per_s" not in s
+
+
+def test_timing_chat_turns_and_aistat_clients():
+    t = parse_ai_timing("26746 155\r\ntiming model=SMOL path=warm prompt=5 gen=16 queue_us=290 ttft_us=2754365 "
+                        "prefill_us=2700000 tpot_us=456246 total_us=9600000 iterations=16 mean_batch=1.00 "
+                        "finish=length\r\n$ ")
+    assert t["ttft_us"] == 2754365 and t["tpot_us"] == 456246 and t["model"] == "SMOL" and t["finish"] == "length"
+    assert parse_ai_timing("ai: no such model\n") is None
+    turns = "turn 1 prompt=9 cached=0 ttft_us=500 tpot_us=40\r\nturn 2 prompt=21 cached=9 ttft_us=510 tpot_us=41\r\n"
+    assert parse_chat_turns(turns) == [(1, 9, 0, 500, 40), (2, 21, 9, 510, 41)]
+    stat = ("client: pid=7 served=3 prompt_tokens=24 output_tokens=12\n"
+            "client: pid=9 served=1 prompt_tokens=8 output_tokens=4\n")
+    assert parse_aistat_clients(stat) == {7: (3, 24, 12), 9: (1, 8, 4)}
+    assert parse_aibench(AIBENCH_RUN)[2]["wall_s"] == 3.0
+
+
+def test_number_lists_and_model_names_of_the_command_lines():
+    from benchlib.options import model_name, number_list
+    assert number_list("1,2, 4", "--clients", "bench", whole=True) == [1, 2, 4]
+    assert number_list("0.5,1.5,", "--rho", "bench --open-loop") == [0.5, 1.5]
+    for bad, whole in (("1,0", True), ("1.5", True), ("", False), ("0.3,x", False), ("-1", False)):
+        with pytest.raises(SystemExit, match="want positive"):
+            number_list(bad, "--x", "bench", whole)
+    assert model_name("/a/b/tiny-llama/") == "TINYLLAMA" and model_name("/x", "smol") == "SMOL"
+    assert model_name("/m/a-very-long-model-name") == "AVERYLONGMODELN"
 
 
 def test_analytic_work_of_the_smol_shape():

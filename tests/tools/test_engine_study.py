@@ -18,8 +18,8 @@ TPOT         mean     2300  p50     2250  p95     2600  max     2700 us
 """
 
 
-def test_parse_aibench():
-    r = engine_study.parse_aibench(AIBENCH)
+def test_aibench_summary():
+    r = engine_study.aibench_summary(AIBENCH)
     assert r["done"] == 8
     assert r["req_per_s"] == 0.322 and r["tokens_per_s"] == 2.58
     assert r["end_to_end"]["p50_ms"] == 23.213 and r["ttft"]["p95_ms"] == 9.0
@@ -47,12 +47,12 @@ csv,0,0,done,0,8,4,7,0,11300000000,47700000000,49900000000,55500000000
 """
 
 
-def test_parse_aibench_csv():
-    rows = engine_study.parse_aibench_csv(AIBENCH + LIGHT_CSV)
+def test_aibench_requests():
+    rows = engine_study.aibench_requests(AIBENCH + LIGHT_CSV)
     assert rows == [{"client": 0, "index": 0, "state": "done", "prompt": 8, "generated": 4,
                      "t_submit": 11300000000, "t_start": 47700000000, "t_first": 49900000000,
                      "t_finish": 55500000000}]
-    assert engine_study.parse_aibench_csv(AIBENCH) == []
+    assert engine_study.aibench_requests(AIBENCH) == []
 
 
 def test_spread_report_names_arrivals_and_ratio():
@@ -61,7 +61,7 @@ def test_spread_report_names_arrivals_and_ratio():
         light_after = "1"
     flood = [{"t_submit": 10 * 10**9, "t_start": 10 * 10**9, "t_first": 0, "t_finish": (10 + k) * 10**9}
              for k in (40, 41, 42, 43, 80)]
-    light = engine_study.parse_aibench_csv(LIGHT_CSV)
+    light = engine_study.aibench_requests(LIGHT_CSV)
     rows = [{"policy": p, "spread_s": 13.0, "light": {"ttft": {"p50_ms": ms, "max_ms": ms}},
              "flood": {"done": 16, "tokens_per_s": 1.5, "ttft": {"p50_ms": 50000}},
              "light_requests": light, "flood_requests": flood} for p, ms in (("fcfs", 80000), ("fair", 40000))]

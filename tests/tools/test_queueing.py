@@ -20,6 +20,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from benchlib import queueing as Q  # noqa: E402
+from benchlib.latency import percentile  # noqa: E402
 from benchlib import open_loop as OL  # noqa: E402
 
 
@@ -42,13 +43,13 @@ def test_md1_mean_and_p95_match_simulation(rho):
     waits, _, _ = simulate(rho, lambda r: 1.0)
     mean = sum(waits) / len(waits)
     assert mean == pytest.approx(Q.md1_mean_wait(rho, 1.0), rel=0.05)
-    assert Q.percentile(waits, 95) == pytest.approx(Q.md1_wait_quantile(0.95, rho, 1.0), rel=0.05)
+    assert percentile(waits, 95) == pytest.approx(Q.md1_wait_quantile(0.95, rho, 1.0), rel=0.05)
 
 
 def test_mm1_mean_and_p95_match_simulation():
     waits, _, _ = simulate(0.6, lambda r: r.expovariate(1.0))
     assert sum(waits) / len(waits) == pytest.approx(Q.mm1_mean_wait(0.6, 1.0), rel=0.06)
-    assert Q.percentile(waits, 95) == pytest.approx(Q.mm1_wait_quantile(0.95, 0.6, 1.0), rel=0.06)
+    assert percentile(waits, 95) == pytest.approx(Q.mm1_wait_quantile(0.95, 0.6, 1.0), rel=0.06)
 
 
 def test_mg1_with_two_sizes_matches_simulation():
@@ -213,7 +214,7 @@ def test_a_point_is_analysed_as_defined(tmp_path):
     assert (p["ci95_low_ms"], p["ci95_high_ms"]) == pytest.approx((lo * 1e3, hi * 1e3))
     assert p["agrees"] == (p["ci95_low_ms"] <= 100.0 <= p["ci95_high_ms"]
                            or abs(p["mean_wait_ms"] - 100.0) <= 15.0)
-    OL.write_csvs(str(tmp_path), [p], [{"config": "max_batch=1", "points": [pt]}])
+    OL.write_open_loop_csvs(str(tmp_path), [p], [{"config": "max_batch=1", "points": [pt]}])
     with open(tmp_path / "open_loop.csv") as f:
         got = list(csv.DictReader(f))
     assert list(got[0]) == ["config", "rho", "requests", "mean_wait_ms", "ci95_low_ms", "ci95_high_ms", "theory_ms"]
@@ -243,6 +244,6 @@ def test_the_default_engine_has_no_theory_column(tmp_path):
     p = OL.analyse_point(a, cfg, {"rho": 1, "seed": 1, "rate_rps": 10.0, "rows": rows, "wall_s": 0,
                                   "command": ""})
     assert p["theory_ms"] is None and p["agrees"] is None and p["ci_method"] == "batch means"
-    OL.write_csvs(str(tmp_path), [p], [{"config": "default", "points": []}])
+    OL.write_open_loop_csvs(str(tmp_path), [p], [{"config": "default", "points": []}])
     with open(tmp_path / "open_loop.csv") as f:
         assert list(csv.DictReader(f))[0]["theory_ms"] == ""

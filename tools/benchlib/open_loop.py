@@ -32,7 +32,6 @@ point), requests.csv (every request), summary.json, report.md and PNGs
 (open_loop_report.py).
 """
 import argparse
-import csv
 import json
 import math
 import os
@@ -46,12 +45,16 @@ import time
 import qemu_run
 
 from . import queueing as Q
-from .open_loop_report import CLOCK, TICK_MS, fmt, make_plots, report, verdict_word
+from .latency import percentile
+from .options import model_name, number_list
+from .output import environment, write_csv
+from .open_loop_report import CLOCK, TICK_MS, fmt, open_loop_plots, report, verdict_word
 from .parse import parse_aibench
-from .study import BIN, KERNEL, build_image, progress, run_command
+from .boots import BIN, KERNEL, build_image, progress, run_command
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(HERE)
+PROG = "bench --open-loop"
 CONFIGS = ("max_batch=1", "mix", "default")
 CSV_FIELDS = ["config", "rho", "requests", "mean_wait_ms", "ci95_low_ms", "ci95_high_ms", "theory_ms"]
 POINT_FIELDS = ["config", "rho", "rate_rps", "seed", "submitted", "done", "requests", "mean_wait_ms",
@@ -61,16 +64,6 @@ POINT_FIELDS = ["config", "rho", "rate_rps", "seed", "submitted", "done", "reque
                 "virtual_s", "wall_s"]
 REQUEST_FIELDS = ["config", "rho", "client", "index", "state", "generated", "t_submit_ns", "t_start_ns",
                   "t_first_ns", "t_finish_ns", "wait_us", "service_us", "warmup"]
-
-
-def float_list(text, what):
-    try:
-        vals = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        vals = []
-    if not vals or min(vals) <= 0:
-        sys.exit(f"bench --open-loop: {what} {text!r}: want positive numbers separated by commas")
-    return vals
 
 
 def parse_args(argv):
@@ -104,12 +97,12 @@ def parse_args(argv):
     a = ap.parse_args(argv)
     q = a.quick
     a.bundle = os.path.abspath(a.bundle or os.path.join(ROOT, "build", "models", "tiny-llama" if q else "mid-llama"))
-    a.name = (a.name or os.path.basename(os.path.normpath(a.bundle))).upper().replace("-", "")[:15]
+    a.name = model_name(a.bundle, a.name)
     a.predict = a.predict or (60 if q else 10)
     a.long_predict = a.long_predict or (90 if q else 40)
-    a.rho = float_list(a.rho or ("0.3,0.8" if q else "0.1,0.3,0.5,0.7,0.8,0.9,1.0,1.1"), "--rho")
-    a.mix_rho = float_list(a.mix_rho or ("0.5" if q else "0.3,0.5,0.7,0.8"), "--mix-rho")
-    a.default_load = float_list(a.default_load or ("0.5,3" if q else "0.5,1,1.5,2,3,4"), "--default-load")
+    a.rho = number_list(a.rho or ("0.3,0.8" if q else "0.1,0.3,0.5,0.7,0.8,0.9,1.0,1.1"), "--rho", PROG)
+    a.mix_rho = number_list(a.mix_rho or ("0.5" if q else "0.3,0.5,0.7,0.8"), "--mix-rho", PROG)
+    a.default_load = number_list(a.default_load or ("0.5,3" if q else "0.5,1,1.5,2,3,4"), "--default-load", PROG)
     a.requests = a.requests or (40 if q else 1000)
     a.mix_requests = a.mix_requests or (40 if q else 800)
     a.default_requests = a.default_requests or (40 if q else 150)
@@ -146,8 +139,8 @@ def requests_at(a, config, rho):
     waits there are rare and short. Near rho = 1 a point needs many: one long
     busy period makes the waits of hundreds of successive requests long
     together, so a run of a few hundred requests holds only a handful of
-    independent pieces of information (docs/experiments.md, "How sure is a
-    mean wait?")."""
+    independent pieces of information (docs/experiments.md, "Open loop": "How
+    sure is a mean wait?")."""
     if config == "mix":
         return a.mix_requests
     if config == "default":
@@ -254,7 +247,7 @@ def analyse_point(a, cfg, pt):
     res = {"config": cfg["config"], "rho": pt["rho"], "rate_rps": lam, "seed": pt["seed"],
            "submitted": len(rows), "done": len(done), "requests": len(kept),
            "mean_wait_ms": mean, "batch_ci95_low_ms": bm_lo, "batch_ci95_high_ms": bm_hi,
-           "p95_wait_ms": Q.percentile(waits, 95), "wall_s": pt["wall_s"], "command": pt["command"]}
+           "p95_wait_ms": percentile(waits, 95), "wall_s": pt["wall_s"], "command": pt["command"]}
     # Service times by request size, as measured alone.
     size_s = {solo["short"]["predict"]: S}
     if "long" in solo:
@@ -341,38 +334,19 @@ def analyse(a, boots):
 
 # ---------------------------------------------------------------- output
 
-def write_csvs(out, points, boots):
-    with open(os.path.join(out, "open_loop.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(CSV_FIELDS)
-        for p in points:
-            # Milliseconds to 10 us (a repeated run's timestamps may differ
-            # by a microsecond or two).
-            w.writerow([p["config"], f"{p['rho']:g}", p["requests"], f"{p['mean_wait_ms']:.2f}",
-                        f"{p['ci95_low_ms']:.2f}", f"{p['ci95_high_ms']:.2f}",
-                        "" if p["theory_ms"] is None else ("inf" if math.isinf(p["theory_ms"])
-                                                           else f"{p['theory_ms']:.2f}")])
-    with open(os.path.join(out, "points.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=POINT_FIELDS, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(points)
-    with open(os.path.join(out, "requests.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=REQUEST_FIELDS, extrasaction="ignore")
-        w.writeheader()
-        for cfg in boots:
-            for pt in cfg["points"]:
-                for r in pt["rows"]:
-                    w.writerow({"config": cfg["config"], "rho": pt["rho"], **r})
-
-
-def environment():
-    import subprocess
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                text=True, timeout=10).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        commit = "unknown"
-    return commit, time.strftime("%Y-%m-%d %H:%M %Z")
+def write_open_loop_csvs(out, points, boots):
+    """open_loop.csv, points.csv and requests.csv."""
+    # Milliseconds to 10 us (a repeated run's timestamps may differ by a
+    # microsecond or two).
+    write_csv(os.path.join(out, "open_loop.csv"), CSV_FIELDS,
+              ([p["config"], f"{p['rho']:g}", p["requests"], f"{p['mean_wait_ms']:.2f}",
+                f"{p['ci95_low_ms']:.2f}", f"{p['ci95_high_ms']:.2f}",
+                "" if p["theory_ms"] is None else ("inf" if math.isinf(p["theory_ms"]) else f"{p['theory_ms']:.2f}")]
+               for p in points))
+    write_csv(os.path.join(out, "points.csv"), POINT_FIELDS, points)
+    write_csv(os.path.join(out, "requests.csv"), REQUEST_FIELDS,
+              ({"config": cfg["config"], "rho": pt["rho"], **r} for cfg in boots for pt in cfg["points"]
+               for r in pt["rows"]))
 
 
 def main(argv):
@@ -380,7 +354,7 @@ def main(argv):
     if a.replot:
         with open(os.path.join(a.out, "summary.json")) as f:
             summary = json.load(f)
-        summary["plots"] = make_plots(a.out, summary)
+        summary["plots"] = open_loop_plots(a.out, summary)
         with open(os.path.join(a.out, "report.md"), "w") as f:
             f.write(report(summary))
         return 0
@@ -399,12 +373,13 @@ def main(argv):
         first = boots[0]
         command = first.get("sweep_command", command) + ("" if "sweep_command" not in first else
                                                          "  (reported with --from-raw)")
-        commit, date = environment()
+        env = environment()
         # The sweep's real time: its longest boot (they ran side by side),
         # if every boot recorded it; analysing here takes seconds.
         walls = [b.get("boot_wall_s") for b in boots]
         start = None if None in walls else time.monotonic() - max(walls)
-        return finish(a, command, boots, start, first.get("commit", commit), first.get("sweep_date", date))
+        return finish(a, command, boots, start, first.get("commit", env["commit"]),
+                      first.get("sweep_date", env["date"]))
     if not os.path.exists(os.path.join(a.bundle, "CFG.BIN")):
         sys.exit(f"bench --open-loop: no bundle at {a.bundle} "
                  f"(make {'test-models' if a.quick else 'build/models/mid-llama/INFO.TXT'})")
@@ -413,7 +388,8 @@ def main(argv):
     os.makedirs(a.out, exist_ok=True)
     command = "tools/bench.py --open-loop " + " ".join(shlex.quote(x) for x in argv)
     start = time.monotonic()
-    commit, date = environment()
+    env = environment()
+    commit, date = env["commit"], env["date"]
     tmp = tempfile.mkdtemp(prefix="kai-open-loop-")
     logs, results, errors = {}, {}, []
     try:
@@ -458,7 +434,7 @@ def main(argv):
 def finish(a, command, boots, start, commit, date):
     """Analysis, CSVs, summary, plots and report of the boots' raw data."""
     points, sat = analyse(a, boots)
-    write_csvs(a.out, points, boots)
+    write_open_loop_csvs(a.out, points, boots)
     summary = {"command": command, "date": date, "commit": commit, "clock": CLOCK,
                "wall_s": None if start is None else time.monotonic() - start,
                "configs_measured": [b["config"] for b in boots],
@@ -469,7 +445,7 @@ def finish(a, command, boots, start, commit, date):
                "solo": {b["config"]: b["solo"] for b in boots},
                "kernel_options": {b["config"]: b["kernel_options"] for b in boots},
                "points": points, "saturation": sat}
-    summary["plots"] = make_plots(a.out, summary)
+    summary["plots"] = open_loop_plots(a.out, summary)
     with open(os.path.join(a.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1, default=lambda x: None)
     with open(os.path.join(a.out, "report.md"), "w") as f:

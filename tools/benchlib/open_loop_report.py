@@ -2,9 +2,9 @@
 the boots and computes the figures; this draws them). Every table and plot
 says which clock it was measured with."""
 import math
-import os
 
 from . import queueing as Q
+from .plots import Figures, pyplot
 
 CLOCK = ("virtual time (exact mode, QEMU -icount with idle stretches warped to the next timer deadline, "
          "one hart): 1 instruction = 1 ns")
@@ -109,12 +109,18 @@ def report(summary):
     return "\n".join(L)
 
 
-def make_plots(out, summary):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def _measured_means(ax, points):
+    """The measured mean waits against rho, with their 95% intervals."""
+    ax.errorbar([p["rho"] for p in points], [p["mean_wait_ms"] for p in points],
+                yerr=[[p["mean_wait_ms"] - p["ci95_low_ms"] for p in points],
+                      [p["ci95_high_ms"] - p["mean_wait_ms"] for p in points]],
+                fmt="ko", capsize=4, label="measured (95% CI)")
+
+
+def open_loop_plots(out, summary):
+    plt = pyplot()
+    figures = Figures(out)
     pts, solo = summary["points"], summary["solo"]
-    files = []
 
     def curve(fn, top):
         xs = [i / 200 for i in range(1, int(min(top, 0.99) * 200) + 1)]
@@ -133,10 +139,7 @@ def make_plots(out, summary):
                 ax.plot(xs, ys, "C0-", label="M/D/1")
                 xs, ys = curve(lambda r: 1e3 * Q.mm1_mean_wait(r, S), top)
                 ax.plot(xs, ys, "C1--", label="M/M/1 (contrast)")
-                ax.errorbar([p["rho"] for p in one], [p["mean_wait_ms"] for p in one],
-                            yerr=[[p["mean_wait_ms"] - p["ci95_low_ms"] for p in one],
-                                  [p["ci95_high_ms"] - p["mean_wait_ms"] for p in one]],
-                            fmt="ko", capsize=4, label="measured (95% CI)")
+                _measured_means(ax, one)
                 ax.set_title("mean queue wait, ai.max_batch=1")
             else:
                 xs, ys = curve(lambda r: 1e3 * Q.md1_wait_quantile(0.95, r, S), top)
@@ -153,10 +156,7 @@ def make_plots(out, summary):
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8, loc="upper left")
         fig.suptitle(f"Open loop, one request at a time, S = {S * 1e3:.0f} ms ({CLOCK})", fontsize=9)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, "wait_vs_rho.png"), dpi=90)
-        plt.close(fig)
-        files.append("wait_vs_rho.png")
+        figures.save(fig, "wait_vs_rho.png")
     mix = [p for p in pts if p["config"] == "mix"]
     if mix:
         m = solo["mix"]
@@ -167,20 +167,14 @@ def make_plots(out, summary):
         ax.plot(xs, ys, "C2-", label="M/G/1 (Pollaczek-Khinchine)")
         xs, ys = curve(lambda r: 1e3 * Q.md1_mean_wait(r, m["mix_mean_s"]), max(top, 0.9))
         ax.plot(xs, ys, "C0:", label="M/D/1, same mean (contrast)")
-        ax.errorbar([p["rho"] for p in mix], [p["mean_wait_ms"] for p in mix],
-                    yerr=[[p["mean_wait_ms"] - p["ci95_low_ms"] for p in mix],
-                          [p["ci95_high_ms"] - p["mean_wait_ms"] for p in mix]],
-                    fmt="ko", capsize=4, label="measured (95% CI)")
+        _measured_means(ax, mix)
         ax.set_xlabel("offered load rho = lambda E[S]")
         ax.set_ylabel("mean queue wait, ms (virtual time)")
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="upper left")
         ax.set_title("two request sizes, ai.max_batch=1", fontsize=9)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, "mix_vs_rho.png"), dpi=90)
-        plt.close(fig)
-        files.append("mix_vs_rho.png")
+        figures.save(fig, "mix_vs_rho.png")
     thr = [p for p in pts if p["config"] != "mix"]
     if thr:
         fig, ax = plt.subplots(figsize=(6.5, 4.2))
@@ -203,8 +197,5 @@ def make_plots(out, summary):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="upper left")
         ax.set_title("throughput against offered load", fontsize=9)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, "throughput_vs_load.png"), dpi=90)
-        plt.close(fig)
-        files.append("throughput_vs_load.png")
-    return files
+        figures.save(fig, "throughput_vs_load.png")
+    return figures.files

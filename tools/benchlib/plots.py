@@ -8,6 +8,33 @@ REAL = "real time"
 EXACT = "virtual time: 1 instruction = 1 ns"
 
 
+def pyplot():
+    """matplotlib's pyplot, drawing into files (no display needed)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def save_png(fig, path, dpi=90):
+    """Lays out fig, writes it to path and frees it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    pyplot().close(fig)
+
+
+class Figures:
+    """The PNGs a study draws into its directory out: save(fig, name) each
+    one; files lists their names in order (for summary.json and the report)."""
+
+    def __init__(self, out):
+        self.out, self.files = out, []
+
+    def save(self, fig, name):
+        save_png(fig, os.path.join(self.out, name))
+        self.files.append(name)
+
+
 def _errorbar(ax, xs, summaries, scale, **kw):
     """Median with min-max error bars; returns the line."""
     med = [s["median"] / scale for s in summaries]
@@ -16,26 +43,20 @@ def _errorbar(ax, xs, summaries, scale, **kw):
     return ax.errorbar(xs, med, yerr=[lo, hi], capsize=4, **kw)
 
 
-def _clients_axis(ax, clients, matplotlib):
+def _clients_axis(ax, clients):
+    from matplotlib.ticker import ScalarFormatter
     ax.set_xlabel("concurrent clients")
     ax.set_xscale("log", base=2)
     ax.set_xticks(clients)
-    ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.get_xaxis().set_major_formatter(ScalarFormatter())
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
 
 
 def make_plots(out, summary, qwaits, samples):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    files = []
-
-    def save(fig, name):
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, name), dpi=90)
-        plt.close(fig)
-        files.append(name)
+    plt = pyplot()
+    figures = Figures(out)
+    save = figures.save
 
     sweep = {int(w): pts for w, pts in summary["sweep"].items()}
     clients = sorted({p["clients"] for pts in sweep.values() for p in pts})
@@ -54,7 +75,7 @@ def make_plots(out, summary, qwaits, samples):
             ax.plot([], [], "x", color="tab:red", label="a flagged run (host noise)")
             ax.set_ylabel("ms")
             ax.set_title(f"{title} ({clock})", fontsize=10)
-            _clients_axis(ax, clients, matplotlib)
+            _clients_axis(ax, clients)
             ax.legend(fontsize=8)
         fig.suptitle(f"median of {k} boots; bars: min-max", fontsize=9)
         save(fig, "latency_vs_clients.png")
@@ -69,7 +90,7 @@ def make_plots(out, summary, qwaits, samples):
                           fmt="o-", label=f"{w} worker(s)")
             ax.set_ylabel(label)
             ax.set_title(f"Throughput: {label} ({clock})", fontsize=10)
-            _clients_axis(ax, clients, matplotlib)
+            _clients_axis(ax, clients)
             ax.legend(fontsize=8)
         fig.suptitle(f"median of {k} boots; bars: min-max", fontsize=9)
         save(fig, "throughput_vs_clients.png")
@@ -158,4 +179,4 @@ def make_plots(out, summary, qwaits, samples):
         ax.legend(fontsize=7, loc="lower right")
         ax.grid(alpha=0.3, which="both")
         save(fig, "roofline.png")
-    return files
+    return figures.files

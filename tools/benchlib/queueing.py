@@ -230,12 +230,3 @@ def verdict(mean, low, high, theory, rel=0.15):
     side = (high - mean) if theory >= mean else (mean - low)
     tol = max(side, rel * theory)
     return abs(mean - theory) <= tol, tol
-
-
-def percentile(values, p):
-    """Nearest rank, as aibench and latency.percentile compute it."""
-    if not values:
-        return 0.0
-    v = sorted(values)
-    rank = max(1, -(-p * len(v) // 100))
-    return v[int(rank) - 1]

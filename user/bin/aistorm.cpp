@@ -1,5 +1,5 @@
 // aistorm --model M [--clients N] [--seed S]: hostile clients of the AI
-// service (docs/ai-service.md, "Hostile clients"):
+// service (docs/ai-service.md, "The rules, and why"):
 //   1. a dead owner's request is gone at once: after the owner is killed and
 //      reaped, its id is unknown to everyone (ESRCH) and not in flight;
 //   2. a cancel lands within one iteration (one forward pass of at most

@@ -1,5 +1,11 @@
-"""The boots of the study: what bench.py runs in QEMU and collects.
+"""Booting kai for a measurement, and bench.py's boots.
 
+For every study (bench.py, its --open-loop sweep, chat_turns.py):
+build_image() packs the user programs and a model bundle into a file-system
+image; run_command() runs one shell command in a booted guest, with a
+timeout and progress lines; progress() prints one.
+
+What bench.py runs in QEMU and collects:
 cold_warm(): exact mode (one hart, virtual time), one boot per disk model,
     `coldwarm` K runs of each path.
 sweep(): real time, one boot per (worker count, repeat) in a seeded random
@@ -23,7 +29,7 @@ from .parse import parse_aibench, parse_boot_load, parse_calib, parse_coldwarm
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(HERE)
 PYTHON = "/usr/bin/python3"
-KERNEL = os.path.join(ROOT, "build", "kernel", "kernel.elf")
+KERNEL = qemu_run.DEFAULT_KERNEL
 BIN = os.path.join(ROOT, "build", "user", "bin")
 COMMAND_TIMEOUT_S = 3600
 STUDY_START = time.monotonic()
@@ -34,12 +40,16 @@ def progress(msg):
     print(f"[bench {el // 60:02d}:{el % 60:02d}] {msg}", file=sys.stderr, flush=True)
 
 
-def build_image(bundle, name, out_dir):
-    img = os.path.join(out_dir, "bench.img")
-    progs = [os.path.join(BIN, p) for p in sorted(os.listdir(BIN))
-             if os.path.isfile(os.path.join(BIN, p)) and "." not in p]
-    subprocess.check_call([PYTHON, os.path.join(HERE, "mkfsimg.py"), "--out", img, *progs,
-                           "--add-dir", f"AI/{name}={bundle}"], stdout=subprocess.DEVNULL)
+def build_image(bundle, name, out_dir, programs=None, dirs=(), image="bench.img"):
+    """out_dir/image: the user programs (every one built, or those named) in
+    /bin, the bundle directory at /AI/name and more directories as
+    "GUEST=HOST" (mkfsimg's --add-dir)."""
+    img = os.path.join(out_dir, image)
+    if programs is None:
+        programs = sorted(p for p in os.listdir(BIN) if os.path.isfile(os.path.join(BIN, p)) and "." not in p)
+    adds = [a for d in (f"AI/{name}={bundle}", *dirs) for a in ("--add-dir", d)]
+    subprocess.check_call([PYTHON, os.path.join(HERE, "mkfsimg.py"), "--out", img,
+                           *(os.path.join(BIN, p) for p in programs), *adds], stdout=subprocess.DEVNULL)
     return img
 
 
