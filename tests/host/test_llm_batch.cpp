@@ -468,3 +468,126 @@ TEST_CASE("Batch::forward refuses bad items and changes nothing", "[batch]") {
   CHECK(std::string(r.error().message) == "session options (matvec int8, group 32) differ from the batch's");
   CHECK(!bm.b.forward(nullptr, 0).is_error());  // an empty pass does nothing
 }
+
+// The iteration seam's two runtime parts.
+//
+// Logits once per position: an item that gives a place for its logits
+// (BatchItem::logits) gets exactly Session::logits()'s floats, whether its
+// row lies in a run of rows one vocabulary apart (one product for all of
+// them) or alone, with and without a row team.
+TEST_CASE("a pass writes each asking item's logits bit-identical to Session::logits", "[batch][logits]") {
+  std::mt19937 rng(41);
+  for (const char* name : kModels) {
+    Loaded L;
+    if (!load(name, &L)) continue;   // stories260K when not exported (load() fails a missing tiny model)
+    const llm::Config& c = L.model.config();
+    for (const auto& opt : kOptions) {
+      INFO(name << " " << llm::matvec_ops(opt.matvec).name << " group " << opt.int8_group);
+      const uint32_t kSessions = 5;
+      std::vector<std::vector<uint32_t>> seqs;
+      std::vector<Reference> refs;
+      for (uint32_t s = 0; s < kSessions; s++) {
+        seqs.push_back(random_tokens(rng, 3 + s, c.vocab_size));
+        refs.push_back(reference(L.model, opt, seqs.back()));
+      }
+      for (bool threads : {false, true}) {
+        std::vector<std::unique_ptr<Sess>> ss;
+        for (uint32_t s = 0; s < kSessions; s++) ss.push_back(std::make_unique<Sess>(L.model, opt));
+        BatchMem bm(L.model, 32, opt);
+        llm::Parallel par{3, nullptr, run_threads};
+        if (threads) bm.b.set_parallel(&par);
+        // Rows 0..2 in one run (sessions 0, 1, 3), session 4's row apart;
+        // session 2 asks for the argmax only.
+        std::vector<float> rows(size_t(c.vocab_size) * 3), apart(c.vocab_size);
+        std::vector<llm::BatchItem> items;
+        for (uint32_t s = 0; s < kSessions; s++)
+          for (uint32_t i = 0; i < seqs[s].size(); i++) {
+            llm::BatchItem it{&ss[s]->s, seqs[s][i], llm::Phase::Prefill, i + 1 == seqs[s].size(), 0};
+            if (it.want_next && s != 2) it.logits = s == 4 ? apart.data() : rows.data() + size_t(c.vocab_size) * (s == 3 ? 2 : s);
+            items.push_back(it);
+          }
+        REQUIRE(!bm.b.forward(items.data(), uint32_t(items.size())).is_error());
+        const uint32_t row_of[] = {0, 1, 9, 2};
+        for (uint32_t s = 0; s < kSessions; s++) {
+          uint32_t last = uint32_t(seqs[s].size()) - 1;
+          if (s == 2) {
+            uint32_t at = 0;
+            for (uint32_t k = 0; k < 2; k++) at += uint32_t(seqs[k].size());
+            REQUIRE(items[at + last].next == refs[s].next[last]);
+            continue;
+          }
+          const float* got = s == 4 ? apart.data() : rows.data() + size_t(c.vocab_size) * row_of[s];
+          REQUIRE(same_bits(got, refs[s].logits[last].data(), c.vocab_size * sizeof(float)));
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+// A session with room for a checkpoint (SessionOptions::checkpoint).
+struct CheckpointSess {
+  llm::Session s;
+  Mem mem;
+  CheckpointSess(const llm::Model& m, llm::SessionOptions opt) {
+    opt.checkpoint = true;
+    size_t n = llm::Session::bytes_needed(m.config(), opt);
+    REQUIRE(!s.init(m, mem.get(n), n, opt).is_error());
+  }
+};
+
+// Feeds the tokens one at a time and returns the greedy next after each.
+std::vector<uint32_t> pass(llm::Session& s, const std::vector<uint32_t>& tokens) {
+  std::vector<uint32_t> next;
+  for (uint32_t t : tokens) {
+    REQUIRE(!s.feed(t).is_error());
+    next.push_back(s.argmax());
+  }
+  return next;
+}
+
+}  // namespace
+
+// Rollback: positions fed and then not accepted leave no trace. After a
+// checkpoint, wrong tokens, and a rewind, feeding the right tokens gives
+// the logits of a session that never saw the wrong ones, bit for bit; on
+// the hybrid model (Gated DeltaNet layers) only back to the checkpoint.
+TEST_CASE("a rewind to the checkpoint forgets the rejected positions bit for bit", "[batch][rollback]") {
+  std::mt19937 rng(43);
+  for (const char* name : kModels) {
+    Loaded L;
+    if (!load(name, &L)) continue;   // stories260K when not exported (load() fails a missing tiny model)
+    const llm::Config& c = L.model.config();
+    bool hybrid = c.n_linear_layers() > 0;
+    for (const auto& opt : kOptions) {
+      INFO(name << " " << llm::matvec_ops(opt.matvec).name << " group " << opt.int8_group);
+      auto seq = random_tokens(rng, 10, c.vocab_size);
+      Reference ref = reference(L.model, opt, seq);
+      CheckpointSess a(L.model, opt);
+      std::vector<uint32_t> head(seq.begin(), seq.begin() + 4);
+      pass(a.s, head);
+      REQUIRE(!a.s.keep_checkpoint().is_error());
+      REQUIRE(a.s.checkpoint_position() == 4);
+      // seq[4] then three wrong tokens; only seq[4]'s position stands.
+      pass(a.s, {seq[4], (seq[5] + 1) % c.vocab_size, 2, 3});
+      REQUIRE(a.s.position() == 8);
+      uint32_t back = hybrid ? 4 : 5;
+      if (hybrid) REQUIRE(a.s.rewind(5).is_error());   // the recurrent state cannot stop there
+      REQUIRE(!a.s.rewind(back).is_error());
+      REQUIRE(a.s.position() == back);
+      REQUIRE(a.s.rewind(back + 1).is_error());        // never forward
+      std::vector<uint32_t> rest(seq.begin() + back, seq.end());
+      std::vector<uint32_t> next = pass(a.s, rest);
+      for (uint32_t i = 0; i < rest.size(); i++) REQUIRE(next[i] == ref.next[back + i]);
+      std::vector<float> lg(c.vocab_size);
+      a.s.logits(lg.data());
+      REQUIRE(same_bits(lg.data(), ref.logits.back().data(), c.vocab_size * sizeof(float)));
+    }
+    if (hybrid) {
+      // Without room for one, a hybrid session cannot keep a checkpoint.
+      Sess plain(L.model, kOptions[0]);
+      REQUIRE(plain.s.keep_checkpoint().is_error());
+    }
+  }
+}
