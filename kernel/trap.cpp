@@ -2,8 +2,8 @@
 // From user mode: trampoline uservec -> usertrap() -> usertrapret() -> userret.
 // From kernel mode: kernelvec -> kerneltrap().
 #include "trap.h"
-#include "ai/load_meter.h"
-#include "ai/trace.h"
+#include "ai/service.h"   // the AI service's timer work: load meter, profiler
+#include <kai/ai_trace.h>  // KAI_TRACE_MODE_*: what a profiler sample says
 #include "boot.h"
 #include "console.h"
 #include "cpu.h"
@@ -55,13 +55,13 @@ uint64_t timer_interval() { return g_boot.timebase_hz / TICK_HZ; }
 // wake the threads that sleep for time. So does every hart while the
 // sampling profiler runs: it samples the idle harts too.
 bool stop_tick_here() {
-  return this_cpu()->proc == nullptr && cpu_index() != 0 && !ai::trace::enabled(KAI_TRACE_SAMPLE);
+  return this_cpu()->proc == nullptr && cpu_index() != 0 && !ai::profiler_running();
 }
 
 void clock_interrupt() {
   // Hart 0 ticks always (see above): it samples the AI service's load, the
   // L of Little's law (ai/load_meter.h).
-  if (cpu_index() == 0) ai::sample_load_on_tick();
+  if (cpu_index() == 0) ai::on_timer_tick();
   {
     // Every ticking hart wakes the sleepers, which compare the clock with
     // their deadline. So sleep() keeps time even while one hart runs late
@@ -94,10 +94,9 @@ void clock_interrupt() {
 // translated blocks, so the time of a function's last block (its epilogue)
 // is credited to the return address in its caller.
 void sample_this_hart(uint64_t pc, uint64_t ra, uint32_t mode) {
-  if (!ai::trace::enabled(KAI_TRACE_SAMPLE)) return;
+  if (!ai::profiler_running()) return;
   Process* p = this_cpu()->proc;
-  ai::trace::record(KAI_TRACE_SAMPLE, 0, 0, uint32_t(pc), uint32_t(pc >> 32), mode,
-                    p ? uint32_t(p->pid) : 0, uint32_t(ra));
+  ai::profiler_sample(pc, ra, mode, p ? uint32_t(p->pid) : 0);
 }
 
 [[noreturn]] void stop_this_hart() {
@@ -177,7 +176,7 @@ void resume_tick() {
 // `wfi` with idle == false, so start() sent it no IPI, and it slept untimed
 // through the whole profile.
 void resume_tick_if_sampling() {
-  if (ai::trace::enabled(KAI_TRACE_SAMPLE)) resume_tick();
+  if (ai::profiler_running()) resume_tick();
 }
 
 uint64_t clock_ns() {

@@ -200,6 +200,10 @@ struct kai_ai_client {
   uint64_t output_tokens;     // tokens generated for it
 };
 
+// kai_ai_info.proposer
+#define KAI_AI_PROPOSER_NGRAM 0   // prompt lookup: what followed the context's last n-gram before
+#define KAI_AI_PROPOSER_ECHO  1   // the newest token again (for tests: it always proposes)
+
 struct kai_ai_info {
   uint32_t n_models;
   uint32_t queue_capacity;    // request slots
@@ -239,6 +243,13 @@ struct kai_ai_info {
   uint64_t priority_preemptions;  // of those, for a more urgent request (the rest: no free KV blocks)
   uint32_t prefix_share;          // KAI_AI_PREFIX_SHARE_* (ai.prefix_share)
   uint32_t preempt_gap;           // priority preemption needs this difference (ai.preempt_gap; 16: never)
+  // The iteration seam (docs/ai-service.md, "N scheduled, k accepted"):
+  uint32_t max_drafts;            // proposed tokens per generating request and iteration (ai.drafts; 0: none)
+  uint32_t proposer;              // KAI_AI_PROPOSER_* (ai.proposer)
+  uint64_t drafted;               // proposed tokens computed so far
+  uint64_t accepted;              // ... of which the model's own choice agreed (kept)
+  uint64_t rolled_back;           // positions computed and given back (rejected proposals, and
+                                  // accepted ones a recurrent model computes again)
   uint32_t n_clients;             // entries of clients[] filled
   uint32_t reserved_clients;      // 0
   struct kai_ai_client clients[KAI_AI_MAX_CLIENTS];   // the fair policy's counters, busiest first

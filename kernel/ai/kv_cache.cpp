@@ -4,7 +4,6 @@
 // calls (admit, grow, publish, release). Locking: ai::lock for everything.
 #include "kv_cache.h"
 #include "trace.h"
-#include "sharing.h"
 #include "platform.h"
 
 namespace ai {

@@ -71,6 +71,11 @@ struct PrefixKey {
   uint32_t prompt_len;
 };
 
+// What the first block of a prompt is keyed by, in place of a parent
+// block: its cache domain (sharing.h) and the activation kind (int8 and
+// float K/V rows differ). Different domains or kinds never give the same tag.
+constexpr uint32_t first_block_tag(uint32_t domain, bool int8) { return domain << 1 | (int8 ? 1u : 0u); }
+
 struct KvStats {
   uint64_t blocks_total, blocks_used, blocks_cached;
   uint64_t prefix_hit_requests, prefix_hit_tokens, preemptions;

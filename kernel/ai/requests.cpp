@@ -4,7 +4,6 @@
 // function here runs with ai::lock held, and the transitions check it.
 #include "requests.h"
 #include "models.h"
-#include "scheduler.h"   // the policy in force, for the trace
 #include "trace.h"
 #include "llm_stop.h"
 
@@ -211,8 +210,6 @@ void admit(Request* r, uint32_t worker) {
   r->admitted_seq = ++admissions;
   uint64_t now = clock_ns();
   if (r->t_start == 0) r->t_start = now;   // the first admission; later ones end a requeue
-  if (trace::enabled(KAI_TRACE_ADMIT))
-    trace::emit_at(now, KAI_TRACE_ADMIT, uint64_t(r->id), worker, uint32_t(policy), queued_count(), running_count());
   if (r->t_requeued != 0) r->requeued_ns += now - r->t_requeued;
   r->t_requeued = 0;
 }

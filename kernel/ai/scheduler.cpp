@@ -142,6 +142,9 @@ bool admit_into(WorkerBatch& w, BatchSlot& s, Request* r) {
   if (r->preemptions == 0 && r->prompt_len > r->cached_tokens)
     fair_counters.charge_prompt(r->owner_pid, r->prompt_len - r->cached_tokens);
   admit(r, w.id);
+  if (trace::enabled(KAI_TRACE_ADMIT))   // at t_start for the first admission, as ai_abi.h promises
+    trace::emit_at(r->preemptions == 0 ? r->t_start : clock_ns(), KAI_TRACE_ADMIT, uint64_t(r->id), w.id,
+                   uint32_t(policy), queued_count(), running_count());
   s.request = r;
   s.model = models[r->model].engine;
   s.pool = kv_pool(r->model);

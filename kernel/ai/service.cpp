@@ -11,6 +11,7 @@
 #include "row_team.h"
 #include "kv_cache.h"
 #include "trace.h"
+#include "load_meter.h"
 #include "sharing.h"
 #include "proposer.h"
 #include "../cpu.h"
@@ -95,6 +96,14 @@ void start() {
     }
     worker_count++;
   }
+}
+
+void on_timer_tick() { sample_load_on_tick(); }
+
+bool profiler_running() { return trace::enabled(KAI_TRACE_SAMPLE); }
+
+void profiler_sample(uint64_t pc, uint64_t ra, uint32_t mode, uint32_t pid) {
+  trace::record(KAI_TRACE_SAMPLE, 0, 0, uint32_t(pc), uint32_t(pc >> 32), mode, pid, uint32_t(ra));
 }
 
 void process_exited(int pid) {

@@ -7,14 +7,18 @@
 // See docs/ai-service.md for the request life cycle and the locking rules.
 //
 // Layers of kernel/ai, each file including only those below it:
-//   service.cpp, sys_ai.cpp      the face to the kernel: boot options, system calls
-//   worker.cpp, loader.cpp       the threads: iteration loop, model loader
-//   scheduler.{h,cpp}            every decision of an iteration (Plan, commit)
-//   policy.{h,cpp}               which queued request next
+//   service.cpp, sys_ai.cpp      the face to the kernel: boot options, system calls, timer hooks
+//   worker.cpp, loader.cpp       the threads: iteration loop (runs a plan), model loader
+//   scheduler.{h,cpp}            every decision of an iteration (Plan, commit: N scheduled, k accepted)
+//   proposer.{h,cpp}             proposed tokens for the positions after a request's newest
+//   policy.{h,cpp}, sharing.{h,cpp}, fair_share.{h,cpp}   which queued request next; domains, priorities
 //   requests.{h,cpp}             slots, arrival queue, one function per state change
-//   kv_cache.{h,cpp}             KV block pools, block tables, prefix cache
+//   kv_cache.{h,cpp}             KV block pools, block tables (grow, shrink), prefix cache
+//   row_team, width_control, width_survey   harts sharing one pass, and how many
 //   models.h, engine.{h,cpp}     the model registry; the bridge to the runtime (lib/)
+//   trace, load_meter            what the engine did, and how loaded it was
 //   limits.h, platform.h, ai_error.h   limits, the kernel services used, the error type
+// The core kernel includes only this file (trap.cpp: the timer hooks below).
 #pragma once
 #include <stdint.h>
 #include "../syscall.h"
@@ -35,6 +39,16 @@ int n_workers();
 // Called by exit() for every user process: its queued requests are
 // cancelled, running ones discarded, uncollected results freed.
 void process_exited(int pid);
+
+// ---- the core kernel's timer work that belongs to the service (trap.cpp) --
+// Hart 0's timer tick: the load meter's sample (load_meter.h).
+void on_timer_tick();
+// The sampling profiler (trace.h, `aitrace start samples`) is recording:
+// every hart then keeps ticking, and each tick calls profiler_sample().
+bool profiler_running();
+// One sample: this hart was at pc (return address ra) in `mode`
+// (KAI_TRACE_MODE_*), running process `pid` (0: idle).
+void profiler_sample(uint64_t pc, uint64_t ra, uint32_t mode, uint32_t pid);
 
 }  // namespace ai
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <kai/ai_abi.h>
 #include "fair_share.h"
+#include "kv_cache.h"   // first_block_tag: the domain in the prefix key
 
 namespace ai {
 
@@ -51,10 +52,8 @@ constexpr bool preempts_for_priority(uint32_t urgent, uint32_t victim, uint32_t 
 constexpr uint32_t domain_for(PrefixShare share, int sid) {
   return share == PrefixShare::Session ? static_cast<uint32_t>(sid) : 0;
 }
-// ...and what the first block of its prompt is keyed by, in place of a
-// parent block: the domain and the activation kind (int8 and float K/V
-// rows differ). Different domains or kinds never give the same tag.
-constexpr uint32_t first_block_tag(uint32_t domain, bool int8) { return domain << 1 | (int8 ? 1u : 0u); }
+// (What the first block of its prompt is keyed by, the domain and the
+// activation kind, is kv_cache.h's first_block_tag.)
 
 // The fair policy's counters, one per process that has submitted (kept
 // under every policy, so aistat can show how the service was shared), and

@@ -8,6 +8,7 @@
 #include "trace.h"
 #include "sharing.h"
 #include "load_meter.h"
+#include "proposer.h"
 #include "../proc.h"
 #include "../trap.h"
 #include "../string.h"
@@ -283,6 +284,11 @@ SyscallResult sys_ai_info() {
     info.prefix_hit_requests = kv.prefix_hit_requests;
     info.prefix_hit_tokens = kv.prefix_hit_tokens;
     info.preemptions = kv.preemptions;
+    info.max_drafts = max_drafts;
+    info.proposer = proposer_kind == ProposerKind::Echo ? KAI_AI_PROPOSER_ECHO : KAI_AI_PROPOSER_NGRAM;
+    info.drafted = counters.drafted;
+    info.accepted = counters.accepted;
+    info.rolled_back = counters.rolled_back;
     fill_sharing_info(info);
     for (int i = 0; i < n_models; i++) {
       const Model& m = models[i];

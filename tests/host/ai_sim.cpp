@@ -506,6 +506,9 @@ void Sim::run_and_commit(uint32_t w, bool fail_begin) {
   SpinlockGuard guard(ai::lock);
   auto before = snapshot();
   ai::commit(wb);
+  // A rollback gives back the whole blocks past the new end.
+  for (const auto& s : wb.slots)
+    if (s.request != nullptr && s.rewind) SIM_REQUIRE(s.request->kv.n == ai::kv_blocks_for(s.request->fed));
   for (int i = 0; i < ai::kQueueCapacity; i++) {
     const ai::Request& r = ai::slots[i];
     if (before[i].state == ai::RequestState::Running && r.state != ai::RequestState::Running) {

@@ -203,18 +203,31 @@ def test_scheduling_boot_options(image):
         s.halt()
 
 
-@pytest.mark.parametrize("smp,workers,max_batch,harts", [(1, 1, 8, 1), (4, 2, 8, 1), (1, 1, 1, 1), (4, 1, 8, 3)])
-def test_batched_tokens_equal_solo(image, smp, workers, max_batch, harts):
+# The last column: proposals (docs/ai-service.md, "N scheduled, k accepted").
+# echo proposes every iteration; with ai.reject_drafts=1 every proposal is
+# rolled back (acceptance 0); ngram proposes what followed the context's
+# last n-gram, so some are accepted. The test models include a hybrid one
+# (tiny-qwen), whose rollback goes through a recurrent-state checkpoint.
+@pytest.mark.parametrize("smp,workers,max_batch,harts,drafts", [
+    (1, 1, 8, 1, ""), (4, 2, 8, 1, ""), (1, 1, 1, 1, ""), (4, 1, 8, 3, ""),
+    (1, 1, 8, 1, "ai.drafts=4 ai.proposer=echo ai.reject_drafts=1"),
+    (2, 1, 8, 2, "ai.drafts=3 ai.proposer=echo"),
+    (1, 1, 1, 1, "ai.drafts=8 ai.proposer=ngram"),
+])
+def test_batched_tokens_equal_solo(image, smp, workers, max_batch, harts, drafts):
     """Iteration-level batching never changes a token: `aibatch` runs each
     request alone, then all of them at once (different prompt lengths,
-    outputs, int8 and float mixed) and compares bit for bit, on every test
-    model; with ai.max_batch > 1 some requests must really share iterations.
-    With ai.harts=3 every product is split over a row team, whose width
-    (harts taking part) the kernel changes as it measures: no token may
-    change either."""
+    outputs, int8 and float mixed, greedy and sampled) and compares bit for
+    bit, on every test model, and with the host runner; with ai.max_batch > 1
+    some requests must really share iterations. With ai.harts=3 every product
+    is split over a row team, whose width (harts taking part) the kernel
+    changes as it measures: no token may change either. With proposals,
+    tokens fed after the newest one and kept only where the model agrees,
+    no token may change either, and proposals must really have been made
+    (and, under ai.reject_drafts=1, all rolled back)."""
     img, bundles = image
     commands = [f"aibatch {name} --clients 8" for name in sorted(bundles)] + ["aistat"]
-    append = f"ai.workers={workers} ai.max_batch={max_batch} ai.budget=16 ai.harts={harts}"
+    append = f"ai.workers={workers} ai.max_batch={max_batch} ai.budget=16 ai.harts={harts} {drafts}".strip()
     outputs = {}
     with qemu_run.Session(img, KERNEL, smp=smp, memory="1G", snapshot=True, boot_timeout=180,
                           append=append) as s:
@@ -239,6 +252,16 @@ def test_batched_tokens_equal_solo(image, smp, workers, max_batch, harts):
     assert "in_flight=0" in stat, stat
     mean = float(re.search(r"mean_batch=([\d.]+)", stat).group(1))
     assert (mean > 1.0) if max_batch > 1 else (mean == 1.0), stat
+    m = re.search(r"drafts: max=(\d+) proposer=(\w+) drafted=(\d+) accepted=(\d+) rolled_back=(\d+)", stat)
+    assert m, stat
+    drafted, accepted, rolled_back = (int(m.group(i)) for i in (3, 4, 5))
+    if not drafts:
+        assert drafted == accepted == rolled_back == 0, stat
+    else:
+        assert drafted > 0, stat
+        assert rolled_back > 0, stat
+        if "reject_drafts=1" in drafts:
+            assert accepted == 0, stat
 
 
 def test_aictl_limits_harts_and_batch_in_a_running_boot(image):

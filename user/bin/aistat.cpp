@@ -52,6 +52,9 @@ int main(int argc, char** argv) {
          (unsigned long)info.kv_blocks_cached, info.prefix_cache ? "on" : "off",
          (unsigned long)info.prefix_hit_requests, (unsigned long)info.prefix_hit_tokens,
          (unsigned long)info.preemptions);
+  printf("drafts: max=%u proposer=%s drafted=%lu accepted=%lu rolled_back=%lu\n", info.max_drafts,
+         info.proposer == KAI_AI_PROPOSER_ECHO ? "echo" : "ngram", (unsigned long)info.drafted,
+         (unsigned long)info.accepted, (unsigned long)info.rolled_back);
   static const char* const shares[] = {"session", "global", "off"};
   printf("sharing: prefix_share=%s preemptions_memory=%lu preemptions_priority=%lu\n",
          info.prefix_share <= KAI_AI_PREFIX_SHARE_OFF ? shares[info.prefix_share] : "?",
