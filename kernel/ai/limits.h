@@ -10,6 +10,7 @@ namespace ai {
 
 constexpr int kQueueCapacity = 32;     // request slots (queued + running + uncollected)
 constexpr int kMaxWorkers = 4;         // worker threads (ai.workers)
+constexpr uint32_t kMaxTeamParts = 8;  // threads in a worker's row team (the ai.harts limit; row_team.h)
 constexpr uint32_t kMaxOutput = KAI_AI_MAX_OUTPUT;  // generated tokens per request (the ABI's limit)
 
 // Iteration-level batching (docs/ai-service.md, "Iterations"):

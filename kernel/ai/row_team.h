@@ -45,10 +45,10 @@
 #include "../error.h"
 #include "../spinlock.h"
 #include "width_control.h"
+#include "limits.h"   // kMaxTeamParts
 
 namespace ai {
 
-constexpr uint32_t kMaxTeamParts = 8;    // threads in a team (the ai.harts limit)
 // Parts per thread of a product. The last part leaves the other threads
 // idle until it ends, about half a part on average: with 4 parts per thread
 // the two harts of a batch of 8 ended a job 218 us apart on average (jobs of

@@ -9,6 +9,7 @@
 #include "sharing.h"
 #include "load_meter.h"
 #include "proposer.h"
+#include "settings.h"
 #include "../proc.h"
 #include "../trap.h"
 #include "../string.h"
@@ -333,9 +334,8 @@ SyscallResult sys_ai_control() {
       break;
     }
     case KAI_AI_CTL_SET_AGING: {
-      if (arg < 1 || arg > 3600000) return Errno::Invalid;
       SpinlockGuard guard(lock);
-      aging_ns = arg * 1000000;
+      if (!set_setting(*find_setting("ai.aging_ms"), arg)) return Errno::Invalid;
       break;
     }
     case KAI_AI_CTL_SET_HARTS: {
@@ -346,10 +346,10 @@ SyscallResult sys_ai_control() {
     }
     case KAI_AI_CTL_SET_MAX_BATCH: {
       SpinlockGuard guard(lock);
-      if (arg < 1 || arg > kMaxBatch || arg > token_budget) return Errno::Invalid;
+      // Every running request's decode token must fit in one iteration.
+      if (arg > token_budget || !set_setting(*find_setting("ai.max_batch"), arg)) return Errno::Invalid;
       // Takes effect at the next admission: a batch above the new bound
       // shrinks as its requests finish; none is stopped for it.
-      max_batch = uint32_t(arg);
       wakeup(&queue_nonempty_chan);
       kprintf("ai: max_batch %u (set by pid %d)\n", max_batch, pid);
       return 0;
