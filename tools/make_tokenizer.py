@@ -25,11 +25,13 @@ updating only the words a merge touches.  The corpus is small (about 350 KB,
 7,000 distinct words): after roughly 18,000 merges every word is one token
 and nothing is left to learn.  SmolLM2 learned its 48,900 merges from
 trillions of tokens; kai cannot, and does not pretend to.  The rest of the
-vocabulary is filled deterministically with letter n-grams (FILL below:
-lower-case bigrams and trigrams, bare and after a space, each merged from
-its prefix and its last letter), so unseen English still compresses a
-little and every id decodes to readable characters.  Same corpus, same
-bytes, in a couple of seconds.
+vocabulary is filled deterministically with letter n-grams (fill() below:
+lower-case bigrams, trigrams and 4-grams, bare and after a space, each one
+a merge of the two pieces BPE made of it before), so unseen English still
+compresses a little, every id decodes to readable characters, and the text
+of a filled token alone encodes back to that token (a stop sequence given
+as text, `--stop-text`, then matches it).  Same corpus, same bytes, in a
+couple of seconds.
 
 The weights of the synthetic model are random: whatever this tokenizer
 makes of its answers is noise.  It exists so that `ai --text`, `llmrun
@@ -133,10 +135,24 @@ def learn_merges(counts, limit):
     return merges
 
 
+def bpe_parts(word, ranks):
+    """The pieces BPE makes of word with these merge ranks (tools/tokenizer.py's rule)."""
+    parts = list(word)
+    while len(parts) > 1:
+        r, i = min((ranks.get(p, len(ranks)), i) for i, p in enumerate(zip(parts, parts[1:])))
+        if r == len(ranks):
+            break
+        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+    return parts
+
+
 def fill(vocab, merges, size):
-    """Adds letter n-gram tokens (each merged from its prefix and last letter)
-    until the vocabulary has `size` ids; the order is fixed, so is the result."""
+    """Adds letter n-gram tokens until the vocabulary has `size` ids, in a fixed
+    order, so the result is fixed too. Each is merged from the two pieces BPE
+    makes of it so far, so encoding its text alone gives exactly that token
+    (an n-gram BPE would cut into three or more pieces is left out)."""
     sp = T.bytes_to_unicode()[ord(" ")]
+    ranks = {m: r for r, m in enumerate(merges)}
     for n in (2, 3, 4):
         grams = [""]
         for _ in range(n):
@@ -146,9 +162,13 @@ def fill(vocab, merges, size):
                 if len(vocab) >= size:
                     return
                 s = prefix + g
-                if s not in vocab and s[:-1] in vocab:
+                if s in vocab:
+                    continue
+                parts = bpe_parts(s, ranks)
+                if len(parts) == 2:
                     vocab[s] = len(vocab)
-                    merges.append((s[:-1], s[-1]))
+                    ranks[tuple(parts)] = len(merges)
+                    merges.append(tuple(parts))
 
 
 def build(texts, size=VOCAB_SIZE):
