@@ -42,6 +42,10 @@ def smol():
         assert s.booted, s.transcript
         assert s.wait_log(r"ai: model SMOL ready", timeout=300), s.transcript[-3000:]
         s.tok = tok
+        # The reference answer: the same request as token ids, greedy, stopping at EOS as --text does.
+        prompt = " ".join(map(str, tok.encode(PROMPT)))
+        s.warm_ids = ids_line(output(s, f"ai --int8 --stop-eos --predict {PREDICT} {prompt}"))
+        assert 1 <= len(s.warm_ids) <= PREDICT
         yield s
         s.halt()
 
@@ -59,25 +63,17 @@ def ids_line(out):
 
 
 def test_ai_text_prints_the_decoded_answer(smol):
-    prompt = smol.tok.encode(PROMPT)
-    ids = ids_line(output(smol, f"ai --int8 --stop-eos --predict {PREDICT} {' '.join(map(str, prompt))}"))
-    assert 1 <= len(ids) <= PREDICT
     out = output(smol, f'ai --int8 --predict {PREDICT} --text "{PROMPT}"')
-    assert out.startswith(PROMPT + smol.tok.decode(ids) + "\n"), (out, ids)
+    assert out.startswith(PROMPT + smol.tok.decode(smol.warm_ids) + "\n"), (out, smol.warm_ids)
     assert "model SMOL: queue wait" in out and "ai:" not in out, out
-    smol.warm_ids = ids
 
 
 def test_llmrun_text_gives_the_same_text(smol):
-    if not hasattr(smol, "warm_ids"):
-        pytest.skip("needs test_ai_text_prints_the_decoded_answer's ids")
     out = output(smol, f'llmrun --asset-dir /AI/SMOL --int8 --predict {PREDICT} --text "{PROMPT}"')
     assert out.startswith(PROMPT + smol.tok.decode(smol.warm_ids) + "\n"), out
 
 
 def test_stop_text_stops_like_stop_ids(smol):
-    if not hasattr(smol, "warm_ids"):
-        pytest.skip("needs test_ai_text_prints_the_decoded_answer's ids")
     ids = smol.warm_ids
     # A later token of the answer whose text is plain and encodes back to that one id.
     k = next((k for k in range(1, len(ids)) if ids[k] not in ids[:k]
