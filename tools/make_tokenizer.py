@@ -48,8 +48,7 @@ import time
 from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import make_chat_model as MC  # noqa: E402
-import tokenizer as T  # noqa: E402
+import tokenizer as T  # noqa: E402  (standard library only: the Makefile runs --list-corpus before setup)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The text the merges are learnt from, relative to the repository root.
@@ -205,6 +204,7 @@ def tokenizer_json(vocab, merges):
 def tokenizer_config():
     """SmolLM2-135M's special-token settings, plus SmolLM2-Instruct's chat
     template (the base model has none) so that `chat` runs on the bundle."""
+    import make_chat_model as MC
     c = MC.tokenizer_config()
     c.update(bos_token=EOS, eos_token=EOS, unk_token=EOS, pad_token=EOS, add_prefix_space=False,
              model_max_length=8192, vocab_size=VOCAB_SIZE)
