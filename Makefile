@@ -280,28 +280,40 @@ SMOL_ARCHIVE  ?= models/smol.zip
 QWEN_ARCHIVE  ?= models/qwen.zip
 PREMODEL_ROOT ?= models
 ASSETS := $(B)/assets
+KAI_TOK     := $(B)/tokenizer/kai-bpe
+TOK_CORPUS  := $(shell $(PYTHON) tools/make_tokenizer.py --list-corpus)
+SMOL_BUNDLE := $(ASSETS)/SMOL.tokenizer-paired
 SMOL_RAM ?= 1G
 QWEN_RAM ?= 4G
 
 .PHONY: smol-assets qwen-assets llm-assets fsimg-smol fsimg-qwen fsimg-llm qemu-smol qemu-qwen qemu-llm demo setup
-smol-assets: $(ASSETS)/SMOL/CFG.BIN
+smol-assets: $(SMOL_BUNDLE)
 qwen-assets: $(ASSETS)/QWEN/CFG.BIN
 llm-assets: smol-assets qwen-assets
 
 # Rebuilt when the synthetic-model tools change (a course bundle is simply re-copied).
 $(ASSETS)/SMOL/CFG.BIN: tools/get_bundle.py tools/make_model.py tools/bundle.py
 	$(PYTHON) tools/get_bundle.py --name SMOL --archive $(SMOL_ARCHIVE) --premodel $(PREMODEL_ROOT)/SMOL --preset smol135m --out $(ASSETS)/SMOL
+# kai's own tokenizer (tools/make_tokenizer.py: a byte-level BPE in SmolLM2's
+# layout, learnt from the docs in about a second), so that the synthetic SMOL
+# speaks text; paired with the bundle only when its weights are synthetic. The
+# stamp SMOL_BUNDLE (outside the bundle, so not in the image) is what images use.
+$(KAI_TOK)/tokenizer.json: tools/make_tokenizer.py tools/make_chat_model.py tools/tokenizer.py $(TOK_CORPUS)
+	$(PYTHON) tools/make_tokenizer.py --out $(KAI_TOK)
+$(SMOL_BUNDLE): $(ASSETS)/SMOL/CFG.BIN $(KAI_TOK)/tokenizer.json tools/tokbin.py tools/chat_template.py
+	$(PYTHON) tools/make_tokenizer.py --tokenizer $(KAI_TOK)/tokenizer.json --bundle $(ASSETS)/SMOL
+	touch $@
 $(ASSETS)/QWEN/CFG.BIN: tools/get_bundle.py tools/make_model.py tools/bundle.py
 	$(PYTHON) tools/get_bundle.py --name QWEN --archive $(QWEN_ARCHIVE) --premodel $(PREMODEL_ROOT)/QWEN --preset qwen08b --out $(ASSETS)/QWEN
 
 fsimg-smol: $(B)/fs-smol.img
 fsimg-qwen: $(B)/fs-qwen.img
 fsimg-llm: $(B)/fs-llm.img
-$(B)/fs-smol.img: $(UPROGS) tools/mkfsimg.py $(ASSETS)/SMOL/CFG.BIN
+$(B)/fs-smol.img: $(UPROGS) tools/mkfsimg.py $(SMOL_BUNDLE)
 	$(PYTHON) tools/mkfsimg.py --out $@ $(UPROGS) --add-dir AI/SMOL=$(ASSETS)/SMOL $(FSIMG_ARGS)
 $(B)/fs-qwen.img: $(UPROGS) tools/mkfsimg.py $(ASSETS)/QWEN/CFG.BIN
 	$(PYTHON) tools/mkfsimg.py --out $@ $(UPROGS) --add-dir AI/QWEN=$(ASSETS)/QWEN $(FSIMG_ARGS)
-$(B)/fs-llm.img: $(UPROGS) tools/mkfsimg.py $(ASSETS)/SMOL/CFG.BIN $(ASSETS)/QWEN/CFG.BIN
+$(B)/fs-llm.img: $(UPROGS) tools/mkfsimg.py $(SMOL_BUNDLE) $(ASSETS)/QWEN/CFG.BIN
 	$(PYTHON) tools/mkfsimg.py --out $@ $(UPROGS) --add-dir AI/SMOL=$(ASSETS)/SMOL --add-dir AI/QWEN=$(ASSETS)/QWEN $(FSIMG_ARGS)
 
 qemu-smol: kernel fsimg-smol
@@ -316,7 +328,7 @@ qemu-run:
 # The main demo: boots the SMOL image whose /etc/rc runs the cold path and the
 # warm path on the default model, then leaves you at the shell.
 DEMO_IMG := $(B)/fs-demo.img
-$(DEMO_IMG): $(UPROGS) tools/mkfsimg.py $(ASSETS)/SMOL/CFG.BIN user/etc/rc
+$(DEMO_IMG): $(UPROGS) tools/mkfsimg.py $(SMOL_BUNDLE) user/etc/rc
 	$(PYTHON) tools/mkfsimg.py --out $@ $(UPROGS) --add-dir AI/SMOL=$(ASSETS)/SMOL --add-dir etc=user/etc $(FSIMG_ARGS)
 demo: setup
 	$(MAKE) --no-print-directory kernel user $(DEMO_IMG)

@@ -374,6 +374,18 @@ MUTATIONS = [
              "the runtime tokenizer merges the worst-ranked pair first. (An earlier mutation here, ignoring the "
              "split-every-digit rule, was not caught and cannot be on SmolLM2: its vocabulary has no token of two "
              "digits, so digits come out one by one either way)"),
+    Mutation("bpe-learner-stale-counts", "tools/make_tokenizer.py",
+             "pairs[q] -= freq[i]",
+             "pairs[q] -= 0",
+             [],
+             [pytest("tests/tools/test_make_tokenizer.py", "naive")],
+             "kai's BPE learner keeps counting the pairs a merge has just removed"),
+    Mutation("stop-text-not-applied", "user/lib/kai_text.cpp",
+             "if (n <= 0 || !ai_add_stop_ids(g, ids, uint32_t(n))) {",
+             "if (n <= 0) {",
+             USER_AND_KERNEL + ["build/fs-smol.img"],
+             [pytest("tests/qemu/test_default_text.py", "stop_text")],
+             "ai encodes --stop-text but never adds it to the request's stop sequences"),
 ]
 
 

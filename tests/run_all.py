@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Runs kai's test suites and prints one closing line: 'N passed, M failed'.
+"""Runs kai's test suites and prints one closing line: 'N passed, M failed, K skipped'.
 
 Suites: host (Catch2 unit tests of the runtime, under AddressSanitizer),
 tools (pytest tests of the Python tools), qemu (pytest integration tests that

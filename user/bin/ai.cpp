@@ -7,21 +7,25 @@
 // mode (qemu_run --deterministic) the figures repeat from boot to boot.
 // --stream: print each token as the kernel publishes it (ai_read), and say
 // when the first one arrived. --text "...": the prompt as text, encoded with
-// the bundle's TOK.BIN; the answer streams as text and stops at the model's
-// end-of-sequence id. --prompt-file F / --stdin: token ids from a file
-// (text or PMT.BIN) or standard input (kai_prompt.h). Sampling (--temp, --top-k, --top-p, --min-p,
+// the bundle's TOK.BIN; it implies --stream (the answer streams as text) and
+// --stop-eos (it stops at the model's end-of-sequence id). --prompt-file F /
+// --stdin: token ids from a file (text or PMT.BIN) or standard input
+// (kai_prompt.h). Sampling (--temp, --top-k, --top-p, --min-p,
 // --repeat-penalty, --repeat-last-n, --seed) and stopping (--stop "IDS",
-// --stop-eos): see ai_generation_option() in kai_ai.h; greedy by default.
+// --stop-text "TEXT" encoded with TOK.BIN, --stop-eos): see
+// ai_generation_option() in kai_ai.h; greedy by default.
 #include "kai.h"
 #include "kai_ai.h"
 #include "kai_prompt.h"
 #include "kai_text.h"
 
-static void usage() {
-  fprintf(2, "usage: ai [--model NAME] [--predict N] [--int8] [--priority P] [--align-tick] [--timing] [--stream]\n"
+static void usage(bool asked = false) {
+  fprintf(asked ? 1 : 2, "usage: ai [--model NAME] [--predict N] [--int8] [--priority P] [--align-tick] [--timing] [--stream]\n"
              "          [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X] [--repeat-last-n N]\n"
-             "          [--seed N] [--stop \"ID ...\"] [--stop-eos] (TOK... | --prompt-file F | --stdin | --text \"...\")\n");
-  exit(2);
+             "          [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"] [--stop-eos]\n"
+             "          (TOK... | --prompt-file F | --stdin | --text \"...\")\n"
+             "  --text implies --stream and --stop-eos; --stop-text is encoded with the model's TOK.BIN\n");
+  exit(asked ? 0 : 2);
 }
 
 int main(int argc, char** argv) {
@@ -39,7 +43,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
     bool has = i + 1 < argc;
-    if (strcmp(a, "--timing") == 0) timing = true;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) usage(true);
+    else if (strcmp(a, "--timing") == 0) timing = true;
     else if (strcmp(a, "--stream") == 0) stream = true;
     else if (strcmp(a, "--int8") == 0) flags |= KAI_AI_INT8;
     else if (strcmp(a, "--align-tick") == 0) align_tick = true;
@@ -101,12 +106,16 @@ int main(int argc, char** argv) {
   // (with BOS when the model's prompts start with one) and the answer back
   // into text as it streams; generation stops at the end-of-sequence id.
   static KaiText tokenizer;
-  if (text) {
+  if (text || gen.n_stop_text) {
     char err[160];
     if (tokenizer.open(name, err, sizeof err) < 0) {
-      fprintf(2, "ai: %s\n", err);
+      fprintf(2, "ai: %s%s\n", text ? "" : "--stop-text: ", err);
       return 1;
     }
+    if (kai_text_add_stops("ai", tokenizer, &gen) < 0) return 2;
+  }
+  if (text) {
+    char err[160];
     long got = tokenizer.encode(text, prompt, KAI_AI_MAX_PROMPT, true, err, sizeof err);
     if (got <= 0) {
       fprintf(2, "ai: --text: %s\n", got == 0 ? "no tokens" : err);

@@ -1,6 +1,6 @@
 // chat [--model NAME] [--system TEXT] [--predict N] [--int8] [--timing] [--show-ids]
 //      [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X]
-//      [--repeat-last-n N] [--seed N] [--stop "IDS"]
+//      [--repeat-last-n N] [--seed N] [--stop "IDS"] [--stop-text "TEXT"]
 // A conversation with a chat model through the kernel's AI service.
 //
 // Reads one line at a time from standard input (the console, or a file with
@@ -42,7 +42,7 @@ constexpr uint32_t kLineBytes = 2048;
 void usage() {
   fprintf(2, "usage: chat [--model NAME] [--system TEXT] [--predict N] [--int8] [--timing] [--show-ids]\n"
              "            [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X]\n"
-             "            [--repeat-last-n N] [--seed N] [--stop \"ID ...\"]\n");
+             "            [--repeat-last-n N] [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"]\n");
   exit(2);
 }
 
@@ -204,14 +204,13 @@ int main(int argc, char** argv) {
                                                                            : KAI_AI_MAX_PROMPT;
 
   // Stop at every end-of-turn id, after the user's own --stop sequences.
+  if (kai_text_add_stops("chat", tokenizer, &gen) < 0) return 2;
   for (uint32_t i = 0; i < tpl.n_end_of_turn; i++) {
-    if (gen.stop_words + 2 > KAI_AI_MAX_STOP_WORDS) {
+    if (!ai_add_stop_ids(&gen, &tpl.end_of_turn[i], 1)) {
       fprintf(2, "chat: too many --stop sequences: the end-of-turn ids need %u of the %d\n", tpl.n_end_of_turn,
               KAI_AI_MAX_STOP_SEQS);
       return 2;
     }
-    gen.stop[gen.stop_words++] = 1;
-    gen.stop[gen.stop_words++] = tpl.end_of_turn[i];
   }
   gen.flags |= KAI_AI_STOP_AT_EOS;
 

@@ -117,7 +117,14 @@ extern "C" int parse_milli(const char* s, uint32_t max_milli, uint32_t* out) {
 
 namespace {
 
-// "ID ID ..." appended to g->stop as one {len, ids...} sequence.
+uint32_t stop_sequences(const struct ai_generation* g) {
+  uint32_t seqs = 0;
+  for (uint32_t at = 0; at < g->stop_words; at += 1 + g->stop[at]) seqs++;
+  return seqs;
+}
+
+// "ID ID ..." appended to g->stop as one {len, ids...} sequence (room is
+// kept for the --stop-text sequences still to be encoded).
 bool add_stop(struct ai_generation* g, const char* text) {
   uint32_t ids[KAI_AI_MAX_STOP_TOKENS];
   uint32_t n = 0;
@@ -133,15 +140,17 @@ bool add_stop(struct ai_generation* g, const char* text) {
     if (parse_u32(word, 0xffffffffu, &ids[n]) < 0) return false;
     n++;
   }
-  uint32_t seqs = 0;
-  for (uint32_t at = 0; at < g->stop_words; at += 1 + g->stop[at]) seqs++;
-  if (n == 0 || seqs == KAI_AI_MAX_STOP_SEQS) return false;
+  return stop_sequences(g) + g->n_stop_text < KAI_AI_MAX_STOP_SEQS && ai_add_stop_ids(g, ids, n);
+}
+
+}  // namespace
+
+extern "C" bool ai_add_stop_ids(struct ai_generation* g, const uint32_t* ids, uint32_t n) {
+  if (n == 0 || n > KAI_AI_MAX_STOP_TOKENS || stop_sequences(g) == KAI_AI_MAX_STOP_SEQS) return false;
   g->stop[g->stop_words++] = n;
   for (uint32_t k = 0; k < n; k++) g->stop[g->stop_words++] = ids[k];
   return true;
 }
-
-}  // namespace
 
 extern "C" int ai_generation_option(const char* prog, int argc, char** argv, int* i,
                                     struct ai_generation* g) {
@@ -163,7 +172,7 @@ extern "C" int ai_generation_option(const char* prog, int argc, char** argv, int
     return 1;
   }
   bool known = strcmp(opt, "--top-k") == 0 || strcmp(opt, "--repeat-last-n") == 0 ||
-               strcmp(opt, "--seed") == 0 || strcmp(opt, "--stop") == 0;
+               strcmp(opt, "--seed") == 0 || strcmp(opt, "--stop") == 0 || strcmp(opt, "--stop-text") == 0;
   for (const Milli& m : millis) known |= strcmp(opt, m.name) == 0;
   if (!known) return 0;
   if (*i + 1 >= argc) {
@@ -181,10 +190,23 @@ extern "C" int ai_generation_option(const char* prog, int argc, char** argv, int
   }
   if (strcmp(opt, "--stop") == 0) {
     if (!add_stop(g, v)) {
-      fprintf(2, "%s: --stop: '%s' is not 1 to %d token ids (at most %d --stop options)\n", prog, v,
+      fprintf(2, "%s: --stop: '%s' is not 1 to %d token ids (at most %d --stop and --stop-text options)\n", prog, v,
               KAI_AI_MAX_STOP_TOKENS, KAI_AI_MAX_STOP_SEQS);
       return -1;
     }
+    return 1;
+  }
+  if (strcmp(opt, "--stop-text") == 0) {
+    if (*v == 0) {
+      fprintf(2, "%s: --stop-text: empty text\n", prog);
+      return -1;
+    }
+    if (stop_sequences(g) + g->n_stop_text == KAI_AI_MAX_STOP_SEQS) {
+      fprintf(2, "%s: --stop-text: '%s': at most %d --stop and --stop-text options\n", prog, v,
+              KAI_AI_MAX_STOP_SEQS);
+      return -1;
+    }
+    g->stop_text[g->n_stop_text++] = v;
     return 1;
   }
   if (strcmp(opt, "--seed") == 0) {

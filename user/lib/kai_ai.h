@@ -60,16 +60,25 @@ extern "C" {
 // the end-of-sequence flag. ai_generation_option() recognises
 //   --temp X  --top-k N  --top-p X  --min-p X  --repeat-penalty X
 //   --repeat-last-n N  --seed N  --stop "ID ID ..." (repeatable)  --stop-eos
+//   --stop-text "TEXT" (repeatable)
 // at argv[*i] (consuming its value: *i advances); returns 1 if it took the
 // option, 0 if argv[*i] is none of these, -1 after printing why the value
 // is bad ("PROG: --top-p: '1.5' is not a fraction from 0 to 1").
+// --stop-text only records the text: the program encodes it once it has the
+// model's tokenizer (kai_text_add_stops in kai_text.h), and from then on it
+// is a stop sequence like any --stop.
 struct ai_generation {
   struct kai_ai_sampling sampling;
   uint32_t stop[KAI_AI_MAX_STOP_WORDS];
   uint32_t stop_words;
   uint32_t flags;   // KAI_AI_STOP_AT_EOS
+  const char* stop_text[KAI_AI_MAX_STOP_SEQS];   // --stop-text values, not yet encoded
+  uint32_t n_stop_text;
 };
 int ai_generation_option(const char* prog, int argc, char** argv, int* i, struct ai_generation* g);
+// Appends ids[0..n) to g->stop as one sequence; false when n is 0 or above
+// KAI_AI_MAX_STOP_TOKENS, or g already holds KAI_AI_MAX_STOP_SEQS sequences.
+bool ai_add_stop_ids(struct ai_generation* g, const uint32_t* ids, uint32_t n);
 // Copies g's sampling, stop sequences and flags into a request.
 void ai_apply_generation(struct kai_ai_submit* req, const struct ai_generation* g);
 // "length", "eos", "stop", "cancelled", "failed" or "-".

@@ -1,6 +1,7 @@
 // KaiText: TOK.BIN from the file system (see kai_text.h).
 #include "kai_text.h"
 #include "kai.h"
+#include "kai_ai.h"
 
 namespace {
 
@@ -81,6 +82,22 @@ long KaiText::encode(const char* text, uint32_t* ids, uint32_t cap, bool prompt,
     return r.error().code == llm::ErrorCode::NoMemory ? -KAI_E2BIG : -KAI_EINVAL;
   }
   return long(r.value());
+}
+
+int kai_text_add_stops(const char* prog, const KaiText& t, struct ai_generation* g) {
+  for (uint32_t k = 0; k < g->n_stop_text; k++) {
+    const char* s = g->stop_text[k];
+    uint32_t ids[KAI_AI_MAX_STOP_TOKENS];
+    char err[96] = "no tokens";
+    long n = t.encode(s, ids, KAI_AI_MAX_STOP_TOKENS, false, err, sizeof err);
+    if (n == -KAI_E2BIG) snprintf(err, sizeof err, "more than %d tokens", KAI_AI_MAX_STOP_TOKENS);
+    if (n <= 0 || !ai_add_stop_ids(g, ids, uint32_t(n))) {
+      fprintf(2, "%s: --stop-text '%s': %s\n", prog, s, n <= 0 ? err : "too many stop sequences");
+      return -1;
+    }
+  }
+  g->n_stop_text = 0;
+  return 0;
 }
 
 int kai_text_put(llm::Decoder& d, uint32_t id, int fd) {

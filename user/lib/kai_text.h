@@ -44,6 +44,12 @@ class KaiText {
   llm::Tokenizer tok_;
 };
 
+// --stop-text: encodes each of g's recorded stop texts with t (no BOS) and
+// appends it to g's stop sequences, exactly as --stop with those ids would.
+// 0, or -1 after printing why on stderr ("PROG: --stop-text 'X': ...").
+struct ai_generation;
+int kai_text_add_stops(const char* prog, const KaiText& t, struct ai_generation* g);
+
 // Writes token id's text to fd through the decoder (whole characters only).
 // 0, or -KAI_EINVAL for an id outside the vocabulary, or a write error.
 int kai_text_put(llm::Decoder& d, uint32_t id, int fd);

@@ -3,12 +3,14 @@
 //   llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin | --text "..."]
 //          [--int8] [--group G] [--timing] [--align-tick] [--stream]
 //          [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X]
-//          [--repeat-last-n N] [--seed N] [--stop "ID ..."] [--stop-eos] tok...
+//          [--repeat-last-n N] [--seed N] [--stop "ID ..."] [--stop-text "TEXT"] [--stop-eos] tok...
 //   Sampling and stopping mean what they mean for `ai` (lib/llm_sample.h:
 //   the same code, so the same seed gives the same tokens on both paths);
 //   greedy by default. --stream prints each token as it is generated;
 //   --text encodes the prompt with the bundle's TOK.BIN and prints text
-//   (streamed, stopping at the end-of-sequence id).
+//   (it implies --stream and --stop-eos). --stop-text "TEXT": a stop
+//   sequence given as text, encoded with TOK.BIN (no BOS), then exactly
+//   like --stop with those ids.
 //   --align-tick: start each request's clock right after a timer tick (exact
 //   mode, qemu_run --deterministic, then repeats to the instruction)
 //
@@ -39,6 +41,8 @@ struct Generation {
   uint32_t stop[llm::kMaxStopWords];
   uint32_t stop_words = 0;
   uint32_t n_stops = 0;
+  const char* stop_text[llm::kMaxStopSequences];   // --stop-text, encoded once TOK.BIN is loaded
+  uint32_t n_stop_text = 0;
   bool stop_eos = false;
   // Thousandths as given on the command line (converted once, by the
   // runtime's sampling_from_thousandths, as the kernel does).
@@ -358,7 +362,7 @@ int generation_option(int argc, char** argv, int* i, Generation* g) {
                 {"--min-p", &g->min_p, llm::kMaxMinPMilli},
                 {"--repeat-penalty", &g->penalty, llm::kMaxRepeatPenaltyMilli}};
   bool known = llm::str_eq(a, "--top-k") || llm::str_eq(a, "--repeat-last-n") || llm::str_eq(a, "--seed") ||
-               llm::str_eq(a, "--stop");
+               llm::str_eq(a, "--stop") || llm::str_eq(a, "--stop-text");
   for (const Milli& m : millis) known |= llm::str_eq(a, m.name);
   if (!known) return 0;
   if (*i + 1 >= argc) {
@@ -377,8 +381,14 @@ int generation_option(int argc, char** argv, int* i, Generation* g) {
   };
   for (const Milli& m : millis)
     if (llm::str_eq(a, m.name)) return llm::parse_thousandths(v, m.max, m.field) ? 1 : bad("a decimal in range (at most 3 decimals)");
+  if (g->n_stops + g->n_stop_text == llm::kMaxStopSequences && (llm::str_eq(a, "--stop") || llm::str_eq(a, "--stop-text")))
+    return bad("accepted: at most 4 --stop and --stop-text options");
+  if (llm::str_eq(a, "--stop-text")) {
+    if (!*v) return bad("a text (it is empty)");
+    g->stop_text[g->n_stop_text++] = v;
+    return 1;
+  }
   if (llm::str_eq(a, "--stop")) {
-    if (g->n_stops == llm::kMaxStopSequences) return bad("accepted: at most 4 --stop options");
     static char copy[256];
     uint32_t n = 0;
     size_t len = llm::str_len(v);
@@ -403,7 +413,9 @@ int generation_option(int argc, char** argv, int* i, Generation* g) {
 void usage() {
   errln("usage: llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin | --text \"...\"] [--int8] [--group G]");
   errln("              [--timing] [--align-tick] [--stream] [--temp X] [--top-k N] [--top-p X] [--min-p X]");
-  errln("              [--repeat-penalty X] [--repeat-last-n N] [--seed N] [--stop \"ID ...\"] [--stop-eos] tok...");
+  errln("              [--repeat-penalty X] [--repeat-last-n N] [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"]");
+  errln("              [--stop-eos] tok...");
+  errln("  --text implies --stream and --stop-eos; --stop-text is encoded with the bundle's TOK.BIN");
   errln("  no tokens: read lines '<predict> <tok...>' until 'exit' or 'quit'");
 }
 
@@ -525,12 +537,6 @@ int llmrun_main(int argc, char** argv) {
   r.how.sampling = llm::sampling_from_thousandths(g.temp, g.top_k, g.top_p, g.min_p, g.penalty, g.last_n);
   r.stream = opt.stream || opt.text;
   uint32_t vocab = r.model.config().vocab_size;
-  if (llm::check_stop_sequences(g.stop, g.stop_words, vocab) != llm::StopCheck::Ok) {
-    char b[96];
-    TextBuf(b, sizeof b).str("--stop: a token id is not below the vocabulary size ").u64(vocab);
-    errln(b);
-    return 2;
-  }
   if (r.sampled()) {
     r.logits = static_cast<float*>(platform::alloc(uint64_t(vocab) * 4));
     r.order = static_cast<uint32_t*>(platform::alloc(uint64_t(vocab) * 4));
@@ -539,8 +545,8 @@ int llmrun_main(int argc, char** argv) {
       return 1;
     }
   }
-  // The tokenizer (TOK.BIN), for --text and for --stop-eos's end ids.
-  if (opt.text || g.stop_eos) {
+  // The tokenizer (TOK.BIN), for --text, --stop-text and --stop-eos's end ids.
+  if (opt.text || g.stop_eos || g.n_stop_text) {
     char path[512];
     TextBuf(path, sizeof path).str(dir).str("/TOK.BIN");
     int64_t size = platform::file_size(path);
@@ -555,11 +561,32 @@ int llmrun_main(int argc, char** argv) {
       r.have_tokenizer = true;
       r.n_eos = llm::eos_ids(r.tokenizer, r.eos, 8);
       if (r.n_eos > 8) r.n_eos = 8;
-    } else if (opt.text) {
+    } else if (opt.text || g.n_stop_text) {
+      if (!opt.text) err("--stop-text: ");
       err(dir);
       errln(" has no TOK.BIN (no tokenizer: use token ids)");
       return 1;
     }
+  }
+  for (uint32_t k = 0; k < g.n_stop_text; k++) {
+    uint32_t* seq = r.how.stop + r.how.stop_words;   // room for kMaxStopTokens ids after the length word
+    auto ids = llm::encode(r.tokenizer, g.stop_text[k], llm::str_len(g.stop_text[k]), seq + 1, llm::kMaxStopTokens);
+    if (ids.is_error() || ids.value() == 0) {
+      err("--stop-text '");
+      err(g.stop_text[k]);
+      err("': ");
+      errln(ids.is_error() && ids.error().code == llm::ErrorCode::NoMemory ? "more than 8 tokens"
+            : ids.is_error() ? ids.error().message : "no tokens");
+      return 2;
+    }
+    seq[0] = ids.value();
+    r.how.stop_words += 1 + ids.value();
+  }
+  if (llm::check_stop_sequences(r.how.stop, r.how.stop_words, vocab) != llm::StopCheck::Ok) {
+    char b[96];
+    TextBuf(b, sizeof b).str("--stop: a token id is not below the vocabulary size ").u64(vocab);
+    errln(b);
+    return 2;
   }
   if (opt.text) {
     auto ids = llm::encode_prompt(r.tokenizer, opt.text, llm::str_len(opt.text), prompt, kMaxTokens);
