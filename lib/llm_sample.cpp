@@ -92,6 +92,20 @@ void sift_down_worst_root(uint32_t* h, uint32_t n, uint32_t i, const float* v) {
   }
 }
 
+// Heap whose root is the *best* candidate (the one that ranks first).
+void sift_down_best_root(uint32_t* h, uint32_t n, uint32_t i, const float* v) {
+  for (;;) {
+    uint32_t l = 2 * i + 1, r = l + 1, b = i;
+    if (l < n && before(v, h[l], h[b])) b = l;
+    if (r < n && before(v, h[r], h[b])) b = r;
+    if (b == i) return;
+    uint32_t t = h[i];
+    h[i] = h[b];
+    h[b] = t;
+    i = b;
+  }
+}
+
 // order[0..k) := the k best indices of v[0..n), best first. O(n log k).
 void best_k(const float* v, uint32_t n, uint32_t k, uint32_t* order) {
   for (uint32_t i = 0; i < k; i++) order[i] = i;
@@ -142,40 +156,83 @@ uint32_t sample_token(float* logits, uint32_t n, const SamplingParams& p, Rng& r
   float inv_t = 1.0f / p.temperature;
   for (uint32_t i = 0; i < n; i++) logits[i] *= inv_t;
 
-  // 3. Top-k (all n when off), best first.
-  uint32_t m = p.top_k > 0 && p.top_k < n ? p.top_k : n;
-  best_k(logits, n, m, order);
-
-  // 4. Softmax over the candidates, written back into logits[] (unnormalised:
-  //    the largest is exactly 1; sums below divide by the total).
-  float top = logits[order[0]];
-  for (uint32_t i = 0; i < m; i++) logits[order[i]] = exp_f(logits[order[i]] - top);
-
-  // 5. Min-p: candidates are sorted, so the survivors are a prefix.
-  if (p.min_p > 0) {
-    float floor = p.min_p * logits[order[0]];
-    uint32_t keep = 1;
-    while (keep < m && logits[order[keep]] >= floor) keep++;
-    m = keep;
+  // With top-k, the k best in falling order (O(n log k)); every step below
+  // then walks that order. Without it, the candidates are every token in
+  // index order: sorting all of them (O(n log n)) cost a SmolLM2-shape
+  // decode step a tenth more than its whole forward pass, and nothing but
+  // top-p needs an order (step 6 finds its prefix without a full sort).
+  uint32_t m = n;
+  bool sorted = p.top_k > 0 && p.top_k < n;
+  float top;
+  if (sorted) {
+    m = p.top_k;
+    best_k(logits, n, m, order);
+    top = logits[order[0]];
+  } else {
+    for (uint32_t i = 0; i < n; i++) order[i] = i;
+    top = logits[argmax(logits, n)];
   }
 
-  // 6. Top-p: the shortest prefix whose probability reaches p.
+  // 3. Softmax over the candidates, written back into logits[] (unnormalised:
+  //    the largest is exactly 1; sums below divide by the total).
+  for (uint32_t i = 0; i < m; i++) logits[order[i]] = exp_f(logits[order[i]] - top);
+
+  // 4. Min-p: keep the candidates at least min_p x the largest (which is 1),
+  //    in their order.
+  if (p.min_p > 0) {
+    float floor = p.min_p;
+    uint32_t keep = 0;
+    for (uint32_t i = 0; i < m; i++)
+      if (logits[order[i]] >= floor) order[keep++] = order[i];
+    m = keep;   // >= 1: the largest is 1 >= floor
+  }
+
+  // 5. Top-p: the shortest prefix, by falling probability, whose mass
+  //    reaches p of the total. Unsorted candidates are ranked only as far
+  //    as that prefix reaches (a heap, O(m + prefix log m)).
   float total = 0;
   for (uint32_t i = 0; i < m; i++) total += logits[order[i]];
   if (p.top_p < 1.0f && p.top_p > 0) {
     float want = p.top_p * total, cum = 0;
-    for (uint32_t i = 0; i < m; i++) {
-      cum += logits[order[i]];
-      if (cum >= want) {
-        m = i + 1;
-        break;
+    uint32_t prefix = m;
+    if (!sorted) {
+      // order[0..m) becomes a heap whose root is the best candidate; each
+      // step moves the best of the rest to the end of the unsorted part,
+      // and the ranked prefix is then order[m - taken .. m) reversed.
+      for (uint32_t i = m / 2; i-- > 0;) sift_down_best_root(order, m, i, logits);
+      uint32_t taken = 0;
+      while (taken < m) {
+        uint32_t best = order[0];
+        order[0] = order[m - 1 - taken];
+        order[m - 1 - taken] = best;
+        taken++;
+        sift_down_best_root(order, m - taken, 0, logits);
+        cum += logits[best];
+        if (cum >= want) break;
+      }
+      // The ranked prefix, best first, at the front.
+      for (uint32_t i = 0; i < taken / 2; i++) {
+        uint32_t t = order[m - 1 - i];
+        order[m - 1 - i] = order[m - taken + i];
+        order[m - taken + i] = t;
+      }
+      for (uint32_t i = 0; i < taken; i++) order[i] = order[m - taken + i];
+      prefix = taken;
+    } else {
+      for (uint32_t i = 0; i < m; i++) {
+        cum += logits[order[i]];
+        if (cum >= want) {
+          prefix = i + 1;
+          break;
+        }
       }
     }
+    m = prefix;
     total = 0;
     for (uint32_t i = 0; i < m; i++) total += logits[order[i]];
   }
 
-  // 7. Draw: the first candidate whose cumulative mass passes r.
+  // 6. Draw: the first candidate, in their order, whose cumulative mass passes r.
   float r = rng.uniform() * total, cum = 0;
   for (uint32_t i = 0; i < m; i++) {
     cum += logits[order[i]];

@@ -11,12 +11,14 @@
 //      has its logit divided by `repeat_penalty` if positive, multiplied if
 //      negative (the CTRL paper's rule), so it becomes less likely either way;
 //   2. temperature: logits / T (T < 1 sharpens, T > 1 flattens);
-//   3. top-k: keep the k largest logits;
+//   3. top-k: keep the k largest logits (in falling order; without top-k
+//      every token stays, in index order, and nothing is sorted);
 //   4. softmax over what is left;
 //   5. min-p: drop tokens whose probability is below min_p x the largest;
 //   6. top-p (nucleus): keep the smallest prefix, by falling probability,
-//      whose total reaches p;
-//   7. draw one token with a uniform number from the generator.
+//      whose total reaches p (ranking only as far as that prefix reaches);
+//   7. draw one token with a uniform number from the generator, walking the
+//      candidates in their order (the first whose cumulative mass passes it).
 // Temperature 0 means greedy: the argmax (lowest index on ties), exactly
 // the token the runtime's classifier picks, with no randomness used.
 #pragma once

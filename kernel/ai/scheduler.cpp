@@ -409,6 +409,14 @@ void worker_batch_init(WorkerBatch& w, uint32_t id, llm::Session* const* session
     w.slots[i].engine = engines[i];
   }
   w.plan.n_items = w.plan.n_groups = 0;
+  w.plan.survey_team = false;
+  w.surveyed = false;
+}
+
+SubmitCheck may_submit(int pid) {
+  must_hold_lock("may_submit");
+  if (slots_owned_by(pid) >= max_per_process) return SubmitCheck::OverQuota;
+  return slot_available() ? SubmitCheck::Ok : SubmitCheck::TableFull;
 }
 
 uint32_t running_in(const WorkerBatch& w) {
@@ -461,6 +469,8 @@ const Plan& schedule(WorkerBatch& w) {
   choose_counts(w);
   grow_or_preempt(w);
   write_plan(w);
+  w.plan.survey_team = w.plan.empty() && batch_idle(w) && !w.surveyed && models_loaded;
+  if (w.plan.survey_team) w.surveyed = true;
   if (!w.plan.empty() && trace::enabled(KAI_TRACE_ITER_BEGIN)) trace_plan(w);
   return w.plan;
 }

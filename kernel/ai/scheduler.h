@@ -97,6 +97,10 @@ struct Plan {
   uint64_t rng_after[kMaxBudget];
   uint32_t n_groups;
   PlanGroup groups[kMaxBatch];
+  // Nothing to run, every model loaded, and the row team has not yet timed
+  // its widths: the worker runs the survey now (row_team.h), once. Nobody
+  // waits for it then, and nothing else computes.
+  bool survey_team;
   bool empty() const { return n_items == 0; }
 };
 
@@ -107,6 +111,7 @@ struct WorkerBatch {
   uint32_t id;
   BatchSlot slots[kMaxBatch];
   Plan plan;
+  bool surveyed;   // its row team's survey was planned (Plan::survey_team)
 };
 
 // Makes w an empty batch of worker `id`; sessions[i] / engines[i] are batch
@@ -144,6 +149,12 @@ void commit(WorkerBatch& w);
 // A run that failed for one slot before its pass (its session could not be
 // begun): removes its items from the plan. Worker-private, no lock.
 void plan_drop(Plan& plan, const BatchSlot* s);
+
+// May process `pid` submit a request now (lock held)? The quota comes first:
+// sleeping for a slot would never end if this process itself holds the
+// slots (only it could free them, by collecting).
+enum class SubmitCheck : uint8_t { Ok, OverQuota, TableFull };
+SubmitCheck may_submit(int pid);
 
 // The next queued request to admit, or nullptr (lock held). Requests for
 // models that failed to load are failed here; among the ready ones the

@@ -124,13 +124,12 @@ SyscallResult sys_ai_submit() {
 
   SpinlockGuard guard(lock);
   for (;;) {
-    // The quota first: sleeping for a slot would never end if this process
-    // itself holds the slots (only it could free them, by collecting).
-    if (slots_owned_by(me()->pid) >= max_per_process) {
+    SubmitCheck check = may_submit(me()->pid);   // the quota, then a free slot (scheduler.h)
+    if (check == SubmitCheck::OverQuota) {
       counters.rejected++;
       return Errno::Quota;
     }
-    if (slot_available()) break;
+    if (check == SubmitCheck::Ok) break;
     if (req.flags & KAI_AI_NONBLOCK) {
       counters.rejected++;
       return Errno::Again;

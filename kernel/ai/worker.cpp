@@ -171,25 +171,13 @@ WorkerBatch batches[kMaxWorkers];
     sessions[i] = engine_runtime_session(engines[i]);
   }
   worker_batch_init(w, me, sessions, engines);
-  bool surveyed = false;
   for (;;) {
-    bool survey_now = false;
     {
       SpinlockGuard guard(lock);
-      while (schedule(w).empty() && batch_idle(w)) {
-        // Idle, with every model loaded: the moment to time the row team's
-        // widths (row_team.h, survey), once. Nobody waits for it then, and
-        // nothing else computes.
-        if (!surveyed && models_loaded) {
-          survey_now = true;
-          break;
-        }
-        sleep(&queue_nonempty_chan, lock);
-      }
+      while (schedule(w).empty() && batch_idle(w) && !w.plan.survey_team) sleep(&queue_nonempty_chan, lock);
     }
-    if (survey_now) {
+    if (w.plan.survey_team) {
       engine_survey_team(me);
-      surveyed = true;
       continue;
     }
     // Computing for seconds with the timer masked would keep this hart

@@ -41,6 +41,7 @@ namespace ai {
 Model models[KAI_AI_MAX_MODELS];
 int n_models;
 bool models_known;
+bool models_loaded;   // false: the simulation never plans the row team's survey
 }  // namespace ai
 
 namespace aisim {
@@ -211,7 +212,7 @@ ai::Request* Sim::submit(const Submit& s) {
   SIM_REQUIRE(s.prompt.size() <= KAI_AI_MAX_PROMPT);
   SIM_REQUIRE(s.prompt.size() + s.n_predict <= opt_.seq_len);
   SpinlockGuard guard(ai::lock);
-  if (ai::slots_owned_by(s.pid) >= ai::max_per_process || !ai::slot_available()) return nullptr;
+  if (ai::may_submit(s.pid) != ai::SubmitCheck::Ok) return nullptr;   // as ai_submit (EDQUOT, or EAGAIN)
   if (!ai::kv_could_fit(s.model, uint32_t(s.prompt.size()) + s.n_predict)) return nullptr;   // ENOMEM at submit
   static const uint32_t no_stop[1] = {0};
   ai::note_backlogged(s.pid);   // as ai_submit: the fair policy's lift (fair_share.h)

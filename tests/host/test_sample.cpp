@@ -2,6 +2,9 @@
 // filter keeps what it should, draws follow the probabilities, and a seed
 // replays the same tokens.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <random>
 #include <cmath>
 #include <vector>
 #include "llm_sample.h"
@@ -94,6 +97,53 @@ TEST_CASE("top-k, top-p and min-p keep only the best candidates", "[sample]") {
   k1.temperature = 5.0f;
   k1.top_k = 1;
   CHECK(draw(logits, k1, rng) == 1);
+}
+
+// Without top-k the candidates are not sorted (llm_sample.cpp says why):
+// top-p must still keep exactly the shortest prefix by falling probability,
+// min-p exactly the tokens above its floor, and every kept token must be
+// drawn about as often as its share of what is kept.
+TEST_CASE("top-p and min-p without top-k keep exactly their sets, in proportion", "[sample]") {
+  std::mt19937 gen(5);
+  std::vector<float> logits(60);
+  for (auto& v : logits) v = float(gen() % 4000) / 1000.0f;   // spread, few near-ties
+  std::vector<uint32_t> rank(logits.size());
+  for (uint32_t i = 0; i < rank.size(); i++) rank[i] = i;
+  std::sort(rank.begin(), rank.end(), [&](uint32_t a, uint32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  std::vector<double> w(logits.size());
+  double total = 0;
+  for (uint32_t i = 0; i < w.size(); i++) total += w[i] = std::exp(double(logits[i]) - logits[rank[0]]);
+  for (float top_p : {0.3f, 0.8f}) {
+    // The expected set: the shortest prefix of the ranking whose mass reaches top_p.
+    std::vector<bool> keep(logits.size());
+    double cum = 0, kept = 0;
+    for (uint32_t r : rank) {
+      keep[r] = true;
+      kept += w[r];
+      if ((cum += w[r]) >= top_p * total) break;
+    }
+    for (uint32_t top_k : {0u, uint32_t(logits.size())}) {   // unsorted, and sorted as far as all of them
+      INFO("top_p " << top_p << " top_k " << top_k);
+      llm::SamplingParams p;
+      p.temperature = 1.0f;
+      p.top_p = top_p;
+      p.top_k = top_k;
+      llm::Rng rng = llm::rng_from_seed(19);
+      std::vector<int> count(logits.size());
+      const int n = 40000;
+      for (int i = 0; i < n; i++) count[draw(logits, p, rng)]++;
+      for (uint32_t t = 0; t < logits.size(); t++) {
+        INFO("token " << t);
+        if (!keep[t]) CHECK(count[t] == 0);
+        else CHECK(std::fabs(count[t] / double(n) - w[t] / kept) < 0.015);
+      }
+    }
+  }
+  llm::SamplingParams mp;
+  mp.temperature = 1.0f;
+  mp.min_p = 0.5f;
+  llm::Rng rng = llm::rng_from_seed(23);
+  for (int i = 0; i < 5000; i++) CHECK(w[draw(logits, mp, rng)] >= 0.5);
 }
 
 TEST_CASE("the repetition penalty makes recent tokens less likely", "[sample]") {
