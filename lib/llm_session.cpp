@@ -167,22 +167,45 @@ void Session::logits(float* out) {
   ops_->matvec(model_->embedding(), a, out, 0, cfg_->vocab_size);
 }
 
-ErrorOr<uint32_t, Error> Session::prefill(const uint32_t* tokens, uint32_t n) {
+namespace {
+
+// The prompt in passes of up to `chunk` tokens; the last token's item gets
+// `logits` (nullptr: its argmax). Returns that item's next.
+ErrorOr<uint32_t, Error> prefill_chunks(Session* s, Batch& own, const uint32_t* tokens, uint32_t n, uint32_t chunk,
+                                        float* logits) {
   if (n == 0) return Error::make(ErrorCode::EmptyRequest).str("empty prompt");
-  BatchItem items[kPrefillChunk];
-  for (uint32_t i0 = 0; i0 < n; i0 += kPrefillChunk) {
-    uint32_t m = n - i0 < kPrefillChunk ? n - i0 : kPrefillChunk;
-    for (uint32_t i = 0; i < m; i++) items[i] = BatchItem{this, tokens[i0 + i], Phase::Prefill, i0 + i == n - 1, 0};
-    TRY(own_.forward(items, m));
+  BatchItem items[Session::kPrefillChunk];
+  for (uint32_t i0 = 0; i0 < n; i0 += chunk) {
+    uint32_t m = n - i0 < chunk ? n - i0 : chunk;
+    for (uint32_t i = 0; i < m; i++) items[i] = BatchItem{s, tokens[i0 + i], Phase::Prefill, i0 + i == n - 1, 0};
+    if (i0 + m == n) items[m - 1].logits = logits;
+    TRY(own.forward(items, m));
     if (i0 + m == n) return items[m - 1].next;
   }
   return 0;  // not reached: n > 0
+}
+
+}  // namespace
+
+ErrorOr<uint32_t, Error> Session::prefill(const uint32_t* tokens, uint32_t n) {
+  return prefill_chunks(this, own_, tokens, n, kPrefillChunk, nullptr);
+}
+
+ErrorOr<void, Error> Session::prefill_logits(const uint32_t* tokens, uint32_t n, float* logits) {
+  TRY(prefill_chunks(this, own_, tokens, n, kPrefillChunk, logits));
+  return {};
 }
 
 ErrorOr<uint32_t, Error> Session::step(uint32_t token) {
   BatchItem item{this, token, Phase::Decode, true, 0};
   TRY(own_.forward(&item, 1));
   return item.next;
+}
+
+ErrorOr<void, Error> Session::step_logits(uint32_t token, float* logits) {
+  BatchItem item{this, token, Phase::Decode, true, 0, logits};
+  TRY(own_.forward(&item, 1));
+  return {};
 }
 
 }  // namespace llm

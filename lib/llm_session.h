@@ -91,6 +91,12 @@ class Session {
   ErrorOr<uint32_t, Error> prefill(const uint32_t* tokens, uint32_t n);
   // One decode token (Phase::Decode) and the classifier: the next token.
   ErrorOr<uint32_t, Error> step(uint32_t token);
+  // The same two, for a sampler: the classifier writes all vocab_size
+  // logits of the last position into `logits` instead of taking their
+  // argmax (one product over the vocabulary either way; calling logits()
+  // after prefill()/step() would be a second one).
+  ErrorOr<void, Error> prefill_logits(const uint32_t* tokens, uint32_t n, float* logits);
+  ErrorOr<void, Error> step_logits(uint32_t token, float* logits);
 
   uint32_t position() const { return pos_; }
   const Model& model() const { return *model_; }

@@ -208,14 +208,26 @@ struct Runner {
 
   bool sampled() const { return !how.sampling.greedy() || how.sampling.repeat_penalty != 1.0f; }
 
-  // The next token drawn from the logits of the last position fed, as the
-  // kernel's worker does (same sampler, same recent-token window).
+  // The next token drawn from the logits of the last position fed (already
+  // in logits[]: prefill_logits / step_logits), as the kernel's worker does
+  // (same sampler, same recent-token window).
   uint32_t draw(llm::Rng& rng, uint32_t n_context) {
     uint32_t vocab = model.config().vocab_size;
-    session.logits(logits);
     uint32_t window = how.sampling.repeat_last_n;   // at most llm::kMaxRepeatLastN (checked)
     uint32_t n = n_context < window ? n_context : window;
     return llm::sample_token(logits, vocab, how.sampling, rng, context + (n_context - n), n, order);
+  }
+
+  // Feeds the prompt (or, `decode`, one token) and chooses the next token:
+  // the argmax, fused into the classifier's product, or for a sampled
+  // request a draw from the logits that product wrote. One product over
+  // the vocabulary per position either way, as in the kernel's worker.
+  ErrorOr<uint32_t, llm::Error> feed_and_choose(const uint32_t* tokens, uint32_t n, bool decode, llm::Rng& rng,
+                                                uint32_t n_context) {
+    if (!sampled()) return decode ? session.step(tokens[0]) : session.prefill(tokens, n);
+    auto fed = decode ? session.step_logits(tokens[0], logits) : session.prefill_logits(tokens, n, logits);
+    if (fed.is_error()) return fed.error();
+    return draw(rng, n_context);
   }
 
   // Why generation ends after `produced` tokens, or nullptr: the runtime's
@@ -282,7 +294,7 @@ struct Runner {
     for (uint32_t i = 0; i < n_prompt; i++) context[i] = prompt[i];
     if (align_tick) platform::align_to_tick();
     uint64_t t0 = platform::clock_ns();
-    auto first = session.prefill(prompt, n_prompt);
+    auto first = feed_and_choose(prompt, n_prompt, false, rng, n_prompt);
     if (first.is_error()) {
       errln(first.error().message);
       return false;
@@ -292,7 +304,7 @@ struct Runner {
     uint64_t t1 = 0;
     for (uint32_t i = 0; i < n_predict; i++) {
       if (i > 0) {
-        auto next = session.step(gen[i - 1]);
+        auto next = feed_and_choose(&gen[i - 1], 1, true, rng, n_prompt + i);
         if (next.is_error()) {
           errln(next.error().message);
           return false;
@@ -301,7 +313,6 @@ struct Runner {
       } else {
         gen[0] = first.value();
       }
-      if (sampled()) gen[i] = draw(rng, n_prompt + i);
       context[n_prompt + i] = gen[i];
       produced = i + 1;
       if (i == 0) t1 = platform::clock_ns();
