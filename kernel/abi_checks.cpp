@@ -26,3 +26,6 @@ static_assert(KAI_AI_MAX_REPEAT_LAST_N == llm::kMaxRepeatLastN,
 static_assert(KAI_AI_MAX_STOP_SEQS == llm::kMaxStopSequences && KAI_AI_MAX_STOP_TOKENS == llm::kMaxStopTokens &&
                   KAI_AI_MAX_STOP_WORDS == llm::kMaxStopWords,
               "the stop-sequence limits of ai_abi.h and lib/llm_stop.h differ");
+// A request may ask for at most as many proposed tokens as an iteration plans.
+static_assert(KAI_AI_MAX_DRAFTS == ai::kMaxDrafts,
+              "KAI_AI_MAX_DRAFTS (ai_abi.h) and ai::kMaxDrafts (kernel/ai/limits.h) differ");

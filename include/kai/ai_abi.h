@@ -68,9 +68,10 @@
 //   unknown model name             -KAI_ENOENT
 //   model failed to load           -KAI_ENODEV
 //   empty prompt, n_predict == 0, unknown flags, priority > 15,
-//     a sampling field above its maximum, a malformed stop list -KAI_EINVAL
+//     a sampling field above its maximum, a malformed stop list,
+//     a bad speculation request (kai_ai_speculation) -KAI_EINVAL
 //   prompt longer than 255 tokens  -KAI_E2BIG
-//   prompt or stop id >= vocab_size -KAI_ERANGE
+//   prompt, stop or prediction id >= vocab_size -KAI_ERANGE
 //   prompt + predict > runtime_seq_len, or predict > KAI_AI_MAX_OUTPUT  -KAI_EFBIG
 //   bad user pointer               -KAI_EFAULT
 //   full queue with KAI_AI_NONBLOCK -KAI_EAGAIN
@@ -119,6 +120,37 @@ struct kai_ai_sampling {
   uint64_t seed;                 // the generator's start: the same seed, the same tokens; any value
 };
 
+// Speculative decoding, per request (kai_ai_submit.spec; docs/ai-service.md,
+// "N scheduled, k accepted"). The engine feeds up to max_drafts proposed
+// tokens after the newest one in the same pass and keeps them only as far as
+// the model's own choice agrees, so a proposer changes how fast a request
+// runs, never its tokens. All zero (KAI_AI_PROPOSER_DEFAULT) is what the
+// boot options say (ai.drafts, ai.proposer). For any other proposer but
+// NONE, max_drafts is 1..KAI_AI_MAX_DRAFTS; ngram_max (n-gram proposer only)
+// is the longest n-gram looked up, 0 (= KAI_AI_DEFAULT_NGRAM) ..
+// KAI_AI_MAX_NGRAM. prediction/prediction_len only with PREDICTED (OpenAI's
+// Predicted Outputs: the tokens the client expects the answer to contain),
+// 1..KAI_AI_MAX_PREDICTION ids, copied at submit. Anything else (unknown
+// proposer, a field set that the proposer does not use, too many drafts or
+// prediction ids) is -KAI_EINVAL; a prediction id >= vocab_size is
+// -KAI_ERANGE; a bad prediction pointer -KAI_EFAULT.
+#define KAI_AI_PROPOSER_DEFAULT   0   // submit only: the boot options' choice
+#define KAI_AI_PROPOSER_NGRAM     1   // prompt lookup: what followed the context's last n-gram before
+#define KAI_AI_PROPOSER_ECHO      2   // the newest token again (for tests: it always proposes)
+#define KAI_AI_PROPOSER_PREDICTED 3   // the client's prediction, from where the output meets it
+#define KAI_AI_PROPOSER_NONE      4   // submit only: no speculation, whatever the boot options say
+#define KAI_AI_MAX_DRAFTS       8     // proposed tokens per iteration (the kernel's kMaxDrafts)
+#define KAI_AI_MAX_PREDICTION   1024  // prediction ids per request (one page, copied at submit)
+#define KAI_AI_MAX_NGRAM        8
+#define KAI_AI_DEFAULT_NGRAM    3
+struct kai_ai_speculation {
+  uint32_t proposer;          // KAI_AI_PROPOSER_*
+  uint32_t max_drafts;        // 1..KAI_AI_MAX_DRAFTS (0 with DEFAULT and NONE)
+  uint32_t ngram_max;         // NGRAM only: 0 (default 3) .. KAI_AI_MAX_NGRAM
+  uint32_t prediction_len;    // PREDICTED only: 1..KAI_AI_MAX_PREDICTION
+  const uint32_t* prediction; // PREDICTED only: token ids
+};
+
 struct kai_ai_submit {
   const char* model;          // e.g. "SMOL" (the directory /AI/SMOL)
   const uint32_t* prompt;     // token ids
@@ -129,6 +161,7 @@ struct kai_ai_submit {
   struct kai_ai_sampling sampling;
   const uint32_t* stop;       // stop sequences (format above), or null
   uint32_t stop_words;        // uint32_t values in stop[], 0..KAI_AI_MAX_STOP_WORDS
+  struct kai_ai_speculation spec;   // all zero: the boot options' proposer (above)
   uint32_t reserved[3];       // must be 0
 };
 
@@ -159,6 +192,8 @@ struct kai_ai_result {
   uint32_t priority_preemptions;  // of `preemptions`, times a more urgent request took its place (ai.preempt_gap)
   uint64_t client_served;     // its owner's virtual token counter when it finished (fair policy:
                               // 1 per prompt token computed + 2 per generated token, over all its requests)
+  uint32_t drafted;           // proposed tokens the engine computed for it (kai_ai_submit.spec)
+  uint32_t accepted;          // ... of which the model's own choice agreed: tokens that cost no pass of their own
 };
 
 // Filled by ai_query (non-blocking).
@@ -200,9 +235,6 @@ struct kai_ai_client {
   uint64_t output_tokens;     // tokens generated for it
 };
 
-// kai_ai_info.proposer
-#define KAI_AI_PROPOSER_NGRAM 0   // prompt lookup: what followed the context's last n-gram before
-#define KAI_AI_PROPOSER_ECHO  1   // the newest token again (for tests: it always proposes)
 
 struct kai_ai_info {
   uint32_t n_models;
@@ -245,7 +277,7 @@ struct kai_ai_info {
   uint32_t preempt_gap;           // priority preemption needs this difference (ai.preempt_gap; 16: never)
   // The iteration seam (docs/ai-service.md, "N scheduled, k accepted"):
   uint32_t max_drafts;            // proposed tokens per generating request and iteration (ai.drafts; 0: none)
-  uint32_t proposer;              // KAI_AI_PROPOSER_* (ai.proposer)
+  uint32_t proposer;              // KAI_AI_PROPOSER_NGRAM or _ECHO (ai.proposer): the default of a request
   uint64_t drafted;               // proposed tokens computed so far
   uint64_t accepted;              // ... of which the model's own choice agreed (kept)
   uint64_t rolled_back;           // positions computed and given back (rejected proposals, and

@@ -9,7 +9,10 @@
 // agrees; the rest are rolled back. So a proposer can make a request
 // faster or slower, never change one of its tokens.
 //
-// Settings (boot options; see service.cpp):
+// Each request says what it wants (kai_ai_submit.spec, kept in the Request:
+// spec_default, spec_proposer, spec_drafts, ngram_max, prediction). A
+// request that asks for nothing gets the boot options (read at every
+// iteration, so a host test may change them while requests run):
 //   ai.drafts=K          up to K proposed tokens per generating request and
 //                        iteration (0: none, the default; at most kMaxDrafts)
 //   ai.proposer=NAME     ngram (prompt lookup: the tokens that followed the
@@ -26,7 +29,8 @@ namespace ai {
 
 struct Request;
 
-enum class ProposerKind : uint8_t { Ngram, Echo };
+// Ngram and Echo may be boot defaults; Predicted needs a request's prediction.
+enum class ProposerKind : uint8_t { Ngram, Echo, Predicted };
 
 extern uint32_t max_drafts;        // ai.drafts
 extern ProposerKind proposer_kind; // ai.proposer
@@ -36,12 +40,18 @@ bool proposer_from_name(const char* name, ProposerKind* out);
 const char* proposer_name(ProposerKind k);
 
 // Host tests replace the proposer (a simulation proposes what it wants);
-// nullptr: the kind above.
+// nullptr: the request's kind.
 using ProposeFn = uint32_t (*)(const Request& r, uint32_t max, uint32_t* out);
 extern ProposeFn propose_override;
 
+// The proposed tokens r may get per iteration (0: it does not speculate),
+// and from which proposer: its own choice, or the boot options'.
+uint32_t drafts_for(const Request& r);
+ProposerKind proposer_for(const Request& r);
+
 // Up to `max` (<= kMaxDrafts) proposed tokens to follow r's context, in
-// out[0..n); returns n. Lock held (it reads r's context).
-uint32_t propose(const Request& r, uint32_t max, uint32_t* out);
+// out[0..n); returns n. Lock held (it reads r's context, and the predicted
+// proposer moves r's cursor into its prediction).
+uint32_t propose(Request& r, uint32_t max, uint32_t* out);
 
 }  // namespace ai

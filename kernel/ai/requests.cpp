@@ -157,6 +157,29 @@ uint32_t stop_reason(const Request& r) {
 
 // ---- transitions --------------------------------------------------------
 
+namespace {
+
+// The request's speculation fields from a validated kai_ai_speculation.
+void set_speculation(Request* r, const kai_ai_speculation* spec, const uint32_t* prediction) {
+  r->spec_default = spec == nullptr || spec->proposer == KAI_AI_PROPOSER_DEFAULT;
+  r->spec_proposer = ProposerKind::Ngram;
+  r->spec_drafts = r->ngram_max = 0;
+  r->prediction_len = 0;
+  r->pred_cursor = llm::PredictionCursor{};
+  if (r->spec_default || spec->proposer == KAI_AI_PROPOSER_NONE) return;
+  r->spec_proposer = spec->proposer == KAI_AI_PROPOSER_ECHO        ? ProposerKind::Echo
+                     : spec->proposer == KAI_AI_PROPOSER_PREDICTED ? ProposerKind::Predicted
+                                                                   : ProposerKind::Ngram;
+  r->spec_drafts = static_cast<uint8_t>(spec->max_drafts);
+  r->ngram_max = static_cast<uint8_t>(spec->ngram_max);
+  if (r->spec_proposer == ProposerKind::Predicted) {
+    r->prediction_len = spec->prediction_len;
+    memcpy(r->prediction, prediction, spec->prediction_len * sizeof(uint32_t));
+  }
+}
+
+}  // namespace
+
 Request* submit(const NewRequest& n) {
   must_hold_lock("submit");
   Request* r = nullptr;
@@ -181,6 +204,7 @@ Request* submit(const NewRequest& n) {
   r->kv.n = r->kv.registered = 0;
   r->cached_tokens = r->preemptions = r->priority_preemptions = 0;
   r->n_draft = r->drafted = r->accepted = 0;
+  set_speculation(r, n.spec, n.prediction);
   r->iterations = 0;
   r->batch_sum = 0;
   r->finish_reason = KAI_AI_FINISH_NONE;

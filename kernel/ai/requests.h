@@ -28,6 +28,8 @@
 #include "limits.h"
 #include "platform.h"
 #include "kv_cache.h"
+#include "proposer.h"
+#include "llm_speculate.h"
 
 namespace ai {
 
@@ -92,6 +94,18 @@ struct Request {
   uint32_t draft[kMaxDrafts];
   uint32_t n_draft;
   uint32_t drafted, accepted;  // proposed tokens computed, and of those the ones kept
+  // Speculation as submitted (kai_ai_submit.spec; proposer.h reads it).
+  // spec_default: the boot options decide (ai.drafts, ai.proposer);
+  // otherwise up to spec_drafts (0: none) tokens a turn from spec_proposer,
+  // n-grams of at most ngram_max (0: the default) tokens. Invariant:
+  // prediction_len > 0 only for ProposerKind::Predicted, and then
+  // prediction[0..prediction_len) are ids of the model's vocabulary.
+  bool spec_default;
+  ProposerKind spec_proposer;
+  uint8_t spec_drafts, ngram_max;
+  uint32_t prediction_len;
+  llm::PredictionCursor pred_cursor;   // where the output meets the prediction (proposer.cpp moves it)
+  uint32_t prediction[KAI_AI_MAX_PREDICTION];
   uint32_t cached_tokens;     // prompt tokens taken from the prefix cache at admission
   uint32_t preemptions;       // times its blocks were taken back (it was recomputed)
   uint32_t priority_preemptions;  // of those, for a more urgent request (ai.preempt_gap)
@@ -137,6 +151,10 @@ struct NewRequest {
   kai_ai_sampling sampling;
   const uint32_t* stop;     // validated, stop_words values
   uint32_t stop_words;
+  // Validated speculation (sys_ai.cpp); null: the boot options decide.
+  // spec->prediction is not read: `prediction` holds the copied ids.
+  const kai_ai_speculation* spec = nullptr;
+  const uint32_t* prediction = nullptr;
 };
 
 // ---- queries (lock held) ------------------------------------------------

@@ -16,7 +16,8 @@
 //      the least urgent running one, that one is preempted (recomputed
 //      later) and the urgent one takes its slot;
 //   3. plan: one decode token for every request that is generating, then
-//      the tokens a proposer guesses will follow it (ai.drafts, proposer.h),
+//      the tokens a proposer guesses will follow it (its own kai_ai_submit.spec
+//      or ai.drafts, proposer.h),
 //      then prefill chunks in batch-slot order (under the priority policy,
 //      the most urgent first) until the token budget is spent
 //      (chunked prefill, as in Sarathi-Serve: a long prompt is spread over
@@ -52,7 +53,7 @@
 //     its pass; the plan never holds more than token_budget items nor more
 //     than max_batch requests, and every running request that is
 //     generating and not waiting for blocks gets its newest token, plus at
-//     most min(ai.drafts, tokens it may still produce - 1) proposed ones;
+//     most min(drafts_for(r), tokens it may still produce - 1) proposed ones;
 //   - a request is admitted only when its blocks are taken at once: no
 //     admitted request ever waits for blocks to begin;
 //   - while a request of a model waits for blocks held on another worker,
@@ -155,7 +156,7 @@ bool admit_into(WorkerBatch& w, BatchSlot& s, Request* r) {
   s.drafts = 0;
   s.rewind = false;
   s.recurrent = models[r->model].summary.config.n_linear_layers() > 0;
-  s.checkpointed = max_drafts > 0;
+  s.checkpointed = drafts_for(*r) > 0;
   choose_sampling(s, r->sampling);
   r->n_draft = 0;
   return true;
@@ -251,7 +252,7 @@ BatchSlot* slot_of(WorkerBatch& w, const Request* r) {
 uint32_t plan_drafts(BatchSlot& s, uint32_t budget, uint32_t& sampled_room) {
   Request& r = *s.request;
   uint32_t left = r.n_predict - r.n_generated;   // tokens it may still produce (>= 1)
-  uint32_t max = max_drafts;
+  uint32_t max = drafts_for(r);
   if (max > left - 1) max = left - 1;
   if (max > budget) max = budget;
   if (s.sampled && max > sampled_room) max = sampled_room;
@@ -282,7 +283,7 @@ void choose_counts(WorkerBatch& w) {
     }
   }
   for (auto& s : w.slots) {
-    if (s.count != 1 || max_drafts == 0 || budget == 0) continue;
+    if (s.count != 1 || drafts_for(*s.request) == 0 || budget == 0) continue;
     s.drafts = plan_drafts(s, budget, sampled_room);
     s.count += s.drafts;
     budget -= s.drafts;

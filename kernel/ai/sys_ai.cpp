@@ -14,6 +14,7 @@
 #include "../trap.h"
 #include "../string.h"
 #include "../vm.h"
+#include "../kalloc.h"
 #include "../user_ptr.h"
 #include "../console.h"
 #include "../printf.h"
@@ -79,11 +80,70 @@ ErrorOr<void> check_stop_ids(const uint32_t* stop, uint32_t stop_words, uint32_t
   return {};
 }
 
-ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt, uint32_t* stop) {
+// The prediction's staging buffer: one page, taken only for a request that
+// brings a prediction (a kernel stack has no room for 4 KiB) and given back
+// when sys_ai_submit returns (submit() copies it into the slot).
+static_assert(KAI_AI_MAX_PREDICTION * sizeof(uint32_t) <= PAGE_SIZE, "a prediction is staged in one page");
+class PredictionPage {
+ public:
+  PredictionPage() = default;
+  PredictionPage(const PredictionPage&) = delete;
+  PredictionPage& operator=(const PredictionPage&) = delete;
+  ~PredictionPage() {
+    if (ids_) kfree(ids_);
+  }
+  uint32_t* get() {
+    if (!ids_) ids_ = static_cast<uint32_t*>(kalloc());
+    return ids_;
+  }
+  const uint32_t* ids() const { return ids_; }
+
+ private:
+  uint32_t* ids_ = nullptr;
+};
+
+// The speculation request's shape (ai_abi.h, kai_ai_speculation): every
+// field the proposer does not use is zero, so it can carry meaning later.
+bool speculation_ok(const kai_ai_speculation& sp) {
+  switch (sp.proposer) {
+    case KAI_AI_PROPOSER_DEFAULT:
+    case KAI_AI_PROPOSER_NONE:
+      return sp.max_drafts == 0 && sp.ngram_max == 0 && sp.prediction_len == 0 && sp.prediction == nullptr;
+    case KAI_AI_PROPOSER_NGRAM:
+    case KAI_AI_PROPOSER_ECHO:
+    case KAI_AI_PROPOSER_PREDICTED:
+      break;
+    default:
+      return false;
+  }
+  if (sp.max_drafts == 0 || sp.max_drafts > KAI_AI_MAX_DRAFTS) return false;
+  if (sp.ngram_max != 0 && (sp.proposer != KAI_AI_PROPOSER_NGRAM || sp.ngram_max > KAI_AI_MAX_NGRAM)) return false;
+  if (sp.proposer != KAI_AI_PROPOSER_PREDICTED) return sp.prediction_len == 0 && sp.prediction == nullptr;
+  return sp.prediction_len >= 1 && sp.prediction_len <= KAI_AI_MAX_PREDICTION;
+}
+
+// Copies in the prediction of a PREDICTED request (shape already checked).
+ErrorOr<void> copy_prediction(const kai_ai_speculation& sp, PredictionPage& page) {
+  if (sp.proposer != KAI_AI_PROPOSER_PREDICTED) return {};
+  uint32_t* ids = page.get();
+  if (ids == nullptr) return Errno::NoMem;
+  TRY(copy_from_user(ids, UserPtr<uint32_t>(reinterpret_cast<uint64_t>(sp.prediction)), sp.prediction_len));
+  return {};
+}
+
+ErrorOr<void> check_prediction_ids(const kai_ai_speculation& sp, const uint32_t* ids, uint32_t vocab_size) {
+  if (sp.proposer != KAI_AI_PROPOSER_PREDICTED) return {};
+  for (uint32_t i = 0; i < sp.prediction_len; i++)
+    if (ids[i] >= vocab_size) return Errno::Range;
+  return {};
+}
+
+ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt, uint32_t* stop, PredictionPage& prediction) {
   if (req.flags & ~uint32_t(KAI_AI_NONBLOCK | KAI_AI_INT8 | KAI_AI_STOP_AT_EOS)) return Errno::Invalid;
   for (uint32_t word : req.reserved)
     if (word != 0) return Errno::Invalid;   // kept for later
   if (!sampling_ok(req.sampling)) return Errno::Invalid;
+  if (!speculation_ok(req.spec)) return Errno::Invalid;
   if (req.priority > KAI_AI_MAX_PRIORITY) return Errno::Invalid;
   if (req.prompt_len == 0 || req.n_predict == 0) return Errno::Invalid;   // before any copy
   if (req.prompt_len > KAI_AI_MAX_PROMPT) return Errno::TooBig;          // bounds the copy below
@@ -93,6 +153,7 @@ ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt, uint32_t* stop
   if (copied.is_error()) return copied.error() == Errno::NameTooLong ? Errno::NoEnt : Errno::Fault;
   TRY(copy_from_user(prompt, UserPtr<uint32_t>(reinterpret_cast<uint64_t>(req.prompt)), req.prompt_len));
   TRY(copy_stop(req, stop));
+  TRY(copy_prediction(req.spec, prediction));
 
   SpinlockGuard guard(lock);
   while (!models_known) {
@@ -106,6 +167,7 @@ ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt, uint32_t* stop
   if (auto checked = engine_check_request(model.summary, prompt, req.prompt_len, req.n_predict); checked.is_error())
     return checked.error().code;
   TRY(check_stop_ids(stop, req.stop_words, model.summary.vocab_size));
+  TRY(check_prediction_ids(req.spec, prediction.ids(), model.summary.vocab_size));
   // Bigger than the model's whole KV pool: it could never run (ai.kv_mb).
   if (!kv_could_fit(m, req.prompt_len + req.n_predict)) return Errno::NoMem;
   return m;
@@ -119,7 +181,8 @@ SyscallResult sys_ai_submit() {
   static_assert(KAI_AI_MAX_PROMPT * 4 <= 1024, "prompt copy lives on the kernel stack");
   uint32_t prompt[KAI_AI_MAX_PROMPT];
   uint32_t stop[KAI_AI_MAX_STOP_WORDS];
-  auto model = validate(req, prompt, stop);
+  PredictionPage prediction;
+  auto model = validate(req, prompt, stop, prediction);
   if (model.is_error()) return reject(model.error());
 
   SpinlockGuard guard(lock);
@@ -139,7 +202,8 @@ SyscallResult sys_ai_submit() {
   }
   note_backlogged(me()->pid);   // the fair policy's counters (fair_share.h)
   Request* r = submit(NewRequest{me()->pid, model.value(), prompt, req.prompt_len, req.n_predict, req.flags,
-                                 req.priority, prefix_domain(me()->sid), req.sampling, stop, req.stop_words});
+                                 req.priority, prefix_domain(me()->sid), req.sampling, stop, req.stop_words,
+                                 &req.spec, prediction.ids()});
   trace::emit_at(r->t_submit, KAI_TRACE_SUBMIT, r->id, r->model, r->prompt_len, r->n_predict, r->priority,
                  r->queue_depth_at_submit);
   return static_cast<uint64_t>(r->id);
@@ -181,6 +245,8 @@ SyscallResult sys_ai_wait() {
   res.requeued_us = static_cast<uint32_t>(r->requeued_ns / 1000);
   res.priority_preemptions = r->priority_preemptions;
   res.client_served = fair_counters.served(r->owner_pid);
+  res.drafted = r->drafted;
+  res.accepted = r->accepted;
   // A bad buffer keeps the result: the caller may wait again with a good one.
   if (r->n_generated > 0) TRY(copy_to_user(out, r->output, r->n_generated));
   if (!result.is_null()) TRY(copy_to_user(result, &res));

@@ -407,7 +407,7 @@ void Sim::check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64
     // Proposals only for a generating request, within ai.drafts and what
     // it may still produce after its next token.
     SIM_REQUIRE(s.drafts == r->n_draft);
-    SIM_REQUIRE(s.drafts <= ai::max_drafts);
+    SIM_REQUIRE(s.drafts <= ai::drafts_for(*r));
     if (s.drafts > 0) {
       SIM_REQUIRE(ai::context_len(*r) - r->fed == 1);
       SIM_REQUIRE(r->n_generated + 1 + s.drafts <= r->n_predict);

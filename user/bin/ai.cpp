@@ -14,15 +14,25 @@
 // --repeat-penalty, --repeat-last-n, --seed) and stopping (--stop "IDS",
 // --stop-text "TEXT" encoded with TOK.BIN, --stop-eos): see
 // ai_generation_option() in kai_ai.h; greedy by default.
+// --speculate ngram:K | predicted:K | oracle:K:A | none: speculative decoding
+// with up to K (1..8) proposed tokens a pass (kai_ai_submit.spec): ngram is
+// prompt lookup; predicted drafts from --prediction FILE (token ids, as a
+// prompt file), the answer the client expects; oracle (the lab,
+// docs/experiments.md) runs the request once, replaces each token of that
+// answer with probability 1 - A by another id (deterministic), and runs it
+// again with that as its prediction; the figures are the second run's.
+// Without --speculate the boot options (ai.drafts, ai.proposer) decide.
 #include "kai.h"
 #include "kai_ai.h"
 #include "kai_prompt.h"
 #include "kai_text.h"
+#include "llm_speculate.h"
 
 static void usage(bool asked = false) {
   fprintf(asked ? 1 : 2, "usage: ai [--model NAME] [--predict N] [--int8] [--priority P] [--align-tick] [--timing] [--stream]\n"
              "          [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X] [--repeat-last-n N]\n"
              "          [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"] [--stop-eos]\n"
+             "          [--speculate ngram:K|predicted:K|oracle:K:A|none] [--prediction FILE]\n"
              "          (TOK... | --prompt-file F | --stdin | --text \"...\")\n"
              "  --text implies --stream and --stop-eos; --stop-text is encoded with the model's TOK.BIN\n");
   exit(asked ? 0 : 2);
@@ -40,6 +50,9 @@ int main(int argc, char** argv) {
   static ai_generation gen;
   static uint32_t prompt[KAI_AI_MAX_PROMPT + 1];
   uint32_t n = 0;
+  const char* speculate = nullptr;     // --speculate: as given, for the messages
+  const char* prediction_file = nullptr;
+  llm::SpecChoice spec;
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
     bool has = i + 1 < argc;
@@ -53,7 +66,8 @@ int main(int argc, char** argv) {
       if (taken < 0) return 2;
     }
     else if (strcmp(a, "--model") == 0 || strcmp(a, "--predict") == 0 || strcmp(a, "--priority") == 0 ||
-             strcmp(a, "--text") == 0 || strcmp(a, "--prompt-file") == 0) {
+             strcmp(a, "--text") == 0 || strcmp(a, "--prompt-file") == 0 || strcmp(a, "--speculate") == 0 ||
+             strcmp(a, "--prediction") == 0) {
       if (!has) {
         fprintf(2, "ai: %s needs a value\n", a);
         return 2;
@@ -69,6 +83,14 @@ int main(int argc, char** argv) {
       else if (strcmp(a, "--predict") == 0) predict = number_option("ai", a, v, 1, KAI_AI_MAX_OUTPUT);
       else if (strcmp(a, "--priority") == 0) priority = number_option("ai", a, v, 0, KAI_AI_MAX_PRIORITY);
       else if (strcmp(a, "--text") == 0) text = v;
+      else if (strcmp(a, "--speculate") == 0) {
+        if (!llm::parse_speculate(v, &spec)) {
+          fprintf(2, "ai: --speculate: '%s' is not ngram:K, predicted:K, oracle:K:A or none (K 1..8, A 0..1)\n", v);
+          return 2;
+        }
+        speculate = v;
+      }
+      else if (strcmp(a, "--prediction") == 0) prediction_file = v;
       else prompt_file = v;
     }
     else if (a[0] == '-' && a[1] == '-') {
@@ -90,6 +112,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (ways == 0) usage();
+  if ((spec.kind == llm::SpecKind::Predicted) != (prediction_file != nullptr)) {
+    fprintf(2, "ai: %s\n", prediction_file ? "--prediction needs --speculate predicted:K"
+                                           : "--speculate predicted:K needs --prediction FILE");
+    return 2;
+  }
   if (text && text[0] == 0) {
     fprintf(2, "ai: --text: empty prompt (nothing to encode)\n");
     return 2;
@@ -142,12 +169,41 @@ int main(int argc, char** argv) {
             mi.runtime_seq_len);
     return 2;
   }
+  static uint32_t prediction[KAI_AI_MAX_PREDICTION];
+  uint32_t n_prediction = 0;
+  if (prediction_file) {
+    long got = read_prompt_ids("ai", prediction_file, prediction, KAI_AI_MAX_PREDICTION);
+    if (got < 0) return 2;
+    n_prediction = uint32_t(got);
+    for (uint32_t i = 0; i < n_prediction; i++) {
+      if (prediction[i] >= mi.vocab_size) {
+        fprintf(2, "ai: --prediction: token %u: id %u out of range (model %s has %u tokens)\n", i, prediction[i],
+                name, mi.vocab_size);
+        return 2;
+      }
+    }
+  }
   llm::Decoder decoder = tokenizer.decoder();   // used in text mode only
   decoder.set_at_start(false);   // the prompt's text is printed as given, before the answer
   uint32_t* out = static_cast<uint32_t*>(malloc(predict * sizeof(uint32_t) + 4));
   kai_ai_result res{};
   kai_ai_submit req = ai_request(name, prompt, n, predict, flags, priority);
   ai_apply_generation(&req, &gen);
+  if (spec.kind == llm::SpecKind::Oracle) {
+    // The oracle's first run: the answer, without speculation; the second
+    // run's prediction is that answer, corrupted (llm_speculate.h).
+    kai_ai_submit plain = req;
+    plain.spec.proposer = KAI_AI_PROPOSER_NONE;
+    int64_t first = ai_submit(&plain);
+    long got = first < 0 ? first : ai_wait(first, out, predict, nullptr);
+    if (got < 0) {
+      fprintf(2, "ai: --speculate %s: the oracle's first run: %s\n", speculate, strerror(got));
+      return 1;
+    }
+    n_prediction = uint32_t(got) < KAI_AI_MAX_PREDICTION ? uint32_t(got) : KAI_AI_MAX_PREDICTION;
+    llm::corrupt_prediction(out, n_prediction, spec.acceptance_milli, 1, mi.vocab_size, prediction);
+  }
+  if (speculate) ai_apply_speculation(&req, spec, prediction, n_prediction);
   // sleep() returns in a timer interrupt's wake-up: what follows starts at
   // the same phase of the 10 ms tick in every boot. Three ticks, so that the
   // console has finished sending the echo of our command line (the UART's
@@ -205,14 +261,17 @@ int main(int argc, char** argv) {
   // Mean batch size over the iterations this request took part in, x100.
   uint32_t batch_x100 = res.iterations ? uint32_t(uint64_t(res.batch_sum) * 100 / res.iterations) : 0;
   if (timing) {
-    printf("timing model=%s path=warm prompt=%u gen=%u queue_us=%lu ttft_us=%lu prefill_us=%lu tpot_us=%lu total_us=%lu iterations=%u mean_batch=%u.%02u finish=%s\n",
+    printf("timing model=%s path=warm prompt=%u gen=%u queue_us=%lu ttft_us=%lu prefill_us=%lu tpot_us=%lu total_us=%lu iterations=%u mean_batch=%u.%02u finish=%s drafted=%u accepted=%u\n",
            name, res.n_prompt, res.n_generated, l.queue_us, l.ttft_us, l.prefill_us, l.tpot_us, l.total_us,
-           res.iterations, batch_x100 / 100, batch_x100 % 100, ai_finish_name(res.finish_reason));
+           res.iterations, batch_x100 / 100, batch_x100 % 100, ai_finish_name(res.finish_reason), res.drafted,
+           res.accepted);
   } else {
     printf("model %s: queue wait %lu us, TTFT %lu us (prefill %lu us), TPOT %lu us, end-to-end %lu us (worker %u, queue depth at submit %u, %u iterations, mean batch %u.%02u)\n",
            name, l.queue_us, l.ttft_us, l.prefill_us, l.tpot_us, l.total_us, res.worker, res.queue_depth_at_submit,
            res.iterations, batch_x100 / 100, batch_x100 % 100);
   }
+  if (speculate && !timing)
+    printf("speculate %s: drafted %u, accepted %u\n", speculate, res.drafted, res.accepted);
   if (stream && t_first_seen) {
     // Both clocks are the same `time` CSR: comparable directly.
     printf("stream: first token reached ai %lu us after submit; the request finished %lu us after submit\n",

@@ -1,4 +1,4 @@
-// aibatch MODEL [--clients N]: batching never changes a token.
+// aibatch MODEL [--clients N] [--speculate SPEC]: batching never changes a token.
 //
 // First every request runs alone, one after another (the reference); then
 // N clients submit the same requests at the same moment, so the kernel's
@@ -15,8 +15,15 @@
 // prompts), one line per client with its tokens (so a test can compare them
 // with another runner), then "aibatch: N passed, M failed" where N + M is
 // the number of clients plus one for the batching check.
+// --speculate ngram:K | predicted:K | oracle:K:A (as for `ai`): the batched
+// run speculates, the solo reference does not, so speculation never
+// changing a token is checked too. predicted drafts from the request's own
+// prompt (a client that expects its input back); the oracle from the solo
+// answer, each token replaced with probability 1 - A. Each client's line
+// says how many tokens were drafted for it and accepted.
 #include "kai.h"
 #include "kai_ai.h"
+#include "llm_speculate.h"
 
 static constexpr uint32_t kMaxClients = 16;
 static constexpr uint32_t kMaxPredict = 24;
@@ -27,10 +34,13 @@ struct Job {
   kai_ai_sampling sampling;   // every third client samples, with its own seed
   uint32_t solo[kMaxPredict];
   long solo_n;
+  uint32_t prediction[kMaxPredict];   // --speculate oracle: the solo answer, corrupted
 };
 
 static Job jobs[kMaxClients];
 static char model[KAI_AI_MODEL_NAME_MAX];
+static llm::SpecChoice spec;            // --speculate: for the batched run only
+static bool speculate = false;
 
 // Client i's request: prompt lengths 1..~60 and outputs 3..~20 tokens,
 // spread so that prompts are still prefilling while others decode.
@@ -49,9 +59,13 @@ static void make_job(Job& j, uint32_t i, const kai_ai_model_info& mi) {
   }
 }
 
-static long run(const Job& j, uint32_t* out, kai_ai_result* res) {
+static long run(const Job& j, uint32_t* out, kai_ai_result* res, bool speculative = false) {
   kai_ai_submit r = ai_request(model, j.prompt, j.prompt_len, j.n_predict, j.flags);
   r.sampling = j.sampling;
+  if (speculative && spec.kind == llm::SpecKind::Oracle)
+    ai_apply_speculation(&r, spec, j.prediction, uint32_t(j.solo_n));
+  else if (speculative)
+    ai_apply_speculation(&r, spec, j.prompt, j.prompt_len);
   int64_t id = ai_submit(&r);
   if (id < 0) return id;
   return ai_wait(id, out, kMaxPredict, res);
@@ -68,17 +82,17 @@ static long run(const Job& j, uint32_t* out, kai_ai_result* res) {
   const Job& j = jobs[i];
   uint32_t out[kMaxPredict];
   kai_ai_result res{};
-  long n = run(j, out, &res);
+  long n = run(j, out, &res, speculate);
   bool same = n == long(j.n_predict) && n == j.solo_n;
   for (long t = 0; same && t < n; t++) same = out[t] == j.solo[t];
   uint32_t batch_x100 = res.iterations ? uint32_t(uint64_t(res.batch_sum) * 100 / res.iterations) : 0;
   static_assert(KAI_PIPE_BUF >= 512, "a client's line must reach the parent in one piece");
   char line[512];
   int len = snprintf(line, sizeof line, "%sclient %u: prompt %u, %u tokens, got %ld, %s%s, %s solo, %u iterations, "
-                     "mean batch %u.%02u, tokens:", same ? "" : "FAIL ", i, j.prompt_len, j.n_predict, n,
-                     (j.flags & KAI_AI_INT8) ? "int8" : "float", j.sampling.temperature_milli ? " sampled" : "",
-                     same ? "same tokens as" : "DIFFERENT tokens from", res.iterations, batch_x100 / 100,
-                     batch_x100 % 100);
+                     "mean batch %u.%02u, drafted %u, accepted %u, tokens:", same ? "" : "FAIL ", i,
+                     j.prompt_len, j.n_predict, n, (j.flags & KAI_AI_INT8) ? "int8" : "float",
+                     j.sampling.temperature_milli ? " sampled" : "", same ? "same tokens as" : "DIFFERENT tokens from",
+                     res.iterations, batch_x100 / 100, batch_x100 % 100, res.drafted, res.accepted);
   for (long t = 0; t < n && len < int(sizeof line) - 16; t++) len += snprintf(line + len, sizeof line - len, " %u", out[t]);
   line[len++] = '\n';
   write(out_fd, line, len);
@@ -91,8 +105,15 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc) {
       clients = number_option("aibatch", "--clients", argv[++i], 1, kMaxClients);
+    } else if (strcmp(argv[i], "--speculate") == 0 && i + 1 < argc) {
+      const char* v = argv[++i];
+      if (!llm::parse_speculate(v, &spec)) {
+        fprintf(2, "aibatch: --speculate: '%s' is not ngram:K, predicted:K, oracle:K:A or none\n", v);
+        return 2;
+      }
+      speculate = true;
     } else if (argv[i][0] == '-' || name) {
-      fprintf(2, "aibatch: unexpected argument '%s'\nusage: aibatch MODEL [--clients N]\n", argv[i]);
+      fprintf(2, "aibatch: unexpected argument '%s'\nusage: aibatch MODEL [--clients N] [--speculate SPEC]\n", argv[i]);
       return 2;
     } else {
       name = argv[i];
@@ -110,6 +131,8 @@ int main(int argc, char** argv) {
       printf("aibatch: 0 passed, 1 failed\n");
       return 1;
     }
+    llm::corrupt_prediction(jobs[i].solo, uint32_t(jobs[i].solo_n), spec.acceptance_milli, 1000 + i, mi.vocab_size,
+                            jobs[i].prediction);
   }
   static kai_ai_info info;
   ai_info(&info);

@@ -7,6 +7,7 @@
 #include "kai_stdlib.h"
 #include <initializer_list>
 #include "llm_sample.h"
+#include "llm_speculate.h"
 
 extern "C" struct kai_ai_submit ai_request(const char* model, const uint32_t* prompt,
                                           uint32_t prompt_len, uint32_t n_predict, uint32_t flags,
@@ -244,6 +245,22 @@ extern "C" void ai_apply_generation(struct kai_ai_submit* req, const struct ai_g
   req->stop = g->stop_words ? g->stop : nullptr;
   req->stop_words = g->stop_words;
   req->flags |= g->flags;
+}
+
+void ai_apply_speculation(struct kai_ai_submit* req, const llm::SpecChoice& spec, const uint32_t* prediction,
+                          uint32_t n_prediction) {
+  req->spec = kai_ai_speculation{};
+  switch (spec.kind) {
+    case llm::SpecKind::None: req->spec.proposer = KAI_AI_PROPOSER_NONE; return;
+    case llm::SpecKind::Ngram: req->spec.proposer = KAI_AI_PROPOSER_NGRAM; break;
+    case llm::SpecKind::Predicted:
+    case llm::SpecKind::Oracle:
+      req->spec.proposer = KAI_AI_PROPOSER_PREDICTED;
+      req->spec.prediction = prediction;
+      req->spec.prediction_len = n_prediction;
+      break;
+  }
+  req->spec.max_drafts = spec.drafts;
 }
 
 extern "C" const char* ai_finish_name(uint32_t reason) {

@@ -88,3 +88,10 @@ const char* ai_finish_name(uint32_t reason);
 // digits after the point, at most max_milli. 0, or -KAI_EINVAL / -KAI_ERANGE.
 int parse_milli(const char* s, uint32_t max_milli, uint32_t* out);
 }
+
+// --speculate's choice (lib/llm_speculate.h) into req->spec: NONE, NGRAM, or
+// PREDICTED (predicted and the oracle) with prediction[0..n_prediction),
+// which the caller keeps alive until ai_submit returns.
+namespace llm { struct SpecChoice; }
+void ai_apply_speculation(struct kai_ai_submit* req, const llm::SpecChoice& spec, const uint32_t* prediction,
+                          uint32_t n_prediction);
