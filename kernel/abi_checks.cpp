@@ -8,6 +8,7 @@
 #include "llm_config.h"
 #include "llm_sample.h"
 #include "llm_stop.h"
+#include "llm_speculate.h"
 
 // A prompt the ABI accepts must fit the runtime's prompt buffer.
 static_assert(KAI_AI_MAX_PROMPT == llm::kMaxPrompt,
@@ -29,3 +30,7 @@ static_assert(KAI_AI_MAX_STOP_SEQS == llm::kMaxStopSequences && KAI_AI_MAX_STOP_
 // A request may ask for at most as many proposed tokens as an iteration plans.
 static_assert(KAI_AI_MAX_DRAFTS == ai::kMaxDrafts,
               "KAI_AI_MAX_DRAFTS (ai_abi.h) and ai::kMaxDrafts (kernel/ai/limits.h) differ");
+// ai, aibatch and llmrun parse --speculate K with the runtime's limit, and
+// the n-gram proposer's default is the runtime's.
+static_assert(KAI_AI_MAX_DRAFTS == llm::kMaxSpecDrafts && KAI_AI_DEFAULT_NGRAM == llm::kDefaultNgram,
+              "the speculation limits of ai_abi.h and lib/llm_speculate.h differ");

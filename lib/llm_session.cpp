@@ -208,4 +208,15 @@ ErrorOr<void, Error> Session::step_logits(uint32_t token, float* logits) {
   return {};
 }
 
+ErrorOr<void, Error> Session::verify(const uint32_t* tokens, uint32_t n, uint32_t* next, float* logits) {
+  if (n == 0 || n > kPrefillChunk) return Error::make(ErrorCode::BadField).str("verify: 1 to kPrefillChunk tokens");
+  BatchItem items[kPrefillChunk];
+  for (uint32_t i = 0; i < n; i++)
+    items[i] = BatchItem{this, tokens[i], Phase::Decode, true, 0, logits ? logits + size_t(i) * cfg_->vocab_size : nullptr};
+  TRY(own_.forward(items, n));
+  if (!logits)
+    for (uint32_t i = 0; i < n; i++) next[i] = items[i].next;
+  return {};
+}
+
 }  // namespace llm

@@ -98,6 +98,13 @@ class Session {
   ErrorOr<void, Error> prefill_logits(const uint32_t* tokens, uint32_t n, float* logits);
   ErrorOr<void, Error> step_logits(uint32_t token, float* logits);
 
+  // Speculation's verify pass: tokens[0..n) (n <= kPrefillChunk: a token
+  // then the drafts that follow it) in ONE batched pass, every position's
+  // next token wanted (Phase::Decode): its argmax in next[i], or, with
+  // logits, its vocab_size logits in row i of logits. Bit for bit what n
+  // step()s would give; the caller rewinds past the drafts it rejects.
+  ErrorOr<void, Error> verify(const uint32_t* tokens, uint32_t n, uint32_t* next, float* logits);
+
   uint32_t position() const { return pos_; }
   const Model& model() const { return *model_; }
   const MatvecOps& ops() const { return *ops_; }

@@ -10,6 +10,7 @@
 namespace llm {
 
 constexpr uint32_t kMaxSpecDrafts = 8;   // the kernel's kMaxDrafts (abi_checks.cpp)
+constexpr uint32_t kDefaultNgram = 3;    // KAI_AI_DEFAULT_NGRAM (abi_checks.cpp)
 
 // Prompt lookup (as vLLM's n-gram proposer and HF's prompt_lookup_num_tokens
 // do): for n = nmax down to 1, the latest earlier place where the context's
@@ -42,9 +43,13 @@ uint32_t ngram_lookup(Token token, uint32_t len, uint32_t nmax, uint32_t max, ui
 // the one it expected, the output went its own way: either it replaced a few
 // ids (the cursor stays in step, counting positions) or it inserted or
 // deleted some (the prediction goes on elsewhere): the nearest place where
-// the newest two output tokens occur in the prediction re-syncs it; none,
-// and it keeps counting. Invariant: at_output <= the output's length.
+// the newest kResync output tokens occur in the prediction re-syncs it;
+// none, and it keeps counting. Three tokens, not one or two: with a lab's
+// oracle (substitutions only) shorter matches jumped to chance repeats and
+// kept half the drafts counting would have kept. Invariant: at_output <=
+// the output's length.
 struct PredictionCursor {
+  static constexpr uint32_t kResync = 3;
   uint32_t at = 0, at_output = 0;
 
   // Up to max guesses at output[g], output[g+1], ... given output[0..g).
@@ -72,11 +77,13 @@ struct PredictionCursor {
   }
 
  private:
-  // prediction[j-1] (and [j-2], when both sides have one) equal the newest
-  // output token (and the one before): the output would go on at j.
+  // prediction[j - kResync .. j) equals the newest kResync output tokens:
+  // the output would go on at j.
   static bool meets(const uint32_t* prediction, uint32_t len, const uint32_t* output, uint32_t g, uint32_t j) {
-    if (j == 0 || j > len || prediction[j - 1] != output[g - 1]) return false;
-    return g < 2 || j < 2 || prediction[j - 2] == output[g - 2];
+    if (j < kResync || j > len || g < kResync) return false;
+    for (uint32_t i = 1; i <= kResync; i++)
+      if (prediction[j - i] != output[g - i]) return false;
+    return true;
   }
 };
 

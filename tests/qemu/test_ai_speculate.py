@@ -2,8 +2,9 @@
 "N scheduled, k accepted"): whatever the proposer (ngram, the client's
 prediction, the lab's oracle at acceptance 0, 0.5 and 1) and however many
 drafts, every token is the one plain decoding gives: greedy and sampled,
-one request alone (`ai`) and four clients batched (`aibatch`, against its
-own solo runs and the host runner), on the test models, the hybrid
+one request alone (`ai`, and `llmrun`: the cold path) and four clients
+batched (`aibatch`, against its own solo runs and the host runner), on the
+test models, the hybrid
 tiny-qwen included (its rollback goes through a recurrent checkpoint).
 The oracle's acceptance is checked too: all drafts kept at A = 1, none at
 A = 0. Bad speculation options are refused, naming themselves."""
@@ -33,6 +34,12 @@ def _ids(out):
     raise AssertionError(out)
 
 
+def _llmrun(model, how, spec):
+    """The cold path's command: llmrun in the guest, the bundle read from /AI."""
+    pred = "--prediction /pred.txt " if spec.startswith("predicted") else ""
+    return f"llmrun --asset-dir /AI/{model} --predict 20 --timing {how}--speculate {spec} {pred}{PROMPT}"
+
+
 @pytest.fixture(scope="module")
 def session_outputs(image):
     """One boot runs every command of this module; {command: output}."""
@@ -46,6 +53,7 @@ def session_outputs(image):
             commands.append(base + PROMPT)
             commands += [f"{base}--speculate {s} {PROMPT}" for s in SPECS if s != "predicted:3"]
             commands.append(f"{base}--speculate predicted:3 --prediction /pred.txt {PROMPT}")
+            commands += [_llmrun(m, how, spec) for spec in SPECS]
     bad = ["ai --model LLAMA --speculate ngram:9 1 2", "ai --model LLAMA --speculate oracle:4:1.5 1 2",
            "ai --model LLAMA --speculate predicted:2 1 2", "ai --model LLAMA --prediction /pred.txt 1 2",
            "aitest LLAMA"]
@@ -99,6 +107,24 @@ def test_one_request_same_tokens_with_every_proposer(session_outputs, how):
                    else f"{base}--speculate predicted:3 --prediction /pred.txt {PROMPT}")
             out = outputs[cmd]
             assert _ids(out) == want, f"{cmd}: {out} vs plain {plain}"
+            drafted, accepted = _timing(out)
+            if spec == "oracle:8:1":
+                assert drafted > 0 and accepted == drafted, out
+            if spec == "oracle:4:0":
+                assert drafted > 0 and accepted == 0, out
+
+
+@pytest.mark.parametrize("how", ["greedy", "sampled"])
+def test_cold_path_speculation_same_tokens(session_outputs, how):
+    """llmrun (the cold path: Session::verify, rewind and checkpoints)
+    speculating with every proposer gives the warm path's plain tokens."""
+    models, _, outputs = session_outputs
+    for m in models:
+        flags = "" if how == "greedy" else SAMPLED + " "
+        want = _ids(outputs[f"ai --model {m} --predict 20 --timing {flags}{PROMPT}"])
+        for spec in SPECS:
+            out = outputs[_llmrun(m, flags, spec)]
+            assert _ids(out) == want, f"{_llmrun(m, flags, spec)}: {out} vs warm plain {want}"
             drafted, accepted = _timing(out)
             if spec == "oracle:8:1":
                 assert drafted > 0 and accepted == drafted, out

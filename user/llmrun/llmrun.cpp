@@ -13,6 +13,14 @@
 //   like --stop with those ids.
 //   --align-tick: start each request's clock right after a timer tick (exact
 //   mode, qemu_run --deterministic, then repeats to the instruction)
+//   --speculate ngram:K | predicted:K (with --prediction FILE) | oracle:K:A:
+//   speculative decoding as `ai` does it in the kernel (lib/llm_speculate.h
+//   has the proposers): up to K drafts after the newest token, verified in
+//   one batched pass (Session::verify), the rejected ones rolled back
+//   (Session::rewind, through a checkpoint for a model with linear layers).
+//   The tokens are the plain ones, bit for bit; --timing adds drafted= and
+//   accepted=. oracle runs the request once, then again predicting that
+//   answer with each token replaced with probability 1 - A.
 //
 // With no prompt it reads lines "<predict> <tok0> <tok1> ..." until "exit",
 // "quit" or end of input. Each request prints one line of generated ids.
@@ -20,6 +28,7 @@
 // so it uses only platform.h and the runtime (no libc).
 #include "platform.h"
 #include "llm.h"
+#include "llm_speculate.h"
 
 namespace {
 
@@ -60,6 +69,8 @@ struct Options {
   bool timing = false;
   bool align_tick = false;   // start each request's clock right after a timer tick
   llm::SessionOptions session;
+  llm::SpecChoice spec;      // --speculate
+  const char* prediction_file = nullptr;
 };
 
 bool parse_u32(const char* s, uint32_t* v) {
@@ -206,16 +217,77 @@ struct Runner {
 
   const char* prompt_text = nullptr;   // --text: printed before the answer
 
+  // Speculation (--speculate): the choice, the prediction (--prediction, or
+  // the oracle's corrupted first answer), and per request what was drafted
+  // and kept. spec_logits: one row of vocab_size logits per verified
+  // position, for a sampled request.
+  llm::SpecChoice spec;
+  uint32_t prediction[kMaxTokens];
+  uint32_t n_prediction = 0;
+  llm::PredictionCursor cursor;
+  float* spec_logits = nullptr;
+  uint32_t drafted = 0, accepted = 0;
+  bool quiet = false;   // the oracle's first run prints nothing
+  uint32_t answer_len = 0;   // tokens the last run produced
+
   bool sampled() const { return !how.sampling.greedy() || how.sampling.repeat_penalty != 1.0f; }
 
   // The next token drawn from the logits of the last position fed (already
   // in logits[]: prefill_logits / step_logits), as the kernel's worker does
   // (same sampler, same recent-token window).
-  uint32_t draw(llm::Rng& rng, uint32_t n_context) {
+  uint32_t draw(llm::Rng& rng, uint32_t n_context, float* row = nullptr) {
     uint32_t vocab = model.config().vocab_size;
     uint32_t window = how.sampling.repeat_last_n;   // at most llm::kMaxRepeatLastN (checked)
     uint32_t n = n_context < window ? n_context : window;
-    return llm::sample_token(logits, vocab, how.sampling, rng, context + (n_context - n), n, order);
+    return llm::sample_token(row ? row : logits, vocab, how.sampling, rng, context + (n_context - n), n, order);
+  }
+
+  // Up to max drafts to follow the context (prompt ++ gen[0..produced)).
+  uint32_t propose(uint32_t n_prompt, uint32_t produced, uint32_t max, uint32_t* out) {
+    if (max == 0) return 0;
+    if (spec.kind == llm::SpecKind::Ngram)
+      return llm::ngram_lookup([this](uint32_t i) { return context[i]; }, n_prompt + produced, llm::kDefaultNgram,
+                               max, out);
+    return cursor.propose(prediction, n_prediction, gen, produced, max, out);
+  }
+
+  // One speculative turn: the newest token and d drafts in one verify pass;
+  // publish() each token the model chooses while the drafts agree with it,
+  // then roll the session back to just after the last position whose input
+  // stands. The sampler's generator advances once per published token, as
+  // in plain decoding, so every token is the plain one. True: stop.
+  template <class Publish>
+  ErrorOr<bool, llm::Error> speculate_turn(const uint32_t* drafts, uint32_t d, uint32_t n_context, llm::Rng& rng,
+                                           Publish publish) {
+    uint32_t toks[llm::kMaxSpecDrafts + 1], next[llm::kMaxSpecDrafts + 1];
+    toks[0] = context[n_context - 1];
+    for (uint32_t i = 0; i < d; i++) toks[i + 1] = drafts[i];
+    uint32_t at = session.position();
+    bool recurrent = model.config().n_linear_layers() > 0;
+    if (recurrent) TRY(session.keep_checkpoint());
+    uint32_t vocab = model.config().vocab_size;
+    TRY(session.verify(toks, d + 1, next, sampled() ? spec_logits : nullptr));
+    uint32_t kept = 0;
+    bool stop = false;
+    for (uint32_t j = 0; j <= d; j++) {
+      uint32_t tok = sampled() ? draw(rng, n_context + j, spec_logits + size_t(j) * vocab) : next[j];
+      kept = j + 1;
+      stop = publish(tok);
+      if (stop || j == d || toks[j + 1] != tok) break;
+      accepted++;
+    }
+    drafted += d;
+    if (kept <= d && !stop) {
+      if (!recurrent) {
+        TRY(session.rewind(at + kept));
+      } else {
+        // The linear layers' state went past the rejected drafts: back to
+        // the checkpoint, and the kept inputs again.
+        TRY(session.rewind(at));
+        for (uint32_t j = 0; j < kept; j++) TRY(session.feed(toks[j]));
+      }
+    }
+    return stop;
   }
 
   // Feeds the prompt (or, `decode`, one token) and chooses the next token:
@@ -287,7 +359,22 @@ struct Runner {
       errln("");
       return false;
     }
+    if (spec.kind == llm::SpecKind::Oracle && !quiet) {
+      // The oracle's first run: the plain answer, printed nowhere; then the
+      // request again, predicting that answer with errors (acceptance A).
+      quiet = true;
+      llm::SpecChoice saved = spec;
+      spec = llm::SpecChoice{};
+      bool ok = run(prompt, n_prompt, n_predict);
+      spec = saved;
+      quiet = false;
+      if (!ok) return false;
+      n_prediction = answer_len;
+      llm::corrupt_prediction(gen, n_prediction, spec.acceptance_milli, 1, model.config().vocab_size, prediction);
+    }
     session.reset();
+    cursor = llm::PredictionCursor{};
+    drafted = accepted = 0;
     llm::Rng rng = llm::rng_from_seed(how.seed);
     llm::Decoder decoder(tokenizer);
     decoder.set_at_start(false);   // the prompt's text is printed as given
@@ -302,28 +389,44 @@ struct Runner {
     uint32_t produced = 0;
     const char* finish = "length";
     uint64_t t1 = 0;
-    for (uint32_t i = 0; i < n_predict; i++) {
-      if (i > 0) {
-        auto next = feed_and_choose(&gen[i - 1], 1, true, rng, n_prompt + i);
-        if (next.is_error()) {
-          errln(next.error().message);
+    bool show_tokens = stream && !quiet;
+    // Each generated token, in order: recorded, shown, checked for a stop.
+    auto publish = [&](uint32_t token) {
+      gen[produced] = token;
+      context[n_prompt + produced] = token;
+      if (produced == 0) t1 = platform::clock_ns();
+      if (show_tokens) show(produced, token, decoder, prompt_text);
+      produced++;
+      const char* why = stop_reason(produced);
+      if (why) finish = why;
+      return why != nullptr;
+    };
+    bool stop = publish(first.value());
+    while (!stop && produced < n_predict) {
+      uint32_t drafts[llm::kMaxSpecDrafts];
+      uint32_t left = n_predict - produced - 1;   // a draft needs a token after it
+      uint32_t d = spec.kind == llm::SpecKind::None ? 0
+                   : propose(n_prompt, produced, spec.drafts < left ? spec.drafts : left, drafts);
+      if (d > 0) {
+        auto turn = speculate_turn(drafts, d, n_prompt + produced, rng, publish);
+        if (turn.is_error()) {
+          errln(turn.error().message);
           return false;
         }
-        gen[i] = next.value();
-      } else {
-        gen[0] = first.value();
+        stop = turn.value();
+        continue;
       }
-      context[n_prompt + i] = gen[i];
-      produced = i + 1;
-      if (i == 0) t1 = platform::clock_ns();
-      if (stream) show(i, gen[i], decoder, prompt_text);
-      if (const char* why = stop_reason(produced)) {
-        finish = why;
-        break;
+      auto next = feed_and_choose(&gen[produced - 1], 1, true, rng, n_prompt + produced);
+      if (next.is_error()) {
+        errln(next.error().message);
+        return false;
       }
+      stop = publish(next.value());
     }
     uint64_t t2 = platform::clock_ns();
     n_predict = produced;
+    answer_len = produced;
+    if (quiet) return true;
     if (stream) {
       if (text_mode) flush_text(decoder);
       out("\n");
@@ -352,7 +455,9 @@ struct Runner {
       tb.str(" prefill_kv_read=").u64(p.kv_read_bytes).str(" prefill_kv_write=").u64(p.kv_write_bytes);
       tb.str(" decode_macs=").u64(d.macs).str(" decode_weight_bytes=").u64(d.weight_bytes);
       tb.str(" decode_kv_read=").u64(d.kv_read_bytes).str(" decode_kv_write=").u64(d.kv_write_bytes);
-      tb.str(" finish=").str(finish).chr('\n');
+      tb.str(" finish=").str(finish);
+      if (spec.kind != llm::SpecKind::None) tb.str(" drafted=").u64(drafted).str(" accepted=").u64(accepted);
+      tb.chr('\n');
       err(b);
     }
     return true;
@@ -425,7 +530,7 @@ void usage() {
   errln("usage: llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin | --text \"...\"] [--int8] [--group G]");
   errln("              [--timing] [--align-tick] [--stream] [--temp X] [--top-k N] [--top-p X] [--min-p X]");
   errln("              [--repeat-penalty X] [--repeat-last-n N] [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"]");
-  errln("              [--stop-eos] tok...");
+  errln("              [--stop-eos] [--speculate ngram:K|predicted:K|oracle:K:A|none] [--prediction FILE] tok...");
   errln("  --text implies --stream and --stop-eos; --stop-text is encoded with the bundle's TOK.BIN");
   errln("  no tokens: read lines '<predict> <tok...>' until 'exit' or 'quit'");
 }
@@ -463,6 +568,15 @@ int llmrun_main(int argc, char** argv) {
       opt.timing = true;
     } else if (llm::str_eq(a, "--align-tick")) {
       opt.align_tick = true;
+    } else if (llm::str_eq(a, "--speculate") && has_next) {
+      if (!llm::parse_speculate(argv[++i], &opt.spec)) {
+        err("--speculate: '");
+        err(argv[i]);
+        errln("' is not ngram:K, predicted:K, oracle:K:A or none (K 1..8, A 0..1)");
+        return 2;
+      }
+    } else if (llm::str_eq(a, "--prediction") && has_next) {
+      opt.prediction_file = argv[++i];
     } else if (llm::str_eq(a, "--int8")) {
       opt.session.matvec = llm::MatvecKind::Int8;
     } else if (llm::str_eq(a, "--group") && has_next) {
@@ -497,6 +611,13 @@ int llmrun_main(int argc, char** argv) {
     return 2;
   }
   if (opt.prompt_file && !read_prompt_file(opt.prompt_file, prompt, &n_prompt)) return 1;
+  if ((opt.spec.kind == llm::SpecKind::Predicted) != (opt.prediction_file != nullptr)) {
+    errln(opt.prediction_file ? "--prediction needs --speculate predicted:K"
+                              : "--speculate predicted:K needs --prediction FILE");
+    return 2;
+  }
+  // A model with linear layers rolls back through a checkpoint.
+  if (opt.spec.kind != llm::SpecKind::None) opt.session.checkpoint = true;
   if (opt.use_stdin) {
     if (!platform::read_line(text, sizeof text)) text[0] = 0;
     if (!parse_ids(text, prompt, kMaxTokens, &n_prompt)) return 1;
@@ -524,7 +645,7 @@ int llmrun_main(int argc, char** argv) {
     return 1;
   }
   uint64_t t1 = platform::clock_ns();
-  size_t need = llm::Session::bytes_needed(r.model.config());
+  size_t need = llm::Session::bytes_needed(r.model.config(), opt.session);
   void* mem = platform::alloc(need);
   if (!mem) {
     char b[128];
@@ -551,9 +672,24 @@ int llmrun_main(int argc, char** argv) {
   if (r.sampled()) {
     r.logits = static_cast<float*>(platform::alloc(uint64_t(vocab) * 4));
     r.order = static_cast<uint32_t*>(platform::alloc(uint64_t(vocab) * 4));
-    if (!r.logits || !r.order) {
+    if (opt.spec.kind != llm::SpecKind::None)
+      r.spec_logits = static_cast<float*>(platform::alloc(uint64_t(vocab) * 4 * (llm::kMaxSpecDrafts + 1)));
+    if (!r.logits || !r.order || (opt.spec.kind != llm::SpecKind::None && !r.spec_logits)) {
       errln("not enough memory for the sampler");
       return 1;
+    }
+  }
+  r.spec = opt.spec;
+  if (opt.prediction_file) {
+    if (!read_prompt_file(opt.prediction_file, r.prediction, &r.n_prediction)) return 1;
+    for (uint32_t i = 0; i < r.n_prediction; i++) {
+      if (r.prediction[i] >= vocab) {
+        char b[128];
+        TextBuf(b, sizeof b).str("--prediction: token ").u64(i).str(": id ").u64(r.prediction[i])
+            .str(" out of range (model has ").u64(vocab).str(" tokens)");
+        errln(b);
+        return 2;
+      }
     }
   }
   // The tokenizer (TOK.BIN), for --text, --stop-text and --stop-eos's end ids.

@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""The speculative-decoding lab (docs/experiments.md, "Speculative decoding").
+
+    python3 tools/spec_lab.py [--image build/fs-smol.img] [--ks 0,1,2,4,8]
+                              [--accept 0,0.5,0.8,1] [--predict 16] [--out build/spec_lab.md]
+
+Boots kai in exact mode (qemu_run --deterministic: the guest clock counts
+instructions, 1 ns each, so every figure repeats from boot to boot), one
+hart, and measures in one boot:
+  * perfbench --case decode@B for B = 1..max(k)+1: the cost of one batched
+    pass of B positions (instructions = ns), so r(n) = pass(n) / pass(1);
+  * `ai --model SMOL --int8 --predict P --align-tick --timing` plain (k = 0),
+    and with --speculate oracle:k:A for every k and A: the kernel's TPOT,
+    drafts and accepted drafts of one request.
+The model: a pass of k+1 positions costs r(k+1) plain steps and yields, when
+each draft is accepted with probability A independently until the first
+rejection, E = (1 - A^(k+1)) / (1 - A) tokens; so the predicted TPOT ratio
+is r(k+1) / E and the break-even acceptance is the A where E = r(k+1).
+Writes a markdown table (and prints it). Standard library only."""
+import argparse
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qemu_run  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROMPT = "1 2 3 4 5"
+
+
+def tokens_per_pass(a, k):
+    """Expected tokens one pass of k drafts publishes at acceptance a."""
+    return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+def break_even(r, k):
+    """The acceptance at which a pass of k drafts costs what plain decoding
+    of its tokens costs (bisection: tokens_per_pass grows with a)."""
+    if k == 0:
+        return 0.0
+    if tokens_per_pass(1.0, k) < r:
+        return float("nan")   # never pays, even when every draft is kept
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if tokens_per_pass(mid, k) < r:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def ai_command(predict, k, a):
+    spec = f"--speculate oracle:{k}:{a:g} " if k > 0 else ""
+    return f"ai --model SMOL --int8 --predict {predict} --align-tick --timing {spec}{PROMPT}"
+
+
+def parse_timing(out):
+    m = re.search(r"tpot_us=(\d+).*drafted=(\d+) accepted=(\d+)", out)
+    if not m:
+        raise SystemExit(f"spec_lab: no timing line in:\n{out}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--image", default=os.path.join(ROOT, "build", "fs-smol.img"))
+    ap.add_argument("--kernel", default=qemu_run.DEFAULT_KERNEL)
+    ap.add_argument("--ks", default="0,1,2,4,8")
+    ap.add_argument("--accept", default="0,0.5,0.8,1")
+    ap.add_argument("--predict", type=int, default=16)
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "spec_lab.md"))
+    args = ap.parse_args()
+    ks = [int(k) for k in args.ks.split(",")]
+    accepts = [float(a) for a in args.accept.split(",")]
+    if not os.path.exists(args.image):
+        raise SystemExit(f"spec_lab: {args.image} missing: run `make fsimg-smol`")
+    cases = [f"perfbench --case decode@{b}" for b in range(1, max(ks) + 2)]
+    runs = [ai_command(args.predict, 0, 0)] + [ai_command(args.predict, k, a) for k in ks if k > 0 for a in accepts]
+    outputs = {}
+    started = time.time()
+    with qemu_run.Session(args.image, args.kernel, smp=1, memory="1G", snapshot=True, boot_timeout=600,
+                          deterministic=True) as s:
+        if not s.booted:
+            raise SystemExit("spec_lab: boot failed\n" + s.transcript)
+        assert s.wait_log(r"ai: model SMOL (ready|failed)", timeout=900), s.transcript
+        for cmd in cases + runs:
+            start = s.mark()
+            if not s.command(cmd, timeout=3600):
+                raise SystemExit(f"spec_lab: `{cmd}` timed out\n" + s.transcript[start:])
+            outputs[cmd] = s.transcript[start:]
+            print(f"[{time.time() - started:6.0f} s] {cmd}", file=sys.stderr, flush=True)
+        s.halt()
+    pass_ns = {}
+    for b in range(1, max(ks) + 2):
+        m = re.search(r"perf case=decode batch=\d+ tokens=\d+ macs=(\d+) ns=(\d+)", outputs[cases[b - 1]])
+        if not m:
+            raise SystemExit(f"spec_lab: no perf line for decode@{b}:\n{outputs[cases[b - 1]]}")
+        pass_ns[b] = (int(m.group(1)), int(m.group(2)))
+    plain_tpot, _, _ = parse_timing(outputs[runs[0]])
+    lines = [f"Exact mode (virtual time: 1 guest ns = 1 instruction), SMOL shape, int8, one request, "
+             f"--predict {args.predict}, prompt `{PROMPT}`; {time.strftime('%Y-%m-%d', time.gmtime())}.",
+             "", "Cost of one pass of n positions (perfbench decode@n): r(n) = pass(n) / pass(1).", "",
+             "| n | instr/MAC | r(n) |", "|---|---|---|"]
+    for b, (macs, ns) in sorted(pass_ns.items()):
+        lines.append(f"| {b} | {ns / macs:.2f} | {ns / pass_ns[1][1]:.2f} |")
+    lines += ["", f"Plain decoding (k = 0): TPOT {plain_tpot} us.", "",
+              "| k | break-even A | A asked | accepted/drafted | TPOT us | TPOT / plain | model r(k+1)/E |",
+              "|---|---|---|---|---|---|---|"]
+    for k in ks:
+        if k == 0:
+            continue
+        r = pass_ns[k + 1][1] / pass_ns[1][1]
+        for a in accepts:
+            tpot, drafted, accepted = parse_timing(outputs[ai_command(args.predict, k, a)])
+            measured_a = f"{accepted}/{drafted}" if drafted else "0/0"
+            lines.append(f"| {k} | {break_even(r, k):.2f} | {a:g} | {measured_a} | {tpot} | "
+                         f"{tpot / plain_tpot:.2f} | {r / tokens_per_pass(a, k):.2f} |")
+    table = "\n".join(lines) + "\n"
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        f.write(table)
+    print(table)
+    print(f"spec_lab: {len(cases) + len(runs)} commands in {time.time() - started:.0f} s real time; "
+          f"table in {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
