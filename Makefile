@@ -452,6 +452,16 @@ PERF_ARGS ?=
 perf: kernel user $(B)/fs-smol.img
 	$(PYTHON) tools/perf.py $(PERF_ARGS)
 
+# The speculative-decoding lab (docs/experiments.md, "Speculative decoding"):
+# TPOT against drafts k and the oracle's acceptance A, exact mode, one
+# request, with the cost of a pass of n positions from perfbench; a table in
+# build/spec_lab.md. About 3 minutes on a quiet host. SPEC_LAB_ARGS="--ks
+# 0,2,5,8 --accept 0,0.9".
+.PHONY: spec-lab
+SPEC_LAB_ARGS ?=
+spec-lab: kernel user $(B)/fs-smol.img
+	$(PYTHON) tools/spec_lab.py $(SPEC_LAB_ARGS)
+
 # ---------------------------------------------------------------- code layout
 # Checks that no instruction straddles a page and no hot loop leaves its page
 # in the kernel and every user program (tools/check_layout.py; make test runs

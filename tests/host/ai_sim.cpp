@@ -105,7 +105,7 @@ Sim::Sim(const SimOptions& o) : opt_(o) {
   ai::preempt_gap = o.preempt_gap;
   ai::max_drafts = o.drafts;
   ai::reject_drafts = false;
-  ai::propose_override = &Sim::propose;
+  ai::propose_override = o.real_proposers ? nullptr : &Sim::propose;
   g_sim = this;
   draft_rng_.seed(o.block_size * 7919 + o.kv_blocks * 31 + o.budget);
   ai::fair_counters.reset();
@@ -226,6 +226,11 @@ ai::Request* Sim::submit(const Submit& s) {
   n.flags = s.flags;
   n.priority = s.priority;
   n.domain = ai::prefix_domain(s.session);   // as ai_submit: from the owner's session, never the request
+  if (s.spec.proposer != KAI_AI_PROPOSER_DEFAULT) {
+    SIM_REQUIRE(s.spec.prediction_len == s.prediction.size());
+    n.spec = &s.spec;
+    n.prediction = s.prediction.data();
+  }
   ai::Request* r = ai::submit(n);
   check_locked();
   return r;
@@ -266,6 +271,13 @@ void Sim::check_result(const ai::Request& r) {
   std::vector<uint32_t> want = solo_output(prompt, r.n_generated);
   std::vector<uint32_t> got(r.output, r.output + r.n_generated);
   SIM_REQUIRE(got == want);
+  // Speculation as the request asked: none when it said NONE; every draft
+  // kept when its prediction was the answer itself.
+  SIM_REQUIRE(r.accepted <= r.drafted);
+  if (!r.spec_default && r.spec_drafts == 0) SIM_REQUIRE(r.drafted == 0);
+  if (opt_.real_proposers && !r.spec_default && r.spec_proposer == ai::ProposerKind::Predicted &&
+      std::vector<uint32_t>(r.prediction, r.prediction + r.prediction_len) == solo_output(prompt, r.prediction_len))
+    SIM_REQUIRE(r.accepted == r.drafted);
   if (r.state == ai::RequestState::Done) {
     SIM_REQUIRE(r.n_generated == r.n_predict);
     SIM_REQUIRE(r.finish_reason == KAI_AI_FINISH_LENGTH);

@@ -84,6 +84,9 @@ struct SimOptions {
   // will produce (the rest are random tokens), so that commit() accepts a
   // random k of the n scheduled positions.
   uint32_t drafts = 0;
+  // The proposers are the kernel's own (proposer.cpp: each request's
+  // kai_ai_submit.spec, or ai.drafts and ai.proposer), not the random one.
+  bool real_proposers = false;
   // The models have a linear-attention layer: rejected positions roll back
   // through a checkpoint of the (fake) recurrent state taken before the pass.
   bool recurrent = false;
@@ -109,6 +112,8 @@ struct Submit {
   uint32_t priority = 0;
   uint32_t flags = 0;
   int session = 1;   // the owner's Unix session (its cache domain under ai.prefix_share=session)
+  kai_ai_speculation spec{};         // as ai_submit validated it (prediction: the vector below)
+  std::vector<uint32_t> prediction{};
 };
 
 class Sim {

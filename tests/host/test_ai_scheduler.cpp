@@ -56,11 +56,43 @@ struct RandomTotals {
   uint64_t drafted = 0, accepted = 0, rolled_back = 0;
 };
 
+// Proposals in a random run: none; the simulation's random ones (ai.drafts);
+// or each request its own (kai_ai_submit.spec) from the kernel's proposers.
+enum class Speculation { Off, Random, PerRequest };
+
+// A random speculation request for a prompt whose answer (the request run
+// alone) is `answer`: the boot default, none, ngram, echo, or predicted from
+// the answer itself, the answer with errors, or the prompt.
+kai_ai_speculation random_spec(std::mt19937_64& rng, const std::vector<uint32_t>& prompt,
+                               const std::vector<uint32_t>& answer, uint32_t vocab,
+                               std::vector<uint32_t>& prediction) {
+  auto pick = [&](uint32_t lo, uint32_t hi) { return lo + uint32_t(rng() % (hi - lo + 1)); };
+  kai_ai_speculation sp{};
+  prediction.clear();
+  switch (pick(0, 4)) {
+    case 0: return sp;   // the boot options (ai.drafts)
+    case 1: sp.proposer = KAI_AI_PROPOSER_NONE; return sp;
+    case 2: sp.proposer = KAI_AI_PROPOSER_NGRAM; sp.ngram_max = pick(0, KAI_AI_MAX_NGRAM); break;
+    case 3: sp.proposer = KAI_AI_PROPOSER_ECHO; break;
+    default: {
+      sp.proposer = KAI_AI_PROPOSER_PREDICTED;
+      uint32_t kind = pick(0, 2);
+      prediction = kind == 2 ? prompt : answer;
+      if (kind == 1) llm::corrupt_prediction(answer.data(), uint32_t(answer.size()), pick(0, 1000), rng(), vocab,
+                                             prediction.data());
+      sp.prediction_len = uint32_t(prediction.size());
+      break;
+    }
+  }
+  sp.max_drafts = pick(1, KAI_AI_MAX_DRAFTS);
+  return sp;
+}
+
 // One seeded run of random arrivals, cancels, exits, memory shortages and
-// interleaved workers; with `speculate`, random proposals (SimOptions::drafts)
-// on attention-only or recurrent models. The Sim checks every invariant
-// after every step and every result against the request run alone.
-void random_run(uint32_t seed, bool speculate, RandomTotals& t) {
+// interleaved workers; with proposals (above) on attention-only or recurrent
+// models. The Sim checks every invariant after every step and every result
+// against the request run alone.
+void random_run(uint32_t seed, Speculation speculate, RandomTotals& t) {
   std::mt19937_64 rng(seed);
   auto pick = [&](uint32_t lo, uint32_t hi) { return lo + uint32_t(rng() % (hi - lo + 1)); };
   SimOptions o;
@@ -76,9 +108,10 @@ void random_run(uint32_t seed, bool speculate, RandomTotals& t) {
   o.preempt_gap = pick(1, KAI_AI_MAX_PRIORITY + 1);   // the last: no priority preemption
   o.aging_ns = uint64_t(pick(1, 50)) * 1000000;
   o.prefix_cache = pick(0, 4) != 0;
-  if (speculate) {
-    o.drafts = pick(1, ai::kMaxDrafts);
+  if (speculate != Speculation::Off) {
+    o.drafts = pick(speculate == Speculation::PerRequest ? 0 : 1, ai::kMaxDrafts);
     o.recurrent = pick(0, 1) == 1;
+    o.real_proposers = speculate == Speculation::PerRequest;
   }
   INFO("seed " << seed << " workers " << o.workers << " models " << o.n_models << " B " << o.block_size
                << " blocks " << o.kv_blocks << " max_batch " << o.max_batch << " budget " << o.budget
@@ -101,6 +134,8 @@ void random_run(uint32_t seed, bool speculate, RandomTotals& t) {
       s.n_predict = pick(1, 10);
       s.priority = pick(0, KAI_AI_MAX_PRIORITY);
       s.flags = pick(0, 3) == 0 ? KAI_AI_INT8 : 0;
+      if (speculate == Speculation::PerRequest)
+        s.spec = random_spec(rng, s.prompt, sim.solo_output(s.prompt, s.n_predict), o.vocab, s.prediction);
       if (ai::Request* r = sim.submit(s)) ids.push_back(r->id);
     } else if (action < 29) {
       if (!ids.empty()) sim.cancel(ids[pick(0, uint32_t(ids.size()) - 1)]);
@@ -139,7 +174,7 @@ void random_run(uint32_t seed, bool speculate, RandomTotals& t) {
 TEST_CASE("scheduler: seeded random arrivals, cancels, exits and memory shortages", "[ai][scheduler]") {
   RandomTotals t;
   const uint32_t kSeeds = 120;
-  for (uint32_t seed = 1; seed <= kSeeds; seed++) random_run(seed, false, t);
+  for (uint32_t seed = 1; seed <= kSeeds; seed++) random_run(seed, Speculation::Off, t);
   printf("scheduler simulation: %u seeds, %llu iterations checked, %llu results checked, %llu preemptions "
          "(%llu marked across workers)\n",
          kSeeds, (unsigned long long)t.iterations, (unsigned long long)t.results, (unsigned long long)t.preemptions,
@@ -157,7 +192,7 @@ TEST_CASE("scheduler: seeded random arrivals, cancels, exits and memory shortage
 TEST_CASE("scheduler: random proposals, k of n accepted, the rest rolled back", "[ai][scheduler][drafts]") {
   RandomTotals t;
   const uint32_t kSeeds = 80;
-  for (uint32_t seed = 1001; seed < 1001 + kSeeds; seed++) random_run(seed, true, t);
+  for (uint32_t seed = 1001; seed < 1001 + kSeeds; seed++) random_run(seed, Speculation::Random, t);
   printf("scheduler simulation with proposals: %u seeds, %llu iterations, %llu results, %llu drafted, "
          "%llu accepted, %llu positions rolled back, %llu preemptions\n",
          kSeeds, (unsigned long long)t.iterations, (unsigned long long)t.results, (unsigned long long)t.drafted,
@@ -450,4 +485,23 @@ TEST_CASE("scheduler: a finished request's prefix is evicted leaf first and stay
   REQUIRE(by_id(again)->cached_tokens == 8);
   REQUIRE(sim.drain());
   REQUIRE(sim.collect_finished() == 1);
+}
+
+// Speculation per request (kai_ai_submit.spec) with the kernel's proposers:
+// each request its own proposer and drafts (or none, or the boot default),
+// predictions exact, with errors, or unrelated. Every result equals the
+// request alone; NONE drafts nothing; an exact prediction keeps every
+// draft (the Sim checks both at collect).
+TEST_CASE("scheduler: per-request proposers, exact and wrong predictions", "[ai][scheduler][drafts]") {
+  RandomTotals t;
+  const uint32_t kSeeds = 60;
+  for (uint32_t seed = 2001; seed < 2001 + kSeeds; seed++) random_run(seed, Speculation::PerRequest, t);
+  printf("scheduler simulation, per-request proposers: %u seeds, %llu iterations, %llu results, %llu drafted, "
+         "%llu accepted\n",
+         kSeeds, (unsigned long long)t.iterations, (unsigned long long)t.results, (unsigned long long)t.drafted,
+         (unsigned long long)t.accepted);
+  REQUIRE(t.iterations > 3000);
+  REQUIRE(t.accepted > 0);
+  REQUIRE(t.accepted < t.drafted);
+  REQUIRE(t.rolled_back > 0);
 }
