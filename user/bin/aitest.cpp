@@ -118,6 +118,65 @@ static void test_collect_once_and_ids() {
   check(ai_cancel(0) == -KAI_ESRCH, "cancel of id 0 fails (ESRCH)");
 }
 
+// kai_ai_submit.spec: each malformed speculation request is refused with
+// its own code, before anything is queued (counted by test_submit_errors).
+static void test_speculation_errors() {
+  static uint32_t long_prediction[KAI_AI_MAX_PREDICTION + 1];
+  uint32_t bad_id[2] = {1, minfo.vocab_size};
+  kai_ai_submit r = request(prompt, kPromptLen, 1);
+  r.spec.proposer = 99;
+  r.spec.max_drafts = 1;
+  check(ai_submit(&r) == -KAI_EINVAL, "unknown proposer: EINVAL");
+  r = request(prompt, kPromptLen, 1);
+  r.spec.proposer = KAI_AI_PROPOSER_NGRAM;
+  r.spec.max_drafts = KAI_AI_MAX_DRAFTS + 1;
+  check(ai_submit(&r) == -KAI_EINVAL, "more drafts than KAI_AI_MAX_DRAFTS: EINVAL");
+  r.spec.max_drafts = 0;
+  check(ai_submit(&r) == -KAI_EINVAL, "a proposer with 0 drafts: EINVAL");
+  r.spec.max_drafts = 2;
+  r.spec.ngram_max = KAI_AI_MAX_NGRAM + 1;
+  check(ai_submit(&r) == -KAI_EINVAL, "n-gram above KAI_AI_MAX_NGRAM: EINVAL");
+  r = request(prompt, kPromptLen, 1);
+  r.spec.max_drafts = 2;   // with the default proposer: a field it does not use
+  check(ai_submit(&r) == -KAI_EINVAL, "drafts without a proposer: EINVAL");
+  r = request(prompt, kPromptLen, 1);
+  r.spec.proposer = KAI_AI_PROPOSER_NGRAM;
+  r.spec.max_drafts = 2;
+  r.spec.prediction = prompt;
+  r.spec.prediction_len = 1;
+  check(ai_submit(&r) == -KAI_EINVAL, "a prediction for ngram: EINVAL");
+  r.spec.proposer = KAI_AI_PROPOSER_PREDICTED;
+  r.spec.prediction_len = 0;
+  check(ai_submit(&r) == -KAI_EINVAL, "an empty prediction: EINVAL");
+  r.spec.prediction = long_prediction;
+  r.spec.prediction_len = KAI_AI_MAX_PREDICTION + 1;
+  check(ai_submit(&r) == -KAI_EINVAL, "a prediction above KAI_AI_MAX_PREDICTION: EINVAL");
+  r.spec.prediction = (const uint32_t*)0x1;
+  r.spec.prediction_len = 4;
+  check(ai_submit(&r) == -KAI_EFAULT, "bad prediction pointer: EFAULT");
+  r.spec.prediction = (const uint32_t*)0x80200000UL;
+  check(ai_submit(&r) == -KAI_EFAULT, "kernel prediction pointer: EFAULT");
+  r.spec.prediction = bad_id;
+  r.spec.prediction_len = 2;
+  check(ai_submit(&r) == -KAI_ERANGE, "prediction id = vocab_size: ERANGE");
+}
+
+// The longest prediction is accepted, and its request runs.
+static void test_longest_prediction() {
+  static uint32_t long_prediction[KAI_AI_MAX_PREDICTION];
+  for (uint32_t i = 0; i < KAI_AI_MAX_PREDICTION; i++) long_prediction[i] = i % minfo.vocab_size;
+  kai_ai_submit r = request(prompt, kPromptLen, 4);
+  r.spec.proposer = KAI_AI_PROPOSER_PREDICTED;
+  r.spec.max_drafts = KAI_AI_MAX_DRAFTS;
+  r.spec.prediction = long_prediction;
+  r.spec.prediction_len = KAI_AI_MAX_PREDICTION;
+  int64_t id = ai_submit(&r);
+  uint32_t out[4];
+  kai_ai_result res{};
+  check(id > 0 && ai_wait(id, out, 4, &res) == 4 && res.accepted <= res.drafted,
+        "a prediction of KAI_AI_MAX_PREDICTION ids runs");
+}
+
 static void test_submit_errors() {
   kai_ai_info before = info_now();
   uint32_t big[KAI_AI_MAX_PROMPT + 1];
@@ -174,6 +233,7 @@ static void test_submit_errors() {
   r = request(prompt, kPromptLen, 1);
   r.flags = 0x80;
   check(ai_submit(&r) == -KAI_EINVAL, "unknown flag: EINVAL");
+  test_speculation_errors();
 
   kai_ai_info after = info_now();
   check(after.submitted == before.submitted && after.in_flight == before.in_flight,
@@ -539,6 +599,7 @@ int main(int argc, char** argv) {
   test_reference();
   test_collect_once_and_ids();
   test_submit_errors();
+  test_longest_prediction();
   test_sampling_limits();
   test_wait_buffers();
   test_streaming();
