@@ -10,12 +10,17 @@ hart, and measures in one boot:
   * perfbench --case decode@B for B = 1..max(k)+1: the cost of one batched
     pass of B positions (instructions = ns), so r(n) = pass(n) / pass(1);
   * `ai --model SMOL --int8 --predict P --align-tick --timing` plain (k = 0),
-    and with --speculate oracle:k:A for every k and A: the kernel's TPOT,
-    drafts and accepted drafts of one request.
+    and with --speculate oracle:k:A for every k and A (and --adaptive, k
+    moving in 1..max(k)): the kernel's TPOT, drafts and accepted drafts of
+    one request.
 The model: a pass of k+1 positions costs r(k+1) plain steps and yields, when
 each draft is accepted with probability A independently until the first
 rejection, E = (1 - A^(k+1)) / (1 - A) tokens; so the predicted TPOT ratio
 is r(k+1) / E and the break-even acceptance is the A where E = r(k+1).
+Every k sees the same prediction for a given A (the oracle's seed is
+fixed), and with k = 1 each pass checks exactly one draft, so that row's
+accepted/drafted is the acceptance the prediction really has (A_eff; a
+16-token answer is a small sample); the last column uses it.
 Writes a markdown table (and prints it). Standard library only."""
 import argparse
 import os
@@ -52,8 +57,8 @@ def break_even(r, k):
     return hi
 
 
-def ai_command(predict, k, a):
-    spec = f"--speculate oracle:{k}:{a:g} " if k > 0 else ""
+def ai_command(predict, k, a, adaptive=False):
+    spec = f"--speculate oracle:{k}:{a:g} " + ("--adaptive " if adaptive else "") if k > 0 else ""
     return f"ai --model SMOL --int8 --predict {predict} --align-tick --timing {spec}{PROMPT}"
 
 
@@ -79,6 +84,7 @@ def main():
         raise SystemExit(f"spec_lab: {args.image} missing: run `make fsimg-smol`")
     cases = [f"perfbench --case decode@{b}" for b in range(1, max(ks) + 2)]
     runs = [ai_command(args.predict, 0, 0)] + [ai_command(args.predict, k, a) for k in ks if k > 0 for a in accepts]
+    runs += [ai_command(args.predict, max(ks), a, True) for a in accepts]
     outputs = {}
     started = time.time()
     with qemu_run.Session(args.image, args.kernel, smp=1, memory="1G", snapshot=True, boot_timeout=600,
@@ -107,8 +113,13 @@ def main():
     for b, (macs, ns) in sorted(pass_ns.items()):
         lines.append(f"| {b} | {ns / macs:.2f} | {ns / pass_ns[1][1]:.2f} |")
     lines += ["", f"Plain decoding (k = 0): TPOT {plain_tpot} us.", "",
-              "| k | break-even A | A asked | accepted/drafted | TPOT us | TPOT / plain | model r(k+1)/E |",
-              "|---|---|---|---|---|---|---|"]
+              "| k | break-even A | A asked | accepted/drafted | TPOT us | TPOT / plain | model at A | A_eff | model at A_eff |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    a_eff = {}
+    if 1 in ks:
+        for a in accepts:
+            _, drafted, accepted = parse_timing(outputs[ai_command(args.predict, 1, a)])
+            a_eff[a] = accepted / drafted if drafted else a
     for k in ks:
         if k == 0:
             continue
@@ -116,8 +127,14 @@ def main():
         for a in accepts:
             tpot, drafted, accepted = parse_timing(outputs[ai_command(args.predict, k, a)])
             measured_a = f"{accepted}/{drafted}" if drafted else "0/0"
+            eff = a_eff.get(a, a)
             lines.append(f"| {k} | {break_even(r, k):.2f} | {a:g} | {measured_a} | {tpot} | "
-                         f"{tpot / plain_tpot:.2f} | {r / tokens_per_pass(a, k):.2f} |")
+                         f"{tpot / plain_tpot:.2f} | {r / tokens_per_pass(a, k):.2f} | {eff:.2f} | "
+                         f"{r / tokens_per_pass(eff, k):.2f} |")
+    for a in accepts:
+        tpot, drafted, accepted = parse_timing(outputs[ai_command(args.predict, max(ks), a, True)])
+        lines.append(f"| 1..{max(ks)} adaptive | | {a:g} | {accepted}/{drafted} | {tpot} | {tpot / plain_tpot:.2f} "
+                     f"| | | |")
     table = "\n".join(lines) + "\n"
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:

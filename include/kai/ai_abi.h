@@ -133,7 +133,10 @@ struct kai_ai_sampling {
 // 1..KAI_AI_MAX_PREDICTION ids, copied at submit. Anything else (unknown
 // proposer, a field set that the proposer does not use, too many drafts or
 // prediction ids) is -KAI_EINVAL; a prediction id >= vocab_size is
-// -KAI_ERANGE; a bad prediction pointer -KAI_EFAULT.
+// -KAI_ERANGE; a bad prediction pointer -KAI_EFAULT. flags: KAI_AI_SPEC_ADAPTIVE
+// (with a proposer) moves the drafts per pass between 1 and max_drafts as
+// they are kept or rejected (lib/llm_speculate.h, adapt_drafts); other bits
+// are -KAI_EINVAL.
 #define KAI_AI_PROPOSER_DEFAULT   0   // submit only: the boot options' choice
 #define KAI_AI_PROPOSER_NGRAM     1   // prompt lookup: what followed the context's last n-gram before
 #define KAI_AI_PROPOSER_ECHO      2   // the newest token again (for tests: it always proposes)
@@ -143,12 +146,15 @@ struct kai_ai_sampling {
 #define KAI_AI_MAX_PREDICTION   1024  // prediction ids per request (one page, copied at submit)
 #define KAI_AI_MAX_NGRAM        8
 #define KAI_AI_DEFAULT_NGRAM    3
+#define KAI_AI_SPEC_ADAPTIVE    0x1   // kai_ai_speculation.flags
 struct kai_ai_speculation {
   uint32_t proposer;          // KAI_AI_PROPOSER_*
   uint32_t max_drafts;        // 1..KAI_AI_MAX_DRAFTS (0 with DEFAULT and NONE)
   uint32_t ngram_max;         // NGRAM only: 0 (default 3) .. KAI_AI_MAX_NGRAM
   uint32_t prediction_len;    // PREDICTED only: 1..KAI_AI_MAX_PREDICTION
   const uint32_t* prediction; // PREDICTED only: token ids
+  uint32_t flags;             // KAI_AI_SPEC_*
+  uint32_t reserved;          // must be 0
 };
 
 struct kai_ai_submit {

@@ -47,6 +47,9 @@ extern ProposeFn propose_override;
 // The proposed tokens r may get per iteration (0: it does not speculate),
 // and from which proposer: its own choice, or the boot options'.
 uint32_t drafts_for(const Request& r);
+// After a pass that proposed d tokens for r and kept `kept` of them: an
+// adaptive request's next drafts (lock held).
+void note_drafts_kept(Request& r, uint32_t d, uint32_t kept);
 ProposerKind proposer_for(const Request& r);
 
 // Up to `max` (<= kMaxDrafts) proposed tokens to follow r's context, in

@@ -539,6 +539,7 @@ bool accept(WorkerBatch& w, BatchSlot& s, uint64_t now) {
   r->accepted += drafts_kept;
   counters.drafted += s.drafts;
   counters.accepted += drafts_kept;
+  note_drafts_kept(*r, s.drafts, drafts_kept);
   uint32_t fed = r->fed + kept;
   if (kept < s.count && s.recurrent) {
     // The linear layers' state went past the rejected positions and can

@@ -105,10 +105,12 @@ class PredictionPage {
 // The speculation request's shape (ai_abi.h, kai_ai_speculation): every
 // field the proposer does not use is zero, so it can carry meaning later.
 bool speculation_ok(const kai_ai_speculation& sp) {
+  if (sp.reserved != 0 || (sp.flags & ~uint32_t(KAI_AI_SPEC_ADAPTIVE))) return false;
   switch (sp.proposer) {
     case KAI_AI_PROPOSER_DEFAULT:
     case KAI_AI_PROPOSER_NONE:
-      return sp.max_drafts == 0 && sp.ngram_max == 0 && sp.prediction_len == 0 && sp.prediction == nullptr;
+      return sp.max_drafts == 0 && sp.ngram_max == 0 && sp.prediction_len == 0 && sp.prediction == nullptr &&
+             sp.flags == 0;
     case KAI_AI_PROPOSER_NGRAM:
     case KAI_AI_PROPOSER_ECHO:
     case KAI_AI_PROPOSER_PREDICTED:

@@ -85,6 +85,7 @@ kai_ai_speculation random_spec(std::mt19937_64& rng, const std::vector<uint32_t>
     }
   }
   sp.max_drafts = pick(1, KAI_AI_MAX_DRAFTS);
+  if (pick(0, 1) == 1) sp.flags = KAI_AI_SPEC_ADAPTIVE;   // the drafts move in 1..max_drafts
   return sp;
 }
 
@@ -169,6 +170,25 @@ void random_run(uint32_t seed, Speculation speculate, RandomTotals& t) {
   t.rolled_back += ai::counters.rolled_back;
 }
 
+// Seeds first .. first + count - 1, their totals printed and returned.
+RandomTotals run_seeds(uint32_t first, uint32_t count, Speculation speculate, const char* what) {
+  RandomTotals t;
+  for (uint32_t seed = first; seed < first + count; seed++) random_run(seed, speculate, t);
+  printf("scheduler simulation %s: %u seeds, %llu iterations, %llu results, %llu drafted, %llu accepted, "
+         "%llu positions rolled back, %llu preemptions\n",
+         what, count, (unsigned long long)t.iterations, (unsigned long long)t.results, (unsigned long long)t.drafted,
+         (unsigned long long)t.accepted, (unsigned long long)t.rolled_back, (unsigned long long)t.preemptions);
+  return t;
+}
+
+// Speculation really happened: many iterations, some drafts kept, some rolled back.
+void require_some_kept_some_rolled_back(const RandomTotals& t, uint64_t min_iterations) {
+  REQUIRE(t.iterations > min_iterations);
+  REQUIRE(t.accepted > 0);
+  REQUIRE(t.accepted < t.drafted);
+  REQUIRE(t.rolled_back > 0);
+}
+
 }  // namespace
 
 TEST_CASE("scheduler: seeded random arrivals, cancels, exits and memory shortages", "[ai][scheduler]") {
@@ -190,17 +210,8 @@ TEST_CASE("scheduler: seeded random arrivals, cancels, exits and memory shortage
 // (the Sim checks it at collect), no position is computed twice unless it
 // was rolled back, no block leaks, budget and max_batch hold.
 TEST_CASE("scheduler: random proposals, k of n accepted, the rest rolled back", "[ai][scheduler][drafts]") {
-  RandomTotals t;
-  const uint32_t kSeeds = 80;
-  for (uint32_t seed = 1001; seed < 1001 + kSeeds; seed++) random_run(seed, Speculation::Random, t);
-  printf("scheduler simulation with proposals: %u seeds, %llu iterations, %llu results, %llu drafted, "
-         "%llu accepted, %llu positions rolled back, %llu preemptions\n",
-         kSeeds, (unsigned long long)t.iterations, (unsigned long long)t.results, (unsigned long long)t.drafted,
-         (unsigned long long)t.accepted, (unsigned long long)t.rolled_back, (unsigned long long)t.preemptions);
-  REQUIRE(t.iterations > 5000);
-  REQUIRE(t.accepted > 0);
-  REQUIRE(t.accepted < t.drafted);
-  REQUIRE(t.rolled_back > 0);
+  RandomTotals t = run_seeds(1001, 80, Speculation::Random, "with proposals");
+  require_some_kept_some_rolled_back(t, 5000);
   REQUIRE(t.preemptions > 0);
 }
 
@@ -493,15 +504,6 @@ TEST_CASE("scheduler: a finished request's prefix is evicted leaf first and stay
 // request alone; NONE drafts nothing; an exact prediction keeps every
 // draft (the Sim checks both at collect).
 TEST_CASE("scheduler: per-request proposers, exact and wrong predictions", "[ai][scheduler][drafts]") {
-  RandomTotals t;
-  const uint32_t kSeeds = 60;
-  for (uint32_t seed = 2001; seed < 2001 + kSeeds; seed++) random_run(seed, Speculation::PerRequest, t);
-  printf("scheduler simulation, per-request proposers: %u seeds, %llu iterations, %llu results, %llu drafted, "
-         "%llu accepted\n",
-         kSeeds, (unsigned long long)t.iterations, (unsigned long long)t.results, (unsigned long long)t.drafted,
-         (unsigned long long)t.accepted);
-  REQUIRE(t.iterations > 3000);
-  REQUIRE(t.accepted > 0);
-  REQUIRE(t.accepted < t.drafted);
-  REQUIRE(t.rolled_back > 0);
+  RandomTotals t = run_seeds(2001, 60, Speculation::PerRequest, "with per-request proposers");
+  require_some_kept_some_rolled_back(t, 3000);
 }

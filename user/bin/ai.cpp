@@ -22,6 +22,8 @@
 // answer with probability 1 - A by another id (deterministic), and runs it
 // again with that as its prediction; the figures are the second run's.
 // Without --speculate the boot options (ai.drafts, ai.proposer) decide.
+// --adaptive: the drafts per pass move between 1 and K, one more after a
+// pass that kept them all, half after a rejection (KAI_AI_SPEC_ADAPTIVE).
 #include "kai.h"
 #include "kai_ai.h"
 #include "kai_prompt.h"
@@ -32,7 +34,7 @@ static void usage(bool asked = false) {
   fprintf(asked ? 1 : 2, "usage: ai [--model NAME] [--predict N] [--int8] [--priority P] [--align-tick] [--timing] [--stream]\n"
              "          [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X] [--repeat-last-n N]\n"
              "          [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"] [--stop-eos]\n"
-             "          [--speculate ngram:K|predicted:K|oracle:K:A|none] [--prediction FILE]\n"
+             "          [--speculate ngram:K|predicted:K|oracle:K:A|none] [--adaptive] [--prediction FILE]\n"
              "          (TOK... | --prompt-file F | --stdin | --text \"...\")\n"
              "  --text implies --stream and --stop-eos; --stop-text is encoded with the model's TOK.BIN\n");
   exit(asked ? 0 : 2);
@@ -61,6 +63,7 @@ int main(int argc, char** argv) {
     else if (strcmp(a, "--stream") == 0) stream = true;
     else if (strcmp(a, "--int8") == 0) flags |= KAI_AI_INT8;
     else if (strcmp(a, "--align-tick") == 0) align_tick = true;
+    else if (strcmp(a, "--adaptive") == 0) spec.adaptive = true;
     else if (strcmp(a, "--stdin") == 0) use_stdin = true;
     else if (int taken = ai_generation_option("ai", argc, argv, &i, &gen); taken != 0) {
       if (taken < 0) return 2;
@@ -112,6 +115,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (ways == 0) usage();
+  if (spec.adaptive && (speculate == nullptr || spec.kind == llm::SpecKind::None)) {
+    fprintf(2, "ai: --adaptive needs --speculate ngram:K, predicted:K or oracle:K:A\n");
+    return 2;
+  }
   if ((spec.kind == llm::SpecKind::Predicted) != (prediction_file != nullptr)) {
     fprintf(2, "ai: %s\n", prediction_file ? "--prediction needs --speculate predicted:K"
                                            : "--speculate predicted:K needs --prediction FILE");

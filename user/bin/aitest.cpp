@@ -136,6 +136,12 @@ static void test_speculation_errors() {
   r.spec.max_drafts = 2;
   r.spec.ngram_max = KAI_AI_MAX_NGRAM + 1;
   check(ai_submit(&r) == -KAI_EINVAL, "n-gram above KAI_AI_MAX_NGRAM: EINVAL");
+  r.spec.ngram_max = 0;
+  r.spec.flags = 0x2;
+  check(ai_submit(&r) == -KAI_EINVAL, "unknown speculation flag: EINVAL");
+  r.spec.flags = 0;
+  r.spec.reserved = 1;
+  check(ai_submit(&r) == -KAI_EINVAL, "non-zero speculation reserved field: EINVAL");
   r = request(prompt, kPromptLen, 1);
   r.spec.max_drafts = 2;   // with the default proposer: a field it does not use
   check(ai_submit(&r) == -KAI_EINVAL, "drafts without a proposer: EINVAL");

@@ -261,6 +261,7 @@ void ai_apply_speculation(struct kai_ai_submit* req, const llm::SpecChoice& spec
       break;
   }
   req->spec.max_drafts = spec.drafts;
+  if (spec.adaptive) req->spec.flags |= KAI_AI_SPEC_ADAPTIVE;
 }
 
 extern "C" const char* ai_finish_name(uint32_t reason) {

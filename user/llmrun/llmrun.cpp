@@ -20,7 +20,8 @@
 //   (Session::rewind, through a checkpoint for a model with linear layers).
 //   The tokens are the plain ones, bit for bit; --timing adds drafted= and
 //   accepted=. oracle runs the request once, then again predicting that
-//   answer with each token replaced with probability 1 - A.
+//   answer with each token replaced with probability 1 - A. --adaptive: the
+//   drafts per pass move between 1 and K (llm::adapt_drafts).
 //
 // With no prompt it reads lines "<predict> <tok0> <tok1> ..." until "exit",
 // "quit" or end of input. Each request prints one line of generated ids.
@@ -402,18 +403,21 @@ struct Runner {
       return why != nullptr;
     };
     bool stop = publish(first.value());
+    uint32_t k_now = spec.drafts;   // --adaptive: llm::adapt_drafts moves it, as the kernel does
     while (!stop && produced < n_predict) {
       uint32_t drafts[llm::kMaxSpecDrafts];
       uint32_t left = n_predict - produced - 1;   // a draft needs a token after it
-      uint32_t d = spec.kind == llm::SpecKind::None ? 0
-                   : propose(n_prompt, produced, spec.drafts < left ? spec.drafts : left, drafts);
+      uint32_t k = spec.adaptive ? k_now : spec.drafts;
+      uint32_t d = spec.kind == llm::SpecKind::None ? 0 : propose(n_prompt, produced, k < left ? k : left, drafts);
       if (d > 0) {
+        uint32_t accepted_before = accepted;
         auto turn = speculate_turn(drafts, d, n_prompt + produced, rng, publish);
         if (turn.is_error()) {
           errln(turn.error().message);
           return false;
         }
         stop = turn.value();
+        k_now = llm::adapt_drafts(k_now, spec.drafts, d, accepted - accepted_before);
         continue;
       }
       auto next = feed_and_choose(&gen[produced - 1], 1, true, rng, n_prompt + produced);
@@ -530,7 +534,7 @@ void usage() {
   errln("usage: llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin | --text \"...\"] [--int8] [--group G]");
   errln("              [--timing] [--align-tick] [--stream] [--temp X] [--top-k N] [--top-p X] [--min-p X]");
   errln("              [--repeat-penalty X] [--repeat-last-n N] [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"]");
-  errln("              [--stop-eos] [--speculate ngram:K|predicted:K|oracle:K:A|none] [--prediction FILE] tok...");
+  errln("              [--stop-eos] [--speculate ngram:K|predicted:K|oracle:K:A|none] [--adaptive] [--prediction FILE] tok...");
   errln("  --text implies --stream and --stop-eos; --stop-text is encoded with the bundle's TOK.BIN");
   errln("  no tokens: read lines '<predict> <tok...>' until 'exit' or 'quit'");
 }
@@ -575,6 +579,8 @@ int llmrun_main(int argc, char** argv) {
         errln("' is not ngram:K, predicted:K, oracle:K:A or none (K 1..8, A 0..1)");
         return 2;
       }
+    } else if (llm::str_eq(a, "--adaptive")) {
+      opt.spec.adaptive = true;
     } else if (llm::str_eq(a, "--prediction") && has_next) {
       opt.prediction_file = argv[++i];
     } else if (llm::str_eq(a, "--int8")) {
@@ -614,6 +620,10 @@ int llmrun_main(int argc, char** argv) {
   if ((opt.spec.kind == llm::SpecKind::Predicted) != (opt.prediction_file != nullptr)) {
     errln(opt.prediction_file ? "--prediction needs --speculate predicted:K"
                               : "--speculate predicted:K needs --prediction FILE");
+    return 2;
+  }
+  if (opt.spec.adaptive && opt.spec.kind == llm::SpecKind::None) {
+    errln("--adaptive needs --speculate ngram:K, predicted:K or oracle:K:A");
     return 2;
   }
   // A model with linear layers rolls back through a checkpoint.
