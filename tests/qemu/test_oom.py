@@ -1,0 +1,96 @@
+"""Running out of memory never loses data and never locks the others out
+(kernel/mem_policy.h, docs/kernel.md "Memory policy"; the program is
+user/bin/oomtest.cpp):
+
+- sbrkfail (512 MiB, 256 MiB, 1 GiB): one process takes all it can and stops
+  exactly at the headroom (page-table pages counted); another process can
+  still fork, exec a small program, make a pipe, sbrk a page and write a
+  file; small processes then take the rest down to the kernel's reserve,
+  where a pipe is refused with ENOMEM without taking a reserve page and a
+  file is still written; afterwards every page is free again.
+- torture (-smp 1 and -smp 4): memory is taken every way a process can while
+  a writer creates files and directories and prints what the kernel
+  acknowledged. After the halt the image checks clean, and in a second boot
+  every acknowledged file reads back intact and every directory exists.
+- the same with no reserve at all (mem.reserve_pages=0): the file system's
+  commits run with zero free pages, so a commit that allocates fails here.
+Figures (MiB taken, files acknowledged) are printed with -s."""
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from kai_boot import KERNEL, MKFS, PYTHON, all_programs, make_image, need_built, output_of, qemu_run
+
+ACK_FILE = re.compile(r"^ack file (\d+) (\d+)\r?$", re.M)
+ACK_DIR = re.compile(r"^ack dir (\d+)\r?$", re.M)
+VERIFY = re.compile(r"^verify (\d+) (\d+) (ok|bad)\r?$", re.M)
+# What the kernel prints when a commit or a truncation loses data.
+DATA_LOSS = ("log commit failed", "disk write failed", "blocks leaked", "out of memory while")
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    need_built("init", "sh", "echo", "ls", "oomtest")
+    return make_image(str(tmp_path_factory.mktemp("oom") / "oom.img"), all_programs())
+
+
+def oomtest_output(res, command):
+    assert res.ok, f"{res.error}\n{res.transcript[-3000:]}"
+    out = output_of(res.transcript, command)
+    for line in out.splitlines():
+        if not line.startswith("ack "):
+            print(line)
+    for message in DATA_LOSS:
+        assert message not in res.transcript, res.transcript[-3000:]
+    assert "oomtest: PASS" in out, out[-3000:]
+    return out
+
+
+def check_image(img):
+    r = subprocess.run([PYTHON, MKFS, "--quiet", "--check", str(img)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("memory", ["512M", "256M", "1G"])
+def test_sbrkfail(image, memory):
+    res = qemu_run.run(["oomtest sbrkfail"], image=image, kernel=KERNEL, memory=memory,
+                       snapshot=True, timeout=120)
+    out = oomtest_output(res, "oomtest sbrkfail")
+    assert "oomtest: exec ok" in out, out
+    free = re.search(r"free before (\d+) after (\d+)", out)
+    assert free and free.group(1) == free.group(2), out
+
+
+def torture_and_verify(image, tmp_path, smp, append=""):
+    img = shutil.copy(image, tmp_path / "torture.img")
+    res = qemu_run.run(["oomtest torture 4"], image=str(img), kernel=KERNEL, smp=smp,
+                       memory="512M", append=append, timeout=120)
+    out = oomtest_output(res, "oomtest torture 4")
+    files = {int(n): int(size) for n, size in ACK_FILE.findall(out)}
+    dirs = [int(n) for n in ACK_DIR.findall(out)]
+    assert files and dirs, out[-2000:]
+    assert re.search(r"[1-9] of 3 churners were refused memory", out), out[-2000:]
+    check_image(img)
+
+    res = qemu_run.run(["oomtest verify", "ls /oomt"], image=str(img), kernel=KERNEL, timeout=120)
+    assert res.ok, f"{res.error}\n{res.transcript[-3000:]}"
+    found = {int(n): (int(size), verdict)
+             for n, size, verdict in VERIFY.findall(output_of(res.transcript, "oomtest verify"))}
+    lost = {n: found.get(n) for n, size in files.items() if found.get(n) != (size, "ok")}
+    assert not lost, f"acknowledged files lost or damaged (number: found): {lost}"
+    listing = output_of(res.transcript, "ls /oomt")
+    missing = [n for n in dirs if not re.search(rf"\bd{n}\b", listing)]
+    assert not missing, f"acknowledged directories missing: {missing}"
+    print(f"{len(files)} files and {len(dirs)} directories acknowledged, all intact")
+    check_image(img)
+
+
+@pytest.mark.parametrize("smp", [1, 4])
+def test_torture_keeps_acknowledged_data(image, tmp_path, smp):
+    torture_and_verify(image, tmp_path, smp)
+
+
+def test_commit_needs_no_memory(image, tmp_path):
+    torture_and_verify(image, tmp_path, 2, append="mem.reserve_pages=0")
