@@ -82,6 +82,8 @@ bool check_file(const char* path, int n) {
 
 // What a child that took memory tells its parent.
 struct Report {
+  bool exact_refused;  // the big process's sbrk of exactly the data pages that fit was refused
+  uint64_t free_before_exact, free_after_exact;
   long taken;          // bytes sbrk granted
   uint64_t free_after; // free pages right after
   int pipes;           // pipes made at the floor
@@ -137,7 +139,15 @@ bool read_report(int fd, Report* r) { return read(fd, r, sizeof *r) == long(size
 int start_hog(const int rep[2], Report* r) {
   int pid = fork();
   if (pid == 0) {
+    // First one sbrk of exactly as many data pages as fit above the
+    // headroom: the page tables that would map them do not fit, so it must
+    // be refused, and must take nothing.
     Report mine{};
+    kai_meminfo m = info();
+    long fit = long(m.free_pages) - long(m.reserve_pages + m.headroom_pages);
+    mine.free_before_exact = m.free_pages;
+    mine.exact_refused = fit > 0 && sbrk(fit * 4096) < 0;
+    mine.free_after_exact = info().free_pages;
     mine.taken = take_all();
     mine.free_after = info().free_pages;
     write(rep[1], &mine, sizeof mine);
@@ -150,11 +160,14 @@ int start_hog(const int rep[2], Report* r) {
 
 // The hog must stop exactly at the headroom: not below (it would have taken
 // what is left for others; a page-table page not counted does that), and
-// not more than a page and its tables above (it took all it could).
+// not more than a page and its tables above (it took all it could). Its
+// first, exact sbrk was refused and took nothing.
 bool check_hog(const Report& r, const kai_meminfo& m) {
   uint64_t floor = m.reserve_pages + m.headroom_pages;
   printf("oomtest: hog took %ld MiB; free %lu pages (reserve %lu + headroom %lu)\n", r.taken >> 20,
          r.free_after, m.reserve_pages, m.headroom_pages);
+  if (!r.exact_refused) return fail("an sbrk whose page tables do not fit was granted");
+  if (r.free_after_exact != r.free_before_exact) return fail("a refused sbrk took pages");
   if (r.free_after < floor) return fail("the big process went below the headroom");
   if (r.free_after > floor + 3) return fail("the big process could not take all it should");
   return true;
