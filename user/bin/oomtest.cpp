@@ -225,31 +225,48 @@ bool fill_to_reserve(const int tok[2], const int rep[2]) {
   return fail("the small processes never reached the reserve");
 }
 
-void stop_all(int* pids, int n) {
-  for (int i = 0; i < n; i++) kill(pids[i]);
-  for (int i = 0; i < n; i++) wait(nullptr);
+// The processes that hold the memory (the fillers and the big one) and the
+// pipes they talk through.
+struct Holders {
+  int rep[2] = {-1, -1};
+  int tok[2] = {-1, -1};
+  int pids[FILLERS + 1];
+  int n = 0;
+};
+
+// Memory runs out: the big process takes all it may (checked), `meanwhile`
+// runs (what others must still be able to do), then the fillers take the
+// rest down to the reserve (checked).
+bool exhaust(Holders& h, const kai_meminfo& before, bool (*meanwhile)()) {
+  if (pipe(h.rep) != 0 || pipe(h.tok) != 0) return fail("pipe");
+  if (!spawn_fillers(h.tok, h.rep, h.pids, &h.n)) return false;
+  Report hog;
+  int hog_pid = start_hog(h.rep, &hog);
+  if (hog_pid <= 0) return fail("the big process did not start");
+  h.pids[h.n++] = hog_pid;
+  return check_hog(hog, before) && meanwhile() && fill_to_reserve(h.tok, h.rep);
+}
+
+void release(Holders& h) {
+  for (int i = 0; i < h.n; i++) kill(h.pids[i]);
+  for (int i = 0; i < h.n; i++) wait(nullptr);
+  for (int fd : {h.rep[0], h.rep[1], h.tok[0], h.tok[1]})
+    if (fd >= 0) close(fd);
+}
+
+// Every page must be free again.
+bool all_back(const kai_meminfo& before) {
+  kai_meminfo after = info();
+  printf("oomtest: free before %lu after %lu\n", before.free_pages, after.free_pages);
+  return after.free_pages == before.free_pages || fail("memory did not all come back");
 }
 
 bool sbrkfail() {
   kai_meminfo before = info();
-  int rep[2], tok[2];
-  if (pipe(rep) != 0 || pipe(tok) != 0) return fail("pipe");
-  int pids[16], n = 0;
-  Report hog;
-  bool ok = spawn_fillers(tok, rep, pids, &n);
-  int hog_pid = ok ? start_hog(rep, &hog) : -1;
-  if (hog_pid > 0) pids[n++] = hog_pid;
-  else ok = fail("the big process did not start");
-  ok = ok && check_hog(hog, before) && others_work() && fill_to_reserve(tok, rep);
-  stop_all(pids, n);
-  close(rep[0]);
-  close(rep[1]);
-  close(tok[0]);
-  close(tok[1]);
-  kai_meminfo after = info();
-  printf("oomtest: free before %lu after %lu\n", before.free_pages, after.free_pages);
-  if (ok && after.free_pages != before.free_pages) return fail("memory did not all come back");
-  return ok;
+  Holders h;
+  bool ok = exhaust(h, before, others_work);
+  release(h);
+  return all_back(before) && ok;
 }
 
 // -- torture -----------------------------------------------------------------
@@ -318,10 +335,12 @@ void writer(uint64_t deadline) {
   exit(files > 0 ? 0 : 1);
 }
 
+bool nothing() { return true; }
+
 bool torture(int seconds) {
   kai_meminfo before = info();
-  int rep[2], go[2], tok[2];
-  if (pipe(rep) != 0 || pipe(go) != 0 || pipe(tok) != 0) return fail("pipe");
+  int go[2];
+  if (pipe(go) != 0) return fail("pipe");
   // The writer and the churners exist before memory runs out (fork needs
   // memory); each waits for a byte on the go pipe.
   constexpr int CHURNERS = 3;
@@ -339,15 +358,11 @@ bool torture(int seconds) {
     }
   }
   close(go[0]);
-  int pids[16], n = 0;
-  Report hog;
-  bool ok = spawn_fillers(tok, rep, pids, &n);
-  int hog_pid = ok ? start_hog(rep, &hog) : -1;
-  if (hog_pid > 0) pids[n++] = hog_pid;
-  else ok = fail("the big process did not start");
-  ok = ok && check_hog(hog, before) && fill_to_reserve(tok, rep);
+  Holders h;
+  bool ok = exhaust(h, before, nothing);
   // One byte each (not a close: the fillers hold copies of go[1]).
   for (int i = 0; i <= CHURNERS; i++) write(go[1], "g", 1);
+  close(go[1]);
   bool writer_ok = false;
   int starved = 0;   // churners that were refused memory at least once
   for (int i = 0; i <= CHURNERS; i++) {
@@ -357,13 +372,9 @@ bool torture(int seconds) {
     else if (status == 0) starved++;
   }
   printf("oomtest: %d of %d churners were refused memory\n", starved, CHURNERS);
-  stop_all(pids, n);
-  for (int fd : {rep[0], rep[1], tok[0], tok[1], go[1]}) close(fd);
-  kai_meminfo after = info();
-  printf("oomtest: free before %lu after %lu\n", before.free_pages, after.free_pages);
+  release(h);
   if (!writer_ok) ok = fail("the writer could not write a file");
-  if (ok && after.free_pages != before.free_pages) return fail("memory did not all come back");
-  return ok;
+  return all_back(before) && ok;
 }
 
 void verify() {
