@@ -5,7 +5,7 @@ user/bin/oomtest.cpp):
 - sbrkfail (512 MiB, 256 MiB, 1 GiB): one process takes all it can and stops
   exactly at the headroom (page-table pages counted); another process can
   still fork, exec a small program, make a pipe, sbrk a page and write a
-  file; small processes then take the rest down to the kernel's reserve,
+  file (and, with the tiny test model, have an AI request answered); small processes then take the rest down to the kernel's reserve,
   where a pipe is refused with ENOMEM without taking a reserve page and a
   file is still written; afterwards every page is free again.
 - torture (-smp 1 and -smp 4): memory is taken every way a process can while
@@ -21,7 +21,8 @@ import subprocess
 
 import pytest
 
-from kai_boot import KERNEL, MKFS, PYTHON, all_programs, make_image, need_built, output_of, qemu_run
+from kai_boot import (KERNEL, MKFS, PYTHON, all_programs, make_image, need_built, need_model, output_of,
+                      qemu_run)
 
 ACK_FILE = re.compile(r"^ack file (\d+) (\d+)\r?$", re.M)
 ACK_DIR = re.compile(r"^ack dir (\d+)\r?$", re.M)
@@ -34,6 +35,13 @@ DATA_LOSS = ("log commit failed", "disk write failed", "blocks leaked", "out of 
 def image(tmp_path_factory):
     need_built("init", "sh", "echo", "ls", "oomtest")
     return make_image(str(tmp_path_factory.mktemp("oom") / "oom.img"), all_programs())
+
+
+@pytest.fixture(scope="module")
+def ai_image(tmp_path_factory):
+    need_built("init", "sh", "echo", "ls", "ai", "oomtest")
+    return make_image(str(tmp_path_factory.mktemp("oom") / "oom-ai.img"), all_programs(),
+                      [("AI/LLAMA", need_model("tiny-llama"))])
 
 
 def oomtest_output(res, command):
@@ -61,6 +69,14 @@ def test_sbrkfail(image, memory):
     assert "oomtest: exec ok" in out, out
     free = re.search(r"free before (\d+) after (\d+)", out)
     assert free and free.group(1) == free.group(2), out
+
+
+def test_ai_request_while_memory_is_exhausted(ai_image):
+    res = qemu_run.run(["oomtest sbrkfail"], image=ai_image, kernel=KERNEL, memory="512M",
+                       snapshot=True, timeout=180, boot_timeout=120)
+    out = oomtest_output(res, "oomtest sbrkfail")
+    # Once before memory runs out (the worker keeps its working memory), once after.
+    assert out.count("oomtest: AI request ok") == 2, out
 
 
 def torture_and_verify(image, tmp_path, smp, append=""):
