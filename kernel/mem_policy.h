@@ -15,9 +15,9 @@
 //                  processes
 //
 // - RESERVE: only kalloc() goes below it. A process that takes all it can
-//   still leaves the kernel enough to finish what it acknowledged (the log
-//   commit itself allocates nothing; the reserve covers what the AI worker
-//   and the file system's I/O paths allocate while they serve others).
+//   still leaves the kernel enough to serve the others: mostly what an AI
+//   worker allocates at its first request (measured in docs/kernel.md). The
+//   file system needs none of it: a log commit allocates nothing.
 // - HEADROOM: a process whose address space is (or would become) larger than
 //   SMALL_PROCESS_PAGES may not grow into it (sbrk, exec, fork are refused).
 //   So after one big process took all it could, a shell can still fork, exec
@@ -37,8 +37,8 @@ namespace mem {
 // The one place where the policy's sizes are defined (in 4 KiB pages).
 // `mem.reserve_pages=N` on the kernel command line replaces RESERVE_PAGES
 // (tests set 0 to show that a log commit needs no memory at all).
-constexpr uint64_t RESERVE_PAGES = 2048;          // 8 MiB: the kernel's own progress
-constexpr uint64_t HEADROOM_PAGES = 2048;         // 8 MiB: left for small processes
+constexpr uint64_t RESERVE_PAGES = 3072;          // 12 MiB: the kernel's own progress
+constexpr uint64_t HEADROOM_PAGES = 4096;         // 16 MiB: left for small processes
 constexpr uint64_t SMALL_PROCESS_PAGES = 1024;    // 4 MiB: may use the headroom
 
 // Reads the command line's mem.reserve_pages; called once at boot.

@@ -3,7 +3,7 @@
 //   oomtest sbrkfail   xv6's sbrkfail, made exact: one process takes all the
 //                      memory it can; then another can still fork, exec a small
 //                      program, make a pipe, sbrk a page, write a file and (with
-//                      a model at /AI/LLAMA) have an AI request answered. Small
+//                      a model at /AI/LLAMA or /AI/SMOL) have an AI request answered. Small
 //                      processes then take the rest down to the kernel's reserve,
 //                      where pipes stop with ENOMEM and files are still written.
 //   oomtest torture [SECONDS]
@@ -13,6 +13,8 @@
 //                      directories and prints each one the kernel acknowledged:
 //                      "ack file N SIZE", "ack dir N".
 //   oomtest verify     prints "verify N SIZE ok|bad" for every /oomt/fN (after a reboot).
+//   oomtest mem        prints meminfo(): total and free pages, the policy's sizes.
+//   oomtest hold       takes all the memory it may and keeps it until killed.
 //
 // Every mode that changes memory ends with "oomtest: free before A after B"
 // (meminfo's free pages: everything must come back) and "oomtest: PASS" or
@@ -118,7 +120,7 @@ void filler(int token_fd, int report_fd, int index) {
   hold_forever();
 }
 
-constexpr int FILLERS = 6;
+constexpr int FILLERS = 10;
 
 // Forks the fillers; their pids go to pids[*n...]. They wait on tok[0].
 bool spawn_fillers(const int tok[2], const int rep[2], int* pids, int* n) {
@@ -187,13 +189,19 @@ int run_program(const char* path, const char* const argv[]) {
 }
 
 // One request to the AI service through /bin/ai, if the image has a model
-// (/AI/LLAMA); true if it answered or there is no model.
+// (/AI/LLAMA, the tiny test model, or /AI/SMOL); true if it answered or
+// there is no model.
 bool ai_works() {
-  kai_stat st;
-  if (stat("/AI/LLAMA/CFG.BIN", &st) != 0) return true;
-  const char* argv[] = {"ai", "--model", "LLAMA", "--predict", "4", "1", "2", "3", nullptr};
-  if (run_program("/bin/ai", argv) != 0) return fail("an AI request failed");
-  printf("oomtest: AI request ok\n");
+  for (const char* model : {"LLAMA", "SMOL"}) {
+    char path[64];
+    snprintf(path, sizeof path, "/AI/%s/CFG.BIN", model);
+    kai_stat st;
+    if (stat(path, &st) != 0) continue;
+    const char* argv[] = {"ai", "--model", model, "--int8", "--predict", "2", "1", "2", "3", nullptr};
+    if (run_program("/bin/ai", argv) != 0) return fail("an AI request failed");
+    printf("oomtest: AI request ok\n");
+    return true;
+  }
   return true;
 }
 
@@ -416,11 +424,22 @@ void verify() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    printf("usage: oomtest sbrkfail | torture [SECONDS] | verify\n");
+    printf("usage: oomtest sbrkfail | torture [SECONDS] | verify | mem | hold\n");
     return 2;
   }
   if (strcmp(argv[1], "verify") == 0) {
     verify();
+    return 0;
+  }
+  if (strcmp(argv[1], "hold") == 0) {   // for trying things by hand: `oomtest hold &`
+    long got = take_all();
+    printf("oomtest: holding %ld MiB; %lu pages free\n", got >> 20, info().free_pages);
+    hold_forever();
+  }
+  if (strcmp(argv[1], "mem") == 0) {
+    kai_meminfo m = info();
+    printf("pages: %lu total, %lu free; reserve %lu, headroom %lu, small process %lu\n", m.total_pages,
+           m.free_pages, m.reserve_pages, m.headroom_pages, m.small_process_pages);
     return 0;
   }
   mkdir(DIR);
