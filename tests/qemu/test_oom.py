@@ -9,9 +9,11 @@ user/bin/oomtest.cpp):
   where a pipe is refused with ENOMEM without taking a reserve page and a
   file is still written; afterwards every page is free again.
 - torture (-smp 1 and -smp 4): memory is taken every way a process can while
-  a writer creates files and directories and prints what the kernel
-  acknowledged. After the halt the image checks clean, and in a second boot
-  every acknowledged file reads back intact and every directory exists.
+  a writer creates files and directories, rewrites a file big enough for an
+  indirect block (each rewrite frees a block map), and prints what the kernel
+  acknowledged. After the halt the image checks clean (no block leaked), and
+  in a second boot every acknowledged file reads back intact, every directory
+  exists, and the big file holds its last acknowledged version.
 - the same with no reserve at all (mem.reserve_pages=0): the file system's
   commits run with zero free pages, so a commit that allocates fails here.
 - QEMU killed at a random moment of the torture: the image checks clean and
@@ -31,6 +33,8 @@ from kai_boot import (KERNEL, MKFS, PYTHON, all_programs, make_image, need_built
 ACK_FILE = re.compile(r"^ack file (\d+) (\d+)\r?\n", re.M)   # whole lines only: a kill may cut the last
 ACK_DIR = re.compile(r"^ack dir (\d+)\r?$", re.M)
 VERIFY = re.compile(r"^verify (\d+) (\d+) (ok|bad)\r?$", re.M)
+ACK_BIG = re.compile(r"^ack big (\d+)\r?\n", re.M)
+VERIFY_BIG = re.compile(r"^verify big (-?\d+)\r?$", re.M)
 # What the kernel prints when a commit or a truncation loses data.
 DATA_LOSS = ("log commit failed", "disk write failed", "blocks leaked", "out of memory while")
 
@@ -84,12 +88,14 @@ def test_ai_request_while_memory_is_exhausted(ai_image):
 
 
 def verify(img):
-    """{file number: (size, "ok" or "bad")} for the files of /oomt, in a fresh boot; and `ls /oomt`."""
+    """In a fresh boot: {file number: (size, "ok" or "bad")} for the files of
+    /oomt, the version /oomt/big holds (-1: damaged, None: missing), and `ls /oomt`."""
     res = qemu_run.run(["oomtest verify", "ls /oomt"], image=str(img), kernel=KERNEL, timeout=120)
     assert res.ok, f"{res.error}\n{res.transcript[-3000:]}"
-    found = {int(n): (int(size), verdict)
-             for n, size, verdict in VERIFY.findall(output_of(res.transcript, "oomtest verify"))}
-    return found, output_of(res.transcript, "ls /oomt")
+    out = output_of(res.transcript, "oomtest verify")
+    found = {int(n): (int(size), verdict) for n, size, verdict in VERIFY.findall(out)}
+    big = VERIFY_BIG.search(out)
+    return found, int(big.group(1)) if big else None, output_of(res.transcript, "ls /oomt")
 
 
 def torture_and_verify(image, tmp_path, smp, append=""):
@@ -103,9 +109,11 @@ def torture_and_verify(image, tmp_path, smp, append=""):
     assert re.search(r"[1-9] of 3 churners were refused memory", out), out[-2000:]
     check_image(img)
 
-    found, listing = verify(img)
+    found, big, listing = verify(img)
     lost = {n: found.get(n) for n, size in files.items() if found.get(n) != (size, "ok")}
     assert not lost, f"acknowledged files lost or damaged (number: found): {lost}"
+    bigs = [int(n) for n in ACK_BIG.findall(out)]
+    assert len(bigs) >= 2 and big == bigs[-1], f"/oomt/big holds version {big}; the last acknowledged is {bigs}"
     missing = [n for n in dirs if not re.search(rf"\bd{n}\b", listing)]
     assert not missing, f"acknowledged directories missing: {missing}"
     print(f"{len(files)} files and {len(dirs)} directories acknowledged, all intact")
@@ -143,7 +151,9 @@ def test_crash_during_torture_leaves_consistent_image(image, tmp_path, seed):
     assert not res.panicked, res.transcript[-2000:]
     check_image(img)
     files = [(int(n), int(size)) for n, size in ACK_FILE.findall(res.transcript)]
-    found, _ = verify(img)
+    found, big, _ = verify(img)
+    bigs = [int(n) for n in ACK_BIG.findall(res.transcript)]
+    assert big in bigs or (big is None and len(bigs) < 2), f"/oomt/big holds {big}; acknowledged: {bigs}"
     committed = files[:-UNCOMMITTED_ACKS]
     lost = {n: found.get(n) for n, size in committed if found.get(n) != (size, "ok")}
     assert not lost, f"files acknowledged long before the crash lost or damaged: {lost}"

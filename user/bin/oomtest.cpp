@@ -10,9 +10,11 @@
 //                      memory is taken every way a process can (one big sbrk,
 //                      small processes down to the reserve, forks, pipes, open
 //                      files, sbrk up and down) while a writer creates files and
-//                      directories and prints each one the kernel acknowledged:
-//                      "ack file N SIZE", "ack dir N".
-//   oomtest verify     prints "verify N SIZE ok|bad" for every /oomt/fN (after a reboot).
+//                      directories, rewrites a big file (each rewrite frees a block
+//                      map) and prints what the kernel acknowledged:
+//                      "ack file N SIZE", "ack dir N", "ack big VERSION".
+//   oomtest verify     prints "verify N SIZE ok|bad" for every /oomt/fN and "verify big
+//                      VERSION" (-1: damaged) for /oomt/big (after a reboot).
 //   oomtest mem        prints meminfo(): total and free pages, the policy's sizes.
 //   oomtest hold       takes all the memory it may and keeps it until killed.
 //
@@ -81,6 +83,42 @@ bool check_file(const char* path, int n) {
   for (long i = 0; i < size; i++)
     if (buf[i] != pattern_byte(n, i)) return false;
   return true;
+}
+
+// /oomt/big is rewritten (O_TRUNC) again and again: large enough for an
+// indirect block, so each rewrite frees a block map, which is what a
+// truncation with no free page must do without leaking blocks. Its first 4
+// bytes say which version it is; the rest is that version's pattern.
+constexpr long BIG_CHUNKS = 5;   // x 64 KiB = 320 KiB: past the 104 KiB of direct blocks
+constexpr const char* BIG = "/oomt/big";
+
+bool write_big(int version) {
+  int fd = open(BIG, O_CREATE | O_WRONLY | O_TRUNC);
+  if (fd < 0) return false;
+  bool ok = true;
+  for (long c = 0; c < BIG_CHUNKS && ok; c++) {
+    for (long i = 0; i < long(sizeof buf); i++) buf[i] = pattern_byte(version, c * long(sizeof buf) + i);
+    if (c == 0) memcpy(buf, &version, sizeof version);
+    ok = write(fd, buf, sizeof buf) == long(sizeof buf);
+  }
+  return close(fd) == 0 && ok;
+}
+
+// The version /oomt/big holds, or -1 if it is missing or damaged.
+int check_big() {
+  int fd = open(BIG, O_RDONLY);
+  if (fd < 0) return -1;
+  int version = -1;
+  bool ok = true;
+  for (long c = 0; c < BIG_CHUNKS && ok; c++) {
+    ok = read(fd, buf, sizeof buf) == long(sizeof buf);
+    if (c == 0 && ok) memcpy(&version, buf, sizeof version);
+    for (long i = c == 0 ? 4 : 0; i < long(sizeof buf) && ok; i++)
+      ok = buf[i] == pattern_byte(version, c * long(sizeof buf) + i);
+  }
+  ok = ok && read(fd, buf, 1) == 0;
+  close(fd);
+  return ok ? version : -1;
 }
 
 // What a child that took memory tells its parent.
@@ -355,6 +393,7 @@ void writer(uint64_t deadline) {
       printf("ack file %d %ld\n", n, file_size(n));
       files++;
     }
+    if (n % 8 == 0 && write_big(n)) printf("ack big %d\n", n);
     if (n % 4 == 0) {
       snprintf(path, sizeof path, "%s/d%d", DIR, n);
       if (mkdir(path) == 0) {
@@ -417,6 +456,7 @@ void verify() {
     if (stat(path, &st) != 0) continue;
     printf("verify %d %lu %s\n", n, (unsigned long)st.size, check_file(path, n) ? "ok" : "bad");
   }
+  printf("verify big %d\n", check_big());
   printf("oomtest: verify done\n");
 }
 
