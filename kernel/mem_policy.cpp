@@ -15,9 +15,10 @@ constexpr uint64_t GIGA = 1ull << 30;    // one level-1 table maps 1 GiB
 
 // Written once by init() on the boot hart before any other hart starts.
 uint64_t reserve = RESERVE_PAGES;
+uint64_t headroom = HEADROOM_PAGES;
 
 uint64_t keep_for(For who) {
-  return who == For::Cache ? reserve + HEADROOM_PAGES : reserve;
+  return who == For::Cache ? reserve + headroom : reserve;
 }
 
 constexpr uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -31,14 +32,19 @@ constexpr uint64_t FIXED_PAGES = 1 + USER_STACK_SIZE / PAGE_SIZE + 2 + 2 + 1 + K
 }  // namespace
 
 void init() {
-  int64_t n = bootarg_int(g_boot, "mem.reserve_pages", int64_t(RESERVE_PAGES));
-  if (n >= 0 && uint64_t(n) != RESERVE_PAGES) {
+  // A small machine (-m 64M) keeps most of its memory for processes.
+  uint64_t cap = kalloc_total_pages() / RAM_SHARE;
+  reserve = RESERVE_PAGES < cap ? RESERVE_PAGES : cap;
+  headroom = HEADROOM_PAGES < cap ? HEADROOM_PAGES : cap;
+  int64_t n = bootarg_int(g_boot, "mem.reserve_pages", -1);
+  if (n >= 0) {
     reserve = uint64_t(n);
     kprintf("kai: memory reserve %lu pages (mem.reserve_pages)\n", reserve);
   }
 }
 
 uint64_t reserve_pages() { return reserve; }
+uint64_t headroom_pages() { return headroom; }
 
 void* take_page(For who) { return kalloc_keep(keep_for(who)); }
 
@@ -49,7 +55,7 @@ uint64_t process_pages(uint64_t sz) {
 }
 
 ErrorOr<void> admit_growth(uint64_t more, uint64_t after) {
-  uint64_t floor = reserve + (after > SMALL_PROCESS_PAGES ? HEADROOM_PAGES : 0);
+  uint64_t floor = reserve + (after > SMALL_PROCESS_PAGES ? headroom : 0);
   if (more + floor > kalloc_free_pages()) return Errno::NoMem;
   return {};
 }

@@ -35,16 +35,20 @@
 namespace mem {
 
 // The one place where the policy's sizes are defined (in 4 KiB pages).
-// `mem.reserve_pages=N` on the kernel command line replaces RESERVE_PAGES
+// Neither floor is more than 1/RAM_SHARE of the memory (a 64 MiB machine).
+// `mem.reserve_pages=N` on the kernel command line replaces the reserve
 // (tests set 0 to show that a log commit needs no memory at all).
 constexpr uint64_t RESERVE_PAGES = 3072;          // 12 MiB: the kernel's own progress
 constexpr uint64_t HEADROOM_PAGES = 4096;         // 16 MiB: left for small processes
 constexpr uint64_t SMALL_PROCESS_PAGES = 1024;    // 4 MiB: may use the headroom
+constexpr uint64_t RAM_SHARE = 8;
 
-// Reads the command line's mem.reserve_pages; called once at boot.
+// Sets the floors from the memory size and the command line; called once
+// at boot, after kalloc_init().
 void init();
-// The reserve in force (RESERVE_PAGES unless the command line changed it).
+// The floors in force.
 uint64_t reserve_pages();
+uint64_t headroom_pages();
 
 // On whose behalf a page is taken.
 enum class For {

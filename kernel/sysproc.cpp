@@ -41,7 +41,7 @@ SyscallResult sys_meminfo() {
   info.total_pages = kalloc_total_pages();
   info.free_pages = kalloc_free_pages();
   info.reserve_pages = mem::reserve_pages();
-  info.headroom_pages = mem::HEADROOM_PAGES;
+  info.headroom_pages = mem::headroom_pages();
   info.small_process_pages = mem::SMALL_PROCESS_PAGES;
   TRY(copy_to_user(arg_ptr<kai_meminfo>(0), &info));
   return uint64_t(0);

@@ -2,7 +2,8 @@
 (kernel/mem_policy.h, docs/kernel.md "Memory policy"; the program is
 user/bin/oomtest.cpp):
 
-- sbrkfail (512 MiB, 256 MiB, 1 GiB): one process takes all it can and stops
+- sbrkfail (512 MiB, 256 MiB, 1 GiB; and 64 MiB, where the floors shrink
+  to 1/8 of the memory each): one process takes all it can and stops
   exactly at the headroom (page-table pages counted); another process can
   still fork, exec a small program, make a pipe, sbrk a page and write a
   file (and, with the tiny test model, have an AI request answered); small processes then take the rest down to the kernel's reserve,
@@ -69,7 +70,7 @@ def check_image(img):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("memory", ["512M", "256M", "1G"])
+@pytest.mark.parametrize("memory", ["512M", "256M", "1G", "64M"])
 def test_sbrkfail(image, memory):
     res = qemu_run.run(["oomtest sbrkfail"], image=image, kernel=KERNEL, memory=memory,
                        snapshot=True, timeout=120)
