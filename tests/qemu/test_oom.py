@@ -35,7 +35,8 @@ ACK_FILE = re.compile(r"^ack file (\d+) (\d+)\r?\n", re.M)   # whole lines only:
 ACK_DIR = re.compile(r"^ack dir (\d+)\r?$", re.M)
 VERIFY = re.compile(r"^verify (\d+) (\d+) (ok|bad)\r?$", re.M)
 ACK_BIG = re.compile(r"^ack big (\d+)\r?\n", re.M)
-VERIFY_BIG = re.compile(r"^verify big (-?\d+)\r?$", re.M)
+VERIFY_BIG = re.compile(r"^verify big (-?\d+) (full|partial|empty|bad|missing)\r?$", re.M)
+ACK_ANY = re.compile(r"^ack (file|big) (\d+)", re.M)
 # What the kernel prints when a commit or a truncation loses data.
 DATA_LOSS = ("log commit failed", "disk write failed", "blocks leaked", "out of memory while")
 
@@ -90,13 +91,14 @@ def test_ai_request_while_memory_is_exhausted(ai_image):
 
 def verify(img):
     """In a fresh boot: {file number: (size, "ok" or "bad")} for the files of
-    /oomt, the version /oomt/big holds (-1: damaged, None: missing), and `ls /oomt`."""
+    /oomt, (version, state) of /oomt/big (user/bin/oomtest.cpp), and `ls /oomt`."""
     res = qemu_run.run(["oomtest verify", "ls /oomt"], image=str(img), kernel=KERNEL, timeout=120)
     assert res.ok, f"{res.error}\n{res.transcript[-3000:]}"
     out = output_of(res.transcript, "oomtest verify")
     found = {int(n): (int(size), verdict) for n, size, verdict in VERIFY.findall(out)}
     big = VERIFY_BIG.search(out)
-    return found, int(big.group(1)) if big else None, output_of(res.transcript, "ls /oomt")
+    assert big, out[-2000:]
+    return found, (int(big.group(1)), big.group(2)), output_of(res.transcript, "ls /oomt")
 
 
 def torture_and_verify(image, tmp_path, smp, append=""):
@@ -114,7 +116,7 @@ def torture_and_verify(image, tmp_path, smp, append=""):
     lost = {n: found.get(n) for n, size in files.items() if found.get(n) != (size, "ok")}
     assert not lost, f"acknowledged files lost or damaged (number: found): {lost}"
     bigs = [int(n) for n in ACK_BIG.findall(out)]
-    assert len(bigs) >= 2 and big == bigs[-1], f"/oomt/big holds version {big}; the last acknowledged is {bigs}"
+    assert len(bigs) >= 2 and big == (bigs[-1], "full"), f"/oomt/big holds {big}; acknowledged: {bigs}"
     missing = [n for n in dirs if not re.search(rf"\bd{n}\b", listing)]
     assert not missing, f"acknowledged directories missing: {missing}"
     print(f"{len(files)} files and {len(dirs)} directories acknowledged, all intact")
@@ -152,9 +154,19 @@ def test_crash_during_torture_leaves_consistent_image(image, tmp_path, seed):
     assert not res.panicked, res.transcript[-2000:]
     check_image(img)
     files = [(int(n), int(size)) for n, size in ACK_FILE.findall(res.transcript)]
-    found, big, _ = verify(img)
-    bigs = [int(n) for n in ACK_BIG.findall(res.transcript)]
-    assert big in bigs or (big is None and len(bigs) < 2), f"/oomt/big holds {big}; acknowledged: {bigs}"
+    found, (version, state), _ = verify(img)
+    # The big file: one version, whole or cut short by the kill (a rewrite in
+    # progress: empty after its O_TRUNC, or the start of the new version),
+    # never bytes of two; and not older than a version acknowledged before
+    # the last UNCOMMITTED_ACKS files.
+    acks = ACK_ANY.findall(res.transcript[:res.transcript.rfind("\nack ")])
+    file_acks = [i for i, (kind, _) in enumerate(acks) if kind == "file"]
+    cutoff = file_acks[-UNCOMMITTED_ACKS] if len(file_acks) >= UNCOMMITTED_ACKS else 0
+    safe = [int(n) for kind, n in acks[:cutoff] if kind == "big"]
+    assert state != "bad", f"/oomt/big mixes versions (version {version})"
+    if safe:
+        assert state == "empty" or (state in ("full", "partial") and version >= safe[-1]), \
+            f"/oomt/big holds {version} ({state}); acknowledged long before the kill: {safe[-1]}"
     committed = files[:-UNCOMMITTED_ACKS]
     lost = {n: found.get(n) for n, size in committed if found.get(n) != (size, "ok")}
     assert not lost, f"files acknowledged long before the crash lost or damaged: {lost}"

@@ -14,7 +14,7 @@
 //                      map) and prints what the kernel acknowledged:
 //                      "ack file N SIZE", "ack dir N", "ack big VERSION".
 //   oomtest verify     prints "verify N SIZE ok|bad" for every /oomt/fN and "verify big
-//                      VERSION" (-1: damaged) for /oomt/big (after a reboot).
+//                      VERSION full|partial|empty|bad|missing" (after a reboot).
 //   oomtest mem        prints meminfo(): total and free pages, the policy's sizes.
 //   oomtest hold       takes all the memory it may and keeps it until killed.
 //
@@ -104,21 +104,30 @@ bool write_big(int version) {
   return close(fd) == 0 && ok;
 }
 
-// The version /oomt/big holds, or -1 if it is missing or damaged.
-int check_big() {
+// What /oomt/big holds: "full" (one whole version), "partial" (the start of
+// one version and nothing else: a rewrite cut by a crash), "empty", "bad"
+// (bytes of no single version) or "missing"; *version is the version, or -1.
+const char* check_big(int* version) {
+  *version = -1;
   int fd = open(BIG, O_RDONLY);
-  if (fd < 0) return -1;
-  int version = -1;
+  if (fd < 0) return "missing";
+  long total = 0;
   bool ok = true;
   for (long c = 0; c < BIG_CHUNKS && ok; c++) {
-    ok = read(fd, buf, sizeof buf) == long(sizeof buf);
-    if (c == 0 && ok) memcpy(&version, buf, sizeof version);
-    for (long i = c == 0 ? 4 : 0; i < long(sizeof buf) && ok; i++)
-      ok = buf[i] == pattern_byte(version, c * long(sizeof buf) + i);
+    long got = read(fd, buf, sizeof buf);
+    if (got <= 0) break;
+    if (c == 0 && got >= 4) memcpy(version, buf, sizeof *version);
+    if (c == 0 && got < 4) ok = false;
+    for (long i = c == 0 ? 4 : 0; i < got && ok; i++)
+      ok = buf[i] == pattern_byte(*version, c * long(sizeof buf) + i);
+    total += got;
+    if (got < long(sizeof buf)) break;
   }
   ok = ok && read(fd, buf, 1) == 0;
   close(fd);
-  return ok ? version : -1;
+  if (total == 0) return "empty";
+  if (!ok) return "bad";
+  return total == BIG_CHUNKS * long(sizeof buf) ? "full" : "partial";
 }
 
 // What a child that took memory tells its parent.
@@ -456,7 +465,9 @@ void verify() {
     if (stat(path, &st) != 0) continue;
     printf("verify %d %lu %s\n", n, (unsigned long)st.size, check_file(path, n) ? "ok" : "bad");
   }
-  printf("verify big %d\n", check_big());
+  int version;
+  const char* state = check_big(&version);
+  printf("verify big %d %s\n", version, state);
   printf("oomtest: verify done\n");
 }
 
