@@ -1,11 +1,12 @@
 // The memory policy: who may take the last free pages.
 //
-// Two kinds of page leave the allocator. The kernel's own (the file system's
-// transient I/O lists, the AI worker's session state, model weights, the
+// Two kinds of page leave the allocator. The kernel's own (the AI workers'
+// working memory, model weights and KV caches, kernel-thread stacks, the
 // kernel's page table) come from kalloc() and may take the very last page.
 // Every page the kernel takes *on behalf of a process* (its user pages and
 // the page-table pages that map them, its kernel stack and trapframe, exec's
-// argument copies, pipes, read-ahead buffers) comes through mem::take_page()
+// argument copies, pipes, the large-read path's request lists, read-ahead
+// buffers) comes through mem::take_page()
 // or mem::take_contiguous() below, which refuse (the caller returns ENOMEM)
 // rather than dip into a reserve kept for the kernel's progress:
 //
