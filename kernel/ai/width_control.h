@@ -188,10 +188,7 @@ class WidthControl {
 //
 // Why a window is the *start* of a pass and not whole passes: a probe then
 // costs about kWindowMacs multiply-adds at the neighbour's width whatever the
-// batch. When windows were whole passes, a pass of 8 decode tokens (1.1 G
-// multiply-adds) was one window, and a probe at one thread ran the whole pass
-// at half speed: 420 ms of an 8.4 s run of 8 clients at `-smp 2` (the trace,
-// real time, 2026-12-04). Now it runs the first tenth of the pass.
+// batch (docs/notebook/2026-12-row-team-width.md, "A probe window is the start of a pass").
 // Measuring the same stretch of every pass also keeps a window's mix of
 // products the same from window to window (the classifier, a large product,
 // comes last and is never in a window of a pass larger than kWindowMacs).
