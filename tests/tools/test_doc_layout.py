@@ -35,7 +35,9 @@ LIMITS = {
     # The service's reference. "Sharing the model among processes" (about
     # 170 lines) would be a note of its own, but kernel/ai/scheduler.cpp cites
     # it there and is being edited on another branch; move it with that file.
-    "docs/ai-service.md": 930,
+    # (About 930 lines after the notebook split; the rest is room for the
+    # branches being merged into it.)
+    "docs/ai-service.md": 950,
 }
 MONTHS = ("jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
           "|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
