@@ -41,7 +41,7 @@
 //     at least ai.max_batch); it changes when tokens are produced, not who
 //     is admitted next nor what anyone is charged.
 // So 2U = 2 * max(L, 2 * workers * max_batch * (L + N)), N the most tokens
-// a request generates. For the flood of docs/experiments.md (one worker,
+// a request generates. For the flood of docs/engine-lab.md (one worker,
 // ai.max_batch=4, prompts of at most 32 and 16 tokens) that is 768
 // weighted tokens, whatever the number of requests the flood sends.
 //
