@@ -61,8 +61,8 @@ TOKTOOL = ["build/host/toktool"]
 
 MUTATIONS = [
     Mutation("batch-swap-tokens", "lib/llm_batch.cpp",
-             "for (uint32_t j = 0; j < m; j++) items[which_[j]].next = best[j].index;",
-             "for (uint32_t j = 0; j < m; j++) items[which_[j]].next = best[m > 1 && j < 2 ? 1 - j : j].index;",
+             "for (uint32_t j = 0; j < m_argmax; j++) items[which_[j]].next = best[j].index;",
+             "for (uint32_t j = 0; j < m_argmax; j++) items[which_[j]].next = best[m_argmax > 1 && j < 2 ? 1 - j : j].index;",
              UNIT + USER_AND_KERNEL,
              [host("[batch]"), pytest("tests/qemu/test_ai.py", "test_batched_tokens_equal_solo and 1-1-8")],
              "two requests in one batched pass get each other's next token"),
