@@ -408,6 +408,12 @@ MUTATIONS = [
              USER_AND_KERNEL + ["build/fs-smol.img"],
              [pytest("tests/qemu/test_default_text.py", "stop_text")],
              "ai encodes --stop-text but never adds it to the request's stop sequences"),
+    Mutation("demo-rc-predicts-8", "user/etc/rc",
+             "ai --model SMOL --int8 --timing --predict 16 504 3575 282 4649 314",
+             "ai --model SMOL --int8 --timing --predict 8 504 3575 282 4649 314",
+             [],   # the test builds its demo image from user/etc itself
+             [pytest("tests/qemu/test_doc_examples.py", "boot")],
+             "the demo's warm request asks for 8 tokens: README.md's boot output shows 16"),
 ]
 
 
