@@ -396,7 +396,7 @@ bench: kernel user smol-assets
 	$(PYTHON) tools/bench.py --out $(BENCH_OUT) --repeat $(BENCH_REPEAT) --disk $(BENCH_DISKS) $(BENCH_ARGS)
 	$(MAKE) --no-print-directory bench-engine
 
-# The serving engine's study (tools/engine_study.py; docs/experiments.md, "The
+# The serving engine's study (tools/engine_study.py; docs/engine-lab.md, "The
 # engine"): batching against one request at a time, the policies under a
 # mixed workload, head-of-line blocking with and without chunked prefill. In
 # exact mode (virtual time), so the figures repeat exactly; about 30-60 min
@@ -412,7 +412,7 @@ bench-engine: kernel user $(B)/fs-smol.img
 # exact mode with the AI service's trace on (engine_study.py --trace): per
 # boot, the aitrace transcript, Chrome trace-event JSON (open it in
 # ui.perfetto.dev) and a PNG timeline under results/trace/, made by
-# tools/trace.py; docs/experiments.md reads the head-of-line pictures.
+# tools/trace.py; docs/engine-lab.md reads the head-of-line pictures.
 # Not part of `make test`; TRACE_ARGS=--quick gives a short version.
 TRACE_OUT  ?= results/trace
 TRACE_ARGS ?=

@@ -15,7 +15,7 @@ enum class Errno : int {
   TooManyFiles = KAI_EMFILE, FileTooBig = KAI_EFBIG, NoSpace = KAI_ENOSPC,
   IllegalSeek = KAI_ESPIPE, TooManyLinks = KAI_EMLINK, BrokenPipe = KAI_EPIPE,
   Range = KAI_ERANGE, NameTooLong = KAI_ENAMETOOLONG, NoSys = KAI_ENOSYS,
-  NotEmpty = KAI_ENOTEMPTY, Quota = KAI_EDQUOT, Cancelled = KAI_ECANCELED,
+  NotEmpty = KAI_ENOTEMPTY, ReadOnly = KAI_EROFS, Quota = KAI_EDQUOT, Cancelled = KAI_ECANCELED,
 };
 
 

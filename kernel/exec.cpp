@@ -3,6 +3,7 @@
 #include "elf.h"
 #include "fs/fs.h"
 #include "kalloc.h"
+#include "mem_policy.h"
 #include "memlayout.h"
 #include "process.h"
 #include "string.h"
@@ -63,7 +64,9 @@ ErrorOr<uint64_t> load_program(PageTable pt, fs::Inode* ip, uint64_t& entry, uin
     if (ph.memsz < ph.filesz || end < ph.vaddr || end > USER_HEAP_LIMIT || ph.vaddr < sz)
       return Errno::NoExec;
     // Refuse up front rather than drain every free page and then give up.
-    if (ph.memsz / PAGE_SIZE + 64 > kalloc_free_pages()) return Errno::NoMem;
+    // The old image is still held while the new one is built: both count.
+    uint64_t more = mem::process_pages(end) - mem::process_pages(sz);
+    TRY(mem::admit_growth(more, mem::process_pages(end)));
     sz = TRY(map_segment(pt, sz, ph.vaddr, end, pte_perm(ph.flags)));
     mapped = sz;
     TRY(load_segment(pt, ip, ph.vaddr, ph.off, ph.filesz));

@@ -51,10 +51,13 @@ void kalloc_init() {
   hint = (first_free - base_pa) / PAGE_SIZE / 64;
 }
 
-void* kalloc() {
+void* kalloc() { return kalloc_keep(0); }
+
+void* kalloc_keep(uint64_t keep) {
   uint64_t found = ~0ull;
   {
     SpinlockGuard guard(lock);
+    if (free_count <= keep) return nullptr;   // checked and taken under one lock: no race
     for (uint64_t n = 0; n < nwords; n++) {
       uint64_t w = (hint + n) % nwords;
       if (bitmap[w] == ~0ull) continue;
@@ -83,13 +86,15 @@ void kfree(void* page) {
   if (i / 64 < hint) hint = i / 64;
 }
 
-void* kalloc_contiguous(uint64_t bytes) {
+void* kalloc_contiguous(uint64_t bytes) { return kalloc_contiguous_keep(bytes, 0); }
+
+void* kalloc_contiguous_keep(uint64_t bytes, uint64_t keep) {
   if (bytes == 0) return nullptr;
   uint64_t want = (bytes + PAGE_SIZE - 1) / PAGE_SIZE;
   uint64_t start = ~0ull;
   {
     SpinlockGuard guard(lock);
-    if (want > free_count) return nullptr;
+    if (want + keep > free_count) return nullptr;
     uint64_t run = 0, i = 0;
     while (i < npages) {
       if (i % 64 == 0 && bitmap[i / 64] == ~0ull) {   // skip full words quickly

@@ -6,12 +6,17 @@ constexpr uint64_t PAGE_SIZE = 4096;
 
 void kalloc_init();
 // One zero-filled 4 KiB page (kernel direct-mapped address), or nullptr.
+// kalloc() and kalloc_contiguous() are for the kernel's own use and may take
+// the last free page; memory taken for a process goes through mem_policy.h.
 void* kalloc();
+// The same, but only if more than `keep` pages stay free (mem_policy.h's floors).
+void* kalloc_keep(uint64_t keep);
 void kfree(void* page);
 // A physically contiguous, page-aligned, zero-filled region of at least
 // `bytes` bytes (model weights, big I/O buffers), or nullptr if no such run
 // of free pages exists.
 void* kalloc_contiguous(uint64_t bytes);
+void* kalloc_contiguous_keep(uint64_t bytes, uint64_t keep);
 void kfree_contiguous(void* region, uint64_t bytes);
 uint64_t kalloc_free_pages();
 uint64_t kalloc_total_pages();

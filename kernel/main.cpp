@@ -8,6 +8,7 @@
 #include "drivers/virtio_blk.h"
 #include "idle.h"
 #include "kalloc.h"
+#include "mem_policy.h"
 #include "printf.h"
 #include "process.h"
 #include "sbi.h"
@@ -35,6 +36,7 @@ extern "C" void kmain(uint64_t hartid, uint64_t fdt) {
   kprintf("\nkai: booting on hart %lu; %lu MiB RAM at 0x%lx; %d harts; timebase %lu Hz\n", hartid,
           g_boot.ram_size >> 20, g_boot.ram_base, g_boot.nharts, g_boot.timebase_hz);
   kalloc_init();
+  mem::init();
   kvm_init();
   kvm_inithart();
   trap_inithart();

@@ -13,6 +13,7 @@
 #include "fs/fs.h"
 #include "idle.h"
 #include "kalloc.h"
+#include "mem_policy.h"
 #include "memlayout.h"
 #include "printf.h"
 #include "process.h"
@@ -62,8 +63,14 @@ ErrorOr<Process*> alloc_process(void (*entry)(), bool kthread) {
   p->chan = nullptr;
   p->sz = p->heap_start = 0;
   p->pagetable = nullptr;
-  p->kstack = reinterpret_cast<uint64_t>(kalloc_contiguous(KSTACK_SIZE));
-  if (!kthread) p->trapframe = static_cast<Trapframe*>(kalloc());
+  // A user process's kernel stack and trapframe are memory it holds, taken
+  // under the memory policy; a kernel thread's are the kernel's own.
+  if (kthread) {
+    p->kstack = reinterpret_cast<uint64_t>(kalloc_contiguous(KSTACK_SIZE));
+  } else {
+    p->kstack = reinterpret_cast<uint64_t>(mem::take_contiguous(KSTACK_SIZE, mem::For::Process));
+    p->trapframe = static_cast<Trapframe*>(mem::take_page(mem::For::Process));
+  }
   if (!p->kstack || (!kthread && !p->trapframe)) {
     free_process(p);
     p->lock.release();
@@ -253,6 +260,9 @@ void kthread_exit() {
 ErrorOr<int> fork() {
   Process* parent = current_process();
   if (!parent->pagetable) return Errno::Invalid;   // kernel threads cannot fork
+  // The child will hold as much as the parent (every page is copied).
+  uint64_t child_pages = mem::process_pages(parent->sz);
+  TRY(mem::admit_growth(child_pages, child_pages));
   Process* child = TRY(alloc_process(forkret, false));
   child->pagetable = proc_pagetable(child);
   if (!child->pagetable ||
@@ -463,9 +473,10 @@ ErrorOr<uint64_t> grow_process(int64_t n) {
   if (n > 0) {
     uint64_t want = old + static_cast<uint64_t>(n);
     if (want < old || want > USER_HEAP_LIMIT) return Errno::NoMem;
-    // Fail fast (and keep some pages for the kernel) rather than thrash the allocator.
-    uint64_t pages = (page_round_up(want) - page_round_up(old)) / PAGE_SIZE;
-    if (pages + 64 > kalloc_free_pages()) return Errno::NoMem;
+    // Refuse the whole request up front (data and page-table pages, worst
+    // case) rather than take most of it and give it back.
+    uint64_t after = mem::process_pages(want);
+    TRY(mem::admit_growth(after - mem::process_pages(old), after));
     p->sz = TRY(uvm_alloc(p->pagetable, old, want, riscv::PTE_R | riscv::PTE_W));
   } else if (n < 0) {
     uint64_t shrink = static_cast<uint64_t>(-n);

@@ -3,6 +3,7 @@
 // copy_to_user, which check it against the caller's page table.
 #include "console.h"
 #include "kalloc.h"
+#include "mem_policy.h"
 #include "param.h"
 #include "process.h"
 #include "sbi.h"
@@ -10,6 +11,7 @@
 #include "syscall.h"
 #include "trap.h"
 #include "user_ptr.h"
+#include <kai/mem_abi.h>
 
 SyscallResult sys_fork() { return static_cast<uint64_t>(TRY(fork())); }
 
@@ -33,6 +35,17 @@ SyscallResult sys_setsid() { return static_cast<uint64_t>(TRY(new_session())); }
 SyscallResult sys_getsid() { return static_cast<uint64_t>(TRY(session_of(static_cast<int>(arg_int(0))))); }
 
 SyscallResult sys_sbrk() { return TRY(grow_process(arg_int(0))); }
+
+SyscallResult sys_meminfo() {
+  kai_meminfo info{};
+  info.total_pages = kalloc_total_pages();
+  info.free_pages = kalloc_free_pages();
+  info.reserve_pages = mem::reserve_pages();
+  info.headroom_pages = mem::headroom_pages();
+  info.small_process_pages = mem::SMALL_PROCESS_PAGES;
+  TRY(copy_to_user(arg_ptr<kai_meminfo>(0), &info));
+  return uint64_t(0);
+}
 
 SyscallResult sys_sleep() {
   int64_t n = arg_int(0);
@@ -99,7 +112,7 @@ SyscallResult sys_exec() {
       result = exec(path, argv);
       break;
     }
-    argv[argc] = static_cast<char*>(kalloc());
+    argv[argc] = static_cast<char*>(mem::take_page(mem::For::Process));
     if (!argv[argc]) {
       result = Errno::NoMem;
       break;

@@ -45,6 +45,7 @@
 #include "vm.h"
 #include "boot.h"
 #include "kalloc.h"
+#include "mem_policy.h"
 #include "memlayout.h"
 #include "printf.h"
 #include "riscv.h"
@@ -60,11 +61,20 @@ namespace {
 PageTable kernel_pagetable = nullptr;
 constexpr uint64_t MEGA = 2ull << 20;
 
-// The level-0 PTE for va, creating intermediate tables if alloc.
+// Whether walk() may create missing tables, and for whom: a user table's
+// pages belong to its process and go through the memory policy like its
+// data pages (mem_policy.h), so sbrk is charged for the tables it needs.
+enum class Tables { Existing, Kernel, Process };
+
+void* table_page(Tables who) {
+  return who == Tables::Process ? mem::take_page(mem::For::Process) : kalloc();
+}
+
+// The level-0 PTE for va, creating intermediate tables unless Existing.
 // nullptr if missing (or a megapage is in the way, which only the kernel table has).
 // The table pages are reached through their physical addresses: the kernel
 // maps all RAM at VA == PA, so a PPN << 12 is also a pointer it can use.
-pte_t* walk(PageTable pt, uint64_t va, bool alloc) {
+pte_t* walk(PageTable pt, uint64_t va, Tables alloc) {
   if (va >= MAXVA) return nullptr;   // beyond it the hardware would need bits 63..39 set
   for (int level = 2; level > 0; level--) {
     pte_t* pte = &pt[vpn_index(va, level)];
@@ -72,10 +82,10 @@ pte_t* walk(PageTable pt, uint64_t va, bool alloc) {
       if (*pte & (PTE_R | PTE_W | PTE_X)) return nullptr;   // a leaf (megapage)
       pt = reinterpret_cast<PageTable>(pte_to_pa(*pte));
     } else {
-      if (!alloc) return nullptr;
-      // kalloc returns a zeroed page: 512 invalid entries, so the new table
-      // maps nothing until entries are written into it.
-      auto* next = static_cast<PageTable>(kalloc());
+      if (alloc == Tables::Existing) return nullptr;
+      // A zeroed page: 512 invalid entries, so the new table maps nothing
+      // until entries are written into it.
+      auto* next = static_cast<PageTable>(table_page(alloc));
       if (!next) return nullptr;
       // V alone (R, W, X clear): a pointer to the next level, not a leaf.
       *pte = pa_to_pte(reinterpret_cast<uint64_t>(next)) | PTE_V;
@@ -118,7 +128,7 @@ void kvm_map(uint64_t va, uint64_t pa, uint64_t size, uint64_t perm) {
       va += MEGA;
       pa += MEGA;
     } else {
-      pte_t* pte = walk(kernel_pagetable, va, true);
+      pte_t* pte = walk(kernel_pagetable, va, Tables::Kernel);
       if (!pte) panic("kvm_map: cannot map %p", reinterpret_cast<void*>(va));
       if (*pte & PTE_V) panic("kvm_map: remap of %p", reinterpret_cast<void*>(va));
       *pte = pa_to_pte(pa) | perm | PTE_V;
@@ -136,7 +146,7 @@ void kvm_map(uint64_t va, uint64_t pa, uint64_t size, uint64_t perm) {
 // kernel from writing where the program itself may not (its text).
 uint64_t user_page(PageTable pt, uint64_t va, bool writable) {
   if (!pt || va >= MAXVA) return 0;
-  pte_t* pte = walk(pt, va, false);
+  pte_t* pte = walk(pt, va, Tables::Existing);
   if (!pte || !(*pte & PTE_V) || !(*pte & PTE_U)) return 0;
   if (writable && !(*pte & PTE_W)) return 0;
   return pte_to_pa(*pte);
@@ -190,11 +200,13 @@ uint64_t kernel_satp() { return make_satp(reinterpret_cast<uint64_t>(kernel_page
 // the next return to user space flushes the TLB. (grow_process in
 // proc.cpp also fences after shrinking, for the hart that runs it.)
 
-PageTable uvm_create() { return static_cast<PageTable>(kalloc()); }   // zeroed: maps nothing
+PageTable uvm_create() {   // zeroed: maps nothing
+  return static_cast<PageTable>(mem::take_page(mem::For::Process));
+}
 
 ErrorOr<void> uvm_map(PageTable pt, uint64_t va, uint64_t pa, uint64_t size, uint64_t perm) {
   for (uint64_t a = page_round_down(va); a < va + size; a += PAGE_SIZE, pa += PAGE_SIZE) {
-    pte_t* pte = walk(pt, a, true);
+    pte_t* pte = walk(pt, a, Tables::Process);
     if (!pte) return Errno::NoMem;
     // A remap would lose track of the old page (a leak, or two owners).
     if (*pte & PTE_V) panic("uvm_map: remap of %p", reinterpret_cast<void*>(a));
@@ -208,7 +220,7 @@ ErrorOr<void> uvm_map(PageTable pt, uint64_t va, uint64_t pa, uint64_t size, uin
 // (one shared page of kernel text) and the trapframe (freed by proc.cpp).
 void uvm_unmap(PageTable pt, uint64_t va, uint64_t npages, bool free_pages) {
   for (uint64_t a = va; a < va + npages * PAGE_SIZE; a += PAGE_SIZE) {
-    pte_t* pte = walk(pt, a, false);
+    pte_t* pte = walk(pt, a, Tables::Existing);
     if (!pte || !(*pte & PTE_V)) continue;   // holes are fine
     if (free_pages) kfree(reinterpret_cast<void*>(pte_to_pa(*pte)));
     *pte = 0;
@@ -218,7 +230,7 @@ void uvm_unmap(PageTable pt, uint64_t va, uint64_t npages, bool free_pages) {
 ErrorOr<uint64_t> uvm_alloc(PageTable pt, uint64_t oldsz, uint64_t newsz, uint64_t perm) {
   if (newsz <= oldsz) return oldsz;
   for (uint64_t a = page_round_up(oldsz); a < newsz; a += PAGE_SIZE) {
-    void* page = kalloc();
+    void* page = mem::take_page(mem::For::Process);
     if (!page) {
       uvm_dealloc(pt, a, oldsz);
       return Errno::NoMem;
@@ -260,9 +272,9 @@ void uvm_free_tables(PageTable pt) { free_tables(pt, 2); }
 // the half-built child holds nothing but its table pages.
 ErrorOr<void> uvm_copy(PageTable from, PageTable to, uint64_t start, uint64_t end) {
   for (uint64_t a = page_round_down(start); a < end; a += PAGE_SIZE) {
-    pte_t* pte = walk(from, a, false);
+    pte_t* pte = walk(from, a, Tables::Existing);
     if (!pte || !(*pte & PTE_V)) continue;
-    void* page = kalloc();
+    void* page = mem::take_page(mem::For::Process);
     if (!page) {
       uvm_unmap(to, page_round_down(start), (a - page_round_down(start)) / PAGE_SIZE, true);
       return Errno::NoMem;

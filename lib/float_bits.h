@@ -5,13 +5,8 @@
 //
 // Why: under QEMU an integer instruction is one or two host instructions,
 // while a float instruction is a call into QEMU's software float library.
-// The conversions that round or truncate are among the dearest: `opcost`
-// (user/bin/opcost.cpp, real time, 2026-12-05) measured fcvt.s.d at 10.5 ns
-// and fcvt.l.d at 8.3 ns, where an integer add takes 0.08 ns; the integer
-// forms below took 0.6 and 2.0 ns. exp, SiLU and sigmoid do one of each per
-// value, hidden_dim times per layer per token. (Not every conversion is
-// worth it: fcvt.s.l, int64 -> float, took 3.7 ns, less than the float
-// subtract (7.8 ns) a bit trick for it needs.)
+// The conversions that round or truncate are among the dearest (`opcost`,
+// user/bin/opcost.cpp; docs/runtime.md, "What each kind of instruction costs").
 //
 // Each function handles the common range itself and leaves the rest (values
 // too large, subnormal results, NaN, infinity) to the C++ conversion, i.e.

@@ -330,8 +330,7 @@ template <int L, int V>
 // return, and a call to another page, is a jump looked up at run time; a
 // decode pass of 8 clients has some 51 000 blocks). The totals are zeroed
 // in a loop that GCC would otherwise turn back into a memset call.
-// decode@8: 0.35% fewer instructions (exact), 0.96-0.98 of the real time in
-// paired boots of perfbench (2026-12-04).
+// Measured in docs/notebook/2026-12-runtime-tuning.md, "Night of 2026-12-04".
 template <int L, int V>
 [[gnu::noinline, gnu::optimize("no-tree-loop-distribute-patterns")]] void rows4_range(
     const Matrix& w, const ActVec* x, uint32_t m, uint32_t r, uint32_t blocks, float* y, size_t stride) {

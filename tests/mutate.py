@@ -11,8 +11,10 @@ is clean before the next one. At the end a table is printed:
 
 where result is the first test that failed ("caught by ..."), NOT CAUGHT
 when every test passed (a hole in the tests, or a mutation that changes
-nothing observable), "does not apply" when the line is not in the file (the
-source moved: update the mutation), or "build failed".
+nothing observable), "not run" when every test was skipped (a model or a
+program they need is missing: nothing was shown either way), "does not
+apply" when the line is not in the file (the source moved: update the
+mutation), or "build failed".
 
     /usr/bin/python3 tests/mutate.py --list          # the mutations
     /usr/bin/python3 tests/mutate.py                 # all of them (long: QEMU boots)
@@ -23,6 +25,7 @@ Never leave it interrupted without checking `git status`: the file being
 mutated is restored in a `finally`, but a killed run cannot do that."""
 import argparse
 import os
+import re
 import subprocess
 import sys
 import time
@@ -372,6 +375,25 @@ MUTATIONS = [
              USER_AND_KERNEL,
              [pytest("tests/qemu/test_ai.py", "test_batched_tokens_equal_solo and 1-1-8")],
              "the kernel seeds a sampled request differently from the host runner (solo and batched alike)"),
+    Mutation("commit-allocates-again", "kernel/fs/log.cpp",
+             "auto r = write_blocks(true);",
+             "void* page = kalloc(); auto r = page ? write_blocks(true) : ErrorOr<void>(Errno::NoMem); if (page) kfree(page);",
+             USER_AND_KERNEL,
+             [pytest("tests/qemu/test_oom.py", "test_commit_needs_no_memory")],
+             "a log commit takes a page again (as its segment list once did) and fails when none is free"),
+    Mutation("reserve-forgets-page-tables", "kernel/mem_policy.cpp",
+             "return div_up(sz, PAGE_SIZE) + div_up(sz, MEGA2) + div_up(sz, GIGA) + FIXED_PAGES;",
+             "return div_up(sz, PAGE_SIZE) + FIXED_PAGES;",
+             USER_AND_KERNEL,
+             [pytest("tests/qemu/test_oom.py", "test_sbrkfail and 512M")],
+             "sbrk's up-front check counts data pages only, so a big process grows into the others' headroom "
+             "by the page-table pages (one per 2 MiB)"),
+    Mutation("pipe-skips-accounting", "kernel/fs/pipe.cpp",
+             "void* page = *f1 ? mem::take_page(mem::For::Process) : nullptr;",
+             "void* page = *f1 ? kalloc() : nullptr;",
+             USER_AND_KERNEL,
+             [pytest("tests/qemu/test_oom.py", "test_sbrkfail and 512M")],
+             "a pipe's buffer comes from the kernel's reserve instead of going through the memory policy"),
     Mutation("bpe-highest-rank-first", "tools/tokenizer.py",
              "if r is not None and (best is None or r < best):",
              "if r is not None and (best is None or r > best):",
@@ -398,6 +420,12 @@ MUTATIONS = [
              USER_AND_KERNEL + ["build/fs-smol.img"],
              [pytest("tests/qemu/test_default_text.py", "stop_text")],
              "ai encodes --stop-text but never adds it to the request's stop sequences"),
+    Mutation("demo-rc-predicts-8", "user/etc/rc",
+             "ai --model SMOL --int8 --timing --predict 16 504 3575 282 4649 314",
+             "ai --model SMOL --int8 --timing --predict 8 504 3575 282 4649 314",
+             [],   # the test builds its demo image from user/etc itself
+             [pytest("tests/qemu/test_doc_examples.py", "boot")],
+             "the demo's warm request asks for 8 tokens: README.md's boot output shows 16"),
 ]
 
 
@@ -415,11 +443,23 @@ def run(argv, log, timeout):
     with open(log, "a") as f:
         f.write(f"\n$ {' '.join(argv)}\n")
         f.flush()
+        start = f.tell()
         try:
-            return subprocess.run(NICE + argv, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
+            rc = subprocess.run(NICE + argv, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             f.write(f"timed out after {timeout} s\n")
             return "timeout"
+    if rc == 0 and all_skipped(log, start):
+        return "skipped"
+    return rc
+
+
+def all_skipped(log, start):
+    """Did the pytest run whose output starts at `start` in log skip every test?"""
+    with open(log) as f:
+        f.seek(start)
+        tail = f.read()[-2000:]
+    return re.search(r"\b\d+ skipped\b", tail) is not None and re.search(r"\b\d+ passed\b", tail) is None
 
 
 def make(targets, log):
@@ -449,9 +489,12 @@ def try_mutation(m, log, all_tests):
         built = True
         if make(m.build, log) != 0:
             return "build failed (the mutation does not compile; fix it)", where
+        skipped = 0
         for label, argv in m.tests:
             rc = run(argv, log, 5400)
-            if rc != 0:
+            if rc == "skipped":
+                skipped += 1
+            elif rc != 0:
                 caught.append(label + (" (timed out)" if rc == "timeout" else ""))
                 if not all_tests:
                     break
@@ -465,7 +508,11 @@ def try_mutation(m, log, all_tests):
         if built and make(m.build, log) != 0:
             print(f"[mutate] rebuilding after {m.name} failed: see {log}", file=sys.stderr)
         os.utime(path, (times.st_atime, times.st_mtime))
-    return ("caught by " + "; ".join(caught)) if caught else "NOT CAUGHT", where
+    if caught:
+        return "caught by " + "; ".join(caught), where
+    if skipped == len(m.tests):
+        return "not run: every test was skipped (see the log for why)", where
+    return "NOT CAUGHT", where
 
 
 def main():
@@ -497,7 +544,8 @@ def main():
     print("\n| mutation | where | result |\n|---|---|---|")
     for name, where, result in rows:
         print(f"| {name} | {where} | {result} |")
-    return 1 if any(r.startswith(("NOT CAUGHT", "does not apply", "build failed")) for _, _, r in rows) else 0
+    return 1 if any(r.startswith(("NOT CAUGHT", "not run", "does not apply", "build failed"))
+                    for _, _, r in rows) else 0
 
 
 if __name__ == "__main__":

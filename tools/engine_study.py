@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The serving-engine study (docs/experiments.md, "The engine"): what
+"""The serving-engine study (docs/engine-lab.md, "The engine"): what
 iteration-level batching, scheduling policies and chunked prefill do, on
 the SmolLM2-135M-shape model with int8 activations.
 

@@ -22,8 +22,8 @@ In exact mode (qemu_run --deterministic) the clock counts instructions,
 so a tick comes every 10 M instructions and the share of samples is the
 share of *instructions*. Profile the same workload both ways and divide:
 a function's share of real time over its share of instructions is what
-each of its instructions costs against the average (docs/runtime.md,
-"Night of 2026-12-04: what each instruction costs, function by function").
+each of its instructions costs against the average (worked through in
+docs/notebook/2026-12-runtime-tuning.md, "Night of 2026-12-04").
 
 Samples land where interrupts come on again: code that runs with
 interrupts off (inside a spinlock) is counted where it releases the lock,

@@ -423,10 +423,8 @@ def steady_pair(calib_around, full_speed_us=None, threshold_pct=noise.DEFAULT_TH
     each other and, given the run's fastest reading (full_speed_us), of that
     too. Why both: a host that is steadily slow has usually taken part of a
     core for itself, and a two-hart run then slows more than the one-hart
-    run beside it. make perf, 2026-12-05 00:00: 8 clients batched on 2
-    harts against one at a time on 1 hart gave 1.77x over five pairs whose
-    readings agreed, but `calib --harts 2` read 40% slower than the run's
-    fastest; the next run, at full speed, gave 3.15x."""
+    run beside it (docs/notebook/2026-12-runtime-tuning.md, "Night of
+    2026-12-05")."""
     before, after = calib_around
     if not (before and after) or abs(after - before) / min(before, after) * 100 > threshold_pct:
         return False

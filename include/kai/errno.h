@@ -26,6 +26,7 @@
 #define KAI_EFBIG        27
 #define KAI_ENOSPC       28
 #define KAI_ESPIPE       29
+#define KAI_EROFS        30   // the file system turned read-only after a disk write failed
 #define KAI_EMLINK       31
 #define KAI_EPIPE        32
 #define KAI_ERANGE       34

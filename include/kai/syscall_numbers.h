@@ -47,7 +47,8 @@
   X(33, ai_control) /* ai_control(cmd, arg): e.g. the scheduling policy */  \
   X(34, ai_read)    /* streaming: the tokens of a request as they come */   \
   X(35, setsid)     /* a new session led by the caller: returns its id */     \
-  X(36, getsid)     /* getsid(pid): the session of pid (0: the caller) */
+  X(36, getsid)     /* getsid(pid): the session of pid (0: the caller) */  \
+  X(37, meminfo)    /* meminfo(struct kai_meminfo*): free pages, policy */
 
 #ifndef __ASSEMBLER__
 // KAI_SYS_fork = 1, ... and KAI_SYS_COUNT, one more than the highest number

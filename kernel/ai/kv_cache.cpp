@@ -42,7 +42,6 @@ struct ModelKv {
 };
 
 ModelKv pools[KAI_AI_MAX_MODELS];
-KvStats stats;
 
 uint32_t* take_u32s(uint8_t*& cursor, uint64_t n) {
   auto* p = reinterpret_cast<uint32_t*>(cursor);
@@ -244,8 +243,8 @@ int32_t kv_admit(const PrefixKey& key, uint32_t context, uint32_t positions, Blo
   for (uint32_t i = 0; i < fresh; i++) table.block[table.n++] = take_block(k);
   table.registered = n_hits;
   if (n_hits > 0) {
-    stats.prefix_hit_requests++;
-    stats.prefix_hit_tokens += n_hits * B;
+    counters.prefix_hit_requests++;
+    counters.prefix_hit_tokens += n_hits * B;
   }
   return int32_t(n_hits * B);
 }
@@ -317,8 +316,7 @@ void kv_shrink(int m, BlockTable& table, uint32_t positions) {
 }
 
 KvStats kv_stats() {
-  KvStats s = stats;
-  s.blocks_total = s.blocks_used = s.blocks_cached = 0;
+  KvStats s{};
   for (const ModelKv& k : pools) {
     if (!k.paged) continue;
     s.blocks_total += k.n_blocks;
@@ -328,7 +326,6 @@ KvStats kv_stats() {
   return s;
 }
 
-void kv_count_preemption() { stats.preemptions++; }
 
 KvPoolView kv_view(int m) {
   const ModelKv& k = pools[m];
@@ -359,6 +356,5 @@ void kv_drop_model(int m) {
   k = ModelKv{};
 }
 
-void kv_reset_stats() { stats = KvStats{}; }
 
 }  // namespace ai

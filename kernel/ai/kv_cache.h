@@ -41,6 +41,7 @@
 #include "limits.h"
 #include "llm_config.h"
 #include "llm_session.h"
+#include "counters.h"
 
 namespace ai {
 
@@ -76,9 +77,10 @@ struct PrefixKey {
 // float K/V rows differ). Different domains or kinds never give the same tag.
 constexpr uint32_t first_block_tag(uint32_t domain, bool int8) { return domain << 1 | (int8 ? 1u : 0u); }
 
+// The pools' occupancy now (the counters of hits and preemptions are in
+// counters.h).
 struct KvStats {
   uint64_t blocks_total, blocks_used, blocks_cached;
-  uint64_t prefix_hit_requests, prefix_hit_tokens, preemptions;
 };
 
 // Creates the pool of model m (the loader calls it once the weights are in
@@ -121,7 +123,6 @@ void kv_shrink(int m, BlockTable& table, uint32_t positions);
 void kv_release(int m, BlockTable& table);
 
 KvStats kv_stats();   // lock held
-void kv_count_preemption();
 
 // ---- for checking (the host tests; lock held) ----------------------------
 // Model m's pool as the invariants above see it: how many blocks, which
@@ -147,9 +148,8 @@ inline uint32_t kv_blocks_cached(int m) { return kv_view(m).n_lru; }
 // How many leading full prompt blocks of `key` a lookup finds in the cache
 // right now (changes nothing).
 uint32_t kv_cached_prefix_blocks(const PrefixKey& key);
-// Gives model m's pool back and forgets it, and zeroes the counters (the
-// host tests start each case from nothing; the kernel never calls these).
+// Gives model m's pool back and forgets it (the host tests start each case
+// from nothing; the kernel never calls it).
 void kv_drop_model(int m);
-void kv_reset_stats();
 
 }  // namespace ai

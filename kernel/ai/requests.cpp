@@ -252,7 +252,7 @@ void preempt(Request* r, uint32_t cause) {
   r->preempt_requested = false;
   r->waiting_for_blocks = false;
   r->t_requeued = clock_ns();
-  kv_count_preemption();
+  counters.preemptions++;
   // Back in arrival order (by t_submit), so it keeps its place under fcfs
   // and aging, and it is admitted again before anyone who came later.
   int at = fifo_len;

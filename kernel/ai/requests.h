@@ -28,6 +28,7 @@
 #include "limits.h"
 #include "platform.h"
 #include "kv_cache.h"
+#include "counters.h"
 #include "proposer.h"
 #include "llm_speculate.h"
 
@@ -127,16 +128,6 @@ extern Request slots[kQueueCapacity];
 // sleep forever; at the limit ai_submit fails at once with -KAI_EDQUOT.
 extern uint32_t max_per_process;
 
-struct Counters {
-  uint64_t submitted, completed, failed, cancelled, rejected;
-  uint64_t iterations;       // batched forward passes run by all workers
-  uint64_t batch_requests;   // sum over iterations of the requests in each
-  uint64_t batch_tokens;     // sum over iterations of the tokens in each
-  uint64_t drafted;          // proposed tokens computed (they count in batch_tokens)
-  uint64_t accepted;         // ... of which the model's own choice agreed (kept)
-  uint64_t rolled_back;      // positions computed and then given back (drafts not kept, recomputations)
-};
-extern Counters counters;
 
 // Sleep channels (addresses only; what waits on each is documented there).
 extern const char queue_nonempty_chan;  // workers: a request may be admissible

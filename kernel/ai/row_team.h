@@ -50,20 +50,16 @@
 namespace ai {
 
 // Parts per thread of a product. The last part leaves the other threads
-// idle until it ends, about half a part on average: with 4 parts per thread
-// the two harts of a batch of 8 ended a job 218 us apart on average (jobs of
-// about 2 ms), with 8 parts 80 us (trace `parts`, real time, 2026-12-04).
-// More parts cost a claim each (an atomic add), which is far less.
+// idle until it ends, about half a part on average; more parts cost a claim
+// each (an atomic add), which is far less (8 against 4 measured in
+// docs/notebook/2026-12-row-team-width.md, "From the source comments").
 constexpr uint32_t kChunksPerHart = 8;
 constexpr uint32_t kMaxChunks = 16;      // == llm::kMaxParts: the runtime uses no more
 // How long a waiting side spins before it sleeps. Bounded: a spinning hart
 // is a busy host thread under QEMU, taken from harts that compute when there
 // are more harts than host cores. Long enough to cover the usual gap between
-// two jobs of one request (the worker alone: a norm, RoPE, quantizing;
-// median 70-100 us in the trace): with 20 us a helper had fallen asleep by
-// then, and the IPI that woke it started it 28 us late (median); with 100 us
-// it starts under 1 us late, and one request's TPOT fell 5% at -smp 2 and 10%
-// at -smp 4 with 3 harts (paired boots, real time, 2026-12-04).
+// two jobs of one request (the worker alone: a norm, RoPE, quantizing):
+// docs/notebook/2026-12-row-team-width.md, "Helpers spin 100 us".
 constexpr uint64_t kSpinNs = 100'000;
 
 class RowTeam {

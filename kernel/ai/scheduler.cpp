@@ -222,7 +222,7 @@ void preempt_for_priority(WorkerBatch& w) {
     if (!kv_could_fit(urgent->model, urgent->prompt_len + urgent->n_predict)) return;   // admit_new fails it
     Request* v = victim->request;
     v->priority_preemptions++;
-    priority_preemptions++;
+    counters.priority_preemptions++;
     preempt(v, KAI_TRACE_CAUSE_PRIORITY);
     clear_slot(*victim);
     if (!admit_into(w, *victim, urgent)) return;   // no blocks yet: it comes in at a later admission

@@ -14,7 +14,6 @@ static_assert(kMaxFairClients >= NPROC, "the fair policy needs an entry for ever
 PrefixShare prefix_share = PrefixShare::Session;
 uint32_t preempt_gap = kDefaultPreemptGap;
 FairCounters fair_counters;
-uint64_t priority_preemptions;
 
 const char* prefix_share_name(PrefixShare s) {
   switch (s) {
@@ -56,7 +55,7 @@ void note_backlogged(int owner) {
 void fill_sharing_info(kai_ai_info& info) {
   info.prefix_share = static_cast<uint32_t>(prefix_share);
   info.preempt_gap = preempt_gap;
-  info.priority_preemptions = priority_preemptions;
+  info.priority_preemptions = counters.priority_preemptions;
   FairClient all[kMaxFairClients];
   int n = fair_counters.snapshot(all, kMaxFairClients);
   // Busiest first (insertion sort: at most 64 entries), then the first

@@ -56,10 +56,9 @@ constexpr uint32_t domain_for(PrefixShare share, int sid) {
 // activation kind, is kv_cache.h's first_block_tag.)
 
 // The fair policy's counters, one per process that has submitted (kept
-// under every policy, so aistat can show how the service was shared), and
-// the preemptions made for priority. Protected by ai::lock.
+// under every policy, so aistat can show how the service was shared; the
+// preemptions made for priority are counters.h's). Protected by ai::lock.
 extern FairCounters fair_counters;
-extern uint64_t priority_preemptions;
 
 // The prefix-cache domain of a request from a process of Unix session
 // `sid`: the session under PrefixShare::Session, one domain for all under

@@ -349,9 +349,9 @@ SyscallResult sys_ai_info() {
     info.kv_blocks_total = kv.blocks_total;
     info.kv_blocks_used = kv.blocks_used;
     info.kv_blocks_cached = kv.blocks_cached;
-    info.prefix_hit_requests = kv.prefix_hit_requests;
-    info.prefix_hit_tokens = kv.prefix_hit_tokens;
-    info.preemptions = kv.preemptions;
+    info.prefix_hit_requests = counters.prefix_hit_requests;
+    info.prefix_hit_tokens = counters.prefix_hit_tokens;
+    info.preemptions = counters.preemptions;
     info.max_drafts = max_drafts;
     info.proposer = proposer_kind == ProposerKind::Echo ? KAI_AI_PROPOSER_ECHO : KAI_AI_PROPOSER_NGRAM;
     info.drafted = counters.drafted;

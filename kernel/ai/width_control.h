@@ -41,16 +41,9 @@
 //     changes kind every window, an attempt would otherwise run every other
 //     window at the neighbour's width for as long as that lasts.
 //
-// Why three wins: on a shared host the real time of one window can be off
-// by more than 5% either way. When one lucky window at width 1 decided, a
-// team of 2 that was faster at 2 moved to 1 and, after its probes up lost to
-// noise as well, could stay there for hundreds of windows. With two wins a
-// team of 3 at `-smp 4` on a 2-core host still ended a `make perf` boot at
-// one thread (2026-12-04 12:46, a boot whose calibration moved 47%), where
-// two threads run about 1.6x faster. For a wrong move now, three probe
-// windows must each be lucky against a reference measured just before them.
-// A right move costs two windows more; a loss needs no confirmation: it
-// changes nothing, and an unlucky one is retried at the next probe.
+// Why three wins: one window's real time can be off by more than 5% either
+// way on a shared host, and a wrong move costs hundreds of windows
+// (docs/notebook/2026-12-row-team-width.md, "Why three wins").
 //
 // The width changes only who computes which part of a product, never the
 // parts themselves, so the results are the same bits at every width; it may
@@ -63,17 +56,12 @@ namespace ai {
 constexpr uint64_t kWindowMacs = 100'000'000;   // a SmolLM2-135M decode step is 135 M
 constexpr uint32_t kProbeWindows = 4;       // settled windows before a probe, at first
 // The longest wait while the host may have changed (after the survey, or
-// when the settled width's speed has moved: kHostMovedBy). A window is
-// about one decode step, a fraction of a second of real time under QEMU,
-// so 32 windows is seconds: when the host changes (a program on it stops)
-// the team finds the better width within seconds, not the minute that 256
-// windows took when that was the only cap.
+// when the settled width's speed has moved: kHostMovedBy): a window is about
+// one decode step, so 32 windows find a better width within seconds.
 constexpr uint32_t kQuickProbeWindows = 32;
 // The longest wait on a host that holds still: lost probes in a row keep
-// doubling it up to here. A probe that loses costs one window at a slower
-// width; at one probe per 32 windows that was 2-3% of a one-request TPOT at
-// `-smp 2 ai.harts=2` (paired boots, 2026-12-05: 0.985 without probes), a
-// tax on every measurement a student takes. One per 256 costs under 0.5%.
+// doubling it up to here, so lost probes cost under 0.5% of a TPOT
+// (docs/notebook/2026-12-row-team-width.md, "Why the wait grows to 256 windows").
 constexpr uint32_t kMaxProbeWindows = 256;
 // The host "moved" when the reference (the settled width's time per
 // multiply-add, same kind of work) differs by more than 1/kHostMovedBy from
@@ -86,9 +74,8 @@ constexpr uint64_t kBetterBy = 20;          // a probe must be 5% (1/20) faster 
 // A lost probe window cost `loss` (0.8: 80% slower than the reference) of
 // a window more than the settled width would have. Waiting loss *
 // kProbeShare windows before the next probe keeps that below 1/kProbeShare
-// (3%) of the time. Doubling alone took 4, 8, 16 windows to get there: on a
-// 2-core host where 2 harts are 1.8x faster than 1, a student's first
-// request after boot ran two or three probe windows at half speed.
+// (3%) of the time, from the first lost probe on (doubling alone was too
+// slow: docs/notebook/2026-12-row-team-width.md, "From the source comments").
 constexpr uint64_t kProbeShare = 32;
 constexpr uint32_t kProbeWins = 3;          // wins in a row that adopt a neighbour
 constexpr uint32_t kMaxUnjudged = 3;        // probe windows not judged before an attempt gives up
@@ -201,10 +188,7 @@ class WidthControl {
 //
 // Why a window is the *start* of a pass and not whole passes: a probe then
 // costs about kWindowMacs multiply-adds at the neighbour's width whatever the
-// batch. When windows were whole passes, a pass of 8 decode tokens (1.1 G
-// multiply-adds) was one window, and a probe at one thread ran the whole pass
-// at half speed: 420 ms of an 8.4 s run of 8 clients at `-smp 2` (the trace,
-// real time, 2026-12-04). Now it runs the first tenth of the pass.
+// batch (docs/notebook/2026-12-row-team-width.md, "A probe window is the start of a pass").
 // Measuring the same stretch of every pass also keeps a window's mix of
 // products the same from window to window (the classifier, a large product,
 // comes last and is never in a window of a pass larger than kWindowMacs).

@@ -6,12 +6,9 @@
 // host tests (tests/host/test_width_survey.cpp) feed made-up ones.
 //
 // Why survey at all: without it a team starts at its full width and finds a
-// better one only by probing during requests. At `-smp 4` on a 2-core host
-// a team of 3 threads runs about 1.6x slower than one of 2, and the probes
-// needed three wins in a row to move: the first request after boot ran
-// 108-131 ms per token against 76-82 ms at `-smp 2` (real time, `make perf`,
-// 2026-12-04), and settling took 1 to 5 seconds. The survey costs a fraction
-// of a second while nobody waits (the models are loaded, no request runs).
+// better one only by probing during requests, which took seconds of slow
+// requests after boot (docs/notebook/2026-12-row-team-width.md, "The survey").
+// The survey costs a fraction of a second while nobody waits.
 //
 // The rule:
 //   - kSurveyRounds rounds; each round times one window at every width,

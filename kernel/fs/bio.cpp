@@ -4,6 +4,7 @@
 #include "bio.h"
 #include "../drivers/virtio_blk.h"
 #include "../kalloc.h"
+#include "../mem_policy.h"
 #include "../printf.h"
 #include "../spinlock.h"
 #include "../string.h"
@@ -194,7 +195,10 @@ ErrorOr<void> blocks_io(uint32_t blockno, uint32_t count, const BlkSegment* segs
   while (done < total && !result.is_error()) {
     if (inflight == MAXREQ) flush();
     if (!chunks[inflight]) {
-      chunks[inflight] = static_cast<Chunk*>(kalloc());
+      // A process's read (the large-read path) is what calls this: its
+      // pages stay above the kernel's reserve, and the caller falls back to
+      // the buffer cache when refused (mem_policy.h).
+      chunks[inflight] = static_cast<Chunk*>(mem::take_page(mem::For::Process));
       if (!chunks[inflight]) { result = Errno::NoMem; break; }
     }
     Chunk* c = chunks[inflight];

@@ -112,11 +112,15 @@ ErrorOr<uint64_t> filewrite(File* f, UserPtr<uint8_t> buf, uint64_t n) {
         ErrorOr<uint64_t> r = Errno::IO;
         {
           Transaction tx;
-          ilock(f->ip);
-          if (f->append) f->off = f->ip->size;
-          r = writei(f->ip, true, (buf + done).addr(), f->off, m);
-          if (!r.is_error()) f->off += r.value();
-          iunlock(f->ip);
+          if (auto w = log_writable(); w.is_error()) {
+            r = w.error();
+          } else {
+            ilock(f->ip);
+            if (f->append) f->off = f->ip->size;
+            r = writei(f->ip, true, (buf + done).addr(), f->off, m);
+            if (!r.is_error()) f->off += r.value();
+            iunlock(f->ip);
+          }
         }
         if (r.is_error()) {
           if (done > 0) return done;

@@ -16,9 +16,9 @@
 #include "inode.h"
 #include "bio.h"
 #include "log.h"
-#include "../kalloc.h"
 #include "../printf.h"
 #include "../proc.h"
+#include "../sleeplock.h"
 #include "../spinlock.h"
 #include "../string.h"
 
@@ -31,18 +31,23 @@ struct ITable {
 };
 ITable itable;
 
-// Frees every block of a map block (level 1: data; level 2: indirect blocks).
+// Where free_map copies a map block's entries: freeing a block needs the
+// bitmap's buffer, so the map block's own buffer is released first. One
+// array per level of map (a double-indirect block's entries stay while each
+// indirect block's are freed). Static, so that a truncation never needs
+// memory: running out of pages must not leak disk blocks. One truncation at
+// a time uses it, under truncate_lock (taken with the inode locked, before
+// any buffer: no path holds a buffer and then waits for it).
+Sleeplock truncate_lock{"truncate"};
+uint32_t map_copy[2][NINDIRECT];
+
+// Frees every block of a map block (level 1: data; level 2: indirect
+// blocks). truncate_lock held.
 void free_map(uint32_t dev, uint32_t map_block, int level) {
   auto r = bread(dev, map_block);
   if (r.is_error()) return;
   Buf* b = r.value();
-  // copy the entries: freeing may need other buffers
-  uint32_t* entries = static_cast<uint32_t*>(kalloc());
-  if (!entries) {
-    brelse(b);
-    kprintf("fs: out of memory while truncating; blocks leaked\n");
-    return;
-  }
+  uint32_t* entries = map_copy[level - 1];
   memcpy(entries, b->data, BSIZE);
   brelse(b);
   for (uint32_t i = 0; i < NINDIRECT; i++) {
@@ -50,7 +55,6 @@ void free_map(uint32_t dev, uint32_t map_block, int level) {
     if (level > 1) free_map(dev, entries[i], level - 1);
     bfree(dev, entries[i]);
   }
-  kfree(entries);
 }
 
 }  // namespace
@@ -226,6 +230,7 @@ void itrunc(Inode* ip) {
     if (ip->addrs[i]) bfree(ip->dev, ip->addrs[i]);
     ip->addrs[i] = 0;
   }
+  SleeplockGuard guard(truncate_lock);
   if (ip->indirect) {
     free_map(ip->dev, ip->indirect, 1);
     bfree(ip->dev, ip->indirect);

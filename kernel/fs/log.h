@@ -17,5 +17,11 @@ constexpr uint32_t MAXOPBLOCKS = 64;
 ErrorOr<void> initlog(uint32_t dev, const SuperBlock& sb);
 // Records that b (locked, modified) belongs to the current transaction.
 void log_write(Buf* b);
+// Inside a transaction: EROFS once a commit has failed on a disk error (the
+// file system is read-only until the next boot). Every system call that
+// changes a file or directory asks right after its Transaction begins; a
+// commit cannot start while that transaction is open, so the answer holds
+// until the call ends.
+ErrorOr<void> log_writable();
 
 }  // namespace fs

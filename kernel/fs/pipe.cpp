@@ -8,6 +8,7 @@
 #include <new>
 #include "file.h"
 #include "../kalloc.h"
+#include "../mem_policy.h"
 #include "../proc.h"
 #include "../spinlock.h"
 #include "../vm.h"
@@ -28,7 +29,7 @@ static_assert(sizeof(Pipe) <= 4096);
 ErrorOr<void> pipealloc(File** f0, File** f1) {
   *f0 = filealloc();
   *f1 = *f0 ? filealloc() : nullptr;
-  void* page = *f1 ? kalloc() : nullptr;
+  void* page = *f1 ? mem::take_page(mem::For::Process) : nullptr;
   if (!page) {
     if (*f0) fileclose(*f0);
     if (*f1) fileclose(*f1);

@@ -26,6 +26,7 @@
 #include "bio.h"
 #include "../drivers/virtio_blk.h"
 #include "../kalloc.h"
+#include "../mem_policy.h"
 #include "../proc.h"
 #include "../string.h"
 
@@ -155,7 +156,7 @@ ErrorOr<uint64_t> read_direct(Inode* ip, bool user_dst, uint64_t dst, uint64_t b
   count = bcached_first(ip->dev, first, count);
   if (count == 0) return uint64_t(0);
   if (!segs) {
-    segs = static_cast<BlkSegment*>(kalloc_contiguous(SEG_PAGES * PAGE_SIZE));
+    segs = static_cast<BlkSegment*>(mem::take_contiguous(SEG_PAGES * PAGE_SIZE, mem::For::Cache));
     if (!segs) return uint64_t(0);   // fall back to the cache path
   }
   uint64_t bytes = uint64_t(count) * BSIZE;
@@ -182,7 +183,10 @@ ErrorOr<uint64_t> read_direct(Inode* ip, bool user_dst, uint64_t dst, uint64_t b
       va += len;
     }
   }
-  TRY(blocks_io(first, count, segs, nseg, false));
+  if (auto r = blocks_io(first, count, segs, nseg, false); r.is_error()) {
+    if (r.error() == Errno::NoMem) return uint64_t(0);   // the cache path needs no memory
+    return r.error();
+  }
   return bytes;
 }
 
@@ -256,7 +260,7 @@ void ra_issue(Inode* ip, ReadAhead* ra, ReadAhead::Slot& s) {
   count = bcached_first(ip->dev, first, count);
   if (count == 0) return;
   if (!s.mem) {
-    s.mem = static_cast<uint8_t*>(kalloc_contiguous(uint64_t(ReadAhead::BUF_BLOCKS) * BSIZE));
+    s.mem = static_cast<uint8_t*>(mem::take_contiguous(uint64_t(ReadAhead::BUF_BLOCKS) * BSIZE, mem::For::Cache));
     if (!s.mem) return;
   }
   s.seg = {reinterpret_cast<uint64_t>(s.mem), count * BSIZE};
@@ -320,7 +324,7 @@ ErrorOr<uint64_t> readi_stream(Inode* ip, ReadAhead** rap, bool user_dst, uint64
   BlkSegment* segs = nullptr;
   ErrorOr<void> err;
   if (rap && !*rap) {
-    void* page = kalloc();
+    void* page = mem::take_page(mem::For::Cache);
     if (page) *rap = new (page) ReadAhead();
     static_assert(sizeof(ReadAhead) <= PAGE_SIZE);
   }

@@ -157,6 +157,7 @@ SyscallResult sys_open() {
   bool want_write = acc == KAI_O_WRONLY || acc == KAI_O_RDWR;
 
   Transaction tx;
+  if (flags & (KAI_O_CREATE | KAI_O_TRUNC)) TRY(log_writable());
   Inode* ip;
   if (flags & KAI_O_CREATE) {
     ip = TRY(create(path, KAI_T_FILE, 0, 0));
@@ -203,6 +204,7 @@ SyscallResult sys_mkdir() {
   char path[MAXPATH];
   TRY(argpath(0, path));
   Transaction tx;
+  TRY(log_writable());
   Inode* ip = TRY(create(path, KAI_T_DIR, 0, 0));
   iunlockput(ip);
   return uint64_t(0);
@@ -214,6 +216,7 @@ SyscallResult sys_mknod() {
   int64_t major = arg_int(1), minor = arg_int(2);
   if (major < 0 || major >= NDEV || minor < 0 || minor > 0xffff) return Errno::Invalid;
   Transaction tx;
+  TRY(log_writable());
   Inode* ip = TRY(create(path, KAI_T_DEVICE, static_cast<uint16_t>(major), static_cast<uint16_t>(minor)));
   if (ip->type != KAI_T_DEVICE) {   // an existing regular file
     iunlockput(ip);
@@ -267,6 +270,7 @@ SyscallResult sys_link() {
   TRY(argpath(0, oldpath));
   TRY(argpath(1, newpath));
   Transaction tx;
+  TRY(log_writable());
   Inode* ip = TRY(namei(oldpath));
   ilock(ip);
   if (ip->type == KAI_T_DIR || ip->type == 0) {
@@ -313,6 +317,7 @@ SyscallResult sys_unlink() {
   char path[MAXPATH], name[KAI_NAME_MAX + 1];
   TRY(argpath(0, path));
   Transaction tx;
+  TRY(log_writable());
   Inode* dp = TRY(nameiparent(path, name));
   ilock(dp);
   if (is_dot(name)) {

@@ -109,8 +109,6 @@ Sim::Sim(const SimOptions& o) : opt_(o) {
   g_sim = this;
   draft_rng_.seed(o.block_size * 7919 + o.kv_blocks * 31 + o.budget);
   ai::fair_counters.reset();
-  ai::priority_preemptions = 0;
-  ai::kv_reset_stats();
   ai::load_meter_reset();   // the clock starts again
   ai::n_models = int(o.n_models);
   ai::models_known = true;

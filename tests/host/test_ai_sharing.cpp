@@ -41,7 +41,7 @@
 //     at least ai.max_batch); it changes when tokens are produced, not who
 //     is admitted next nor what anyone is charged.
 // So 2U = 2 * max(L, 2 * workers * max_batch * (L + N)), N the most tokens
-// a request generates. For the flood of docs/experiments.md (one worker,
+// a request generates. For the flood of docs/engine-lab.md (one worker,
 // ai.max_batch=4, prompts of at most 32 and 16 tokens) that is 768
 // weighted tokens, whatever the number of requests the flood sends.
 //
@@ -304,7 +304,7 @@ TEST_CASE("priority preemption in the scheduler: the least urgent, latest admitt
   int64_t near = sim.submit(Submit{2, 0, tokens(5, 20), 3, 8, 0})->id;
   REQUIRE(sim.iterate(0));
   REQUIRE(by_id(near)->state == ai::RequestState::Queued);
-  REQUIRE(ai::priority_preemptions == 0);
+  REQUIRE(ai::counters.priority_preemptions == 0);
 
   // Priority 7: 5 levels, the gap: it takes c's slot at this iteration.
   int64_t urgent = sim.submit(Submit{3, 0, tokens(5, 30), 3, 7, 0})->id;
@@ -312,7 +312,7 @@ TEST_CASE("priority preemption in the scheduler: the least urgent, latest admitt
   REQUIRE(by_id(urgent)->state == ai::RequestState::Running);
   REQUIRE(victim->state == ai::RequestState::Queued);
   REQUIRE(victim->priority_preemptions == 1);
-  REQUIRE(ai::priority_preemptions == 1);
+  REQUIRE(ai::counters.priority_preemptions == 1);
   for (int64_t x : {a, b, d}) {
     REQUIRE(by_id(x)->state == ai::RequestState::Running);
     REQUIRE(by_id(x)->preemptions == 0);
@@ -327,7 +327,7 @@ TEST_CASE("priority preemption in the scheduler: the least urgent, latest admitt
   std::vector<uint32_t> prompt(victim->prompt, victim->prompt + victim->prompt_len);
   REQUIRE(std::vector<uint32_t>(victim->output, victim->output + victim->n_generated) ==
           sim.solo_output(prompt, victim->n_predict));
-  REQUIRE(ai::priority_preemptions == 1);
+  REQUIRE(ai::counters.priority_preemptions == 1);
   REQUIRE(sim.collect_finished() == 6);   // every result checked against its request alone
 }
 
@@ -349,7 +349,7 @@ TEST_CASE("priority preemption in the scheduler: off when ai.preempt_gap is abov
   REQUIRE(by_id(low1)->preemptions == 0);
   REQUIRE(by_id(low2)->preemptions == 0);
   REQUIRE(sim.drain());
-  REQUIRE(ai::priority_preemptions == 0);
+  REQUIRE(ai::counters.priority_preemptions == 0);
   REQUIRE(sim.collect_finished() == 3);
 }
 

@@ -148,6 +148,24 @@ def test_crash_while_writing_leaves_consistent_image(small_image, tmp_path):
     assert rc == 0, report
 
 
+def test_disk_write_error_in_a_commit_makes_the_fs_read_only(small_image, tmp_path, monkeypatch):
+    # QEMU's read-only drive fails every write: the first commit fails, the
+    # kernel says so once, and from then on changes are refused with EROFS
+    # while reads still work (docs/fs.md, "The log").
+    img = shutil.copy(small_image, tmp_path / "ro.img")
+    monkeypatch.setattr(qemu_run.disk_models, "drive_options", lambda name: ",readonly=on")
+    res = qemu_run.run(["mkdir /ro1", "mkdir /ro2", "echo hi > /ro3", "ls /bin/sh"],
+                       image=str(img), kernel=KERNEL, timeout=30)
+    assert res.ok and not res.panicked, f"{res.error}\n{res.transcript[-2000:]}"
+    assert res.transcript.count("fs: disk write failed during a log commit") == 1, res.transcript[-2000:]
+    assert "the file system is read-only from now on" in res.transcript
+    for command in ("mkdir /ro1", "mkdir /ro2", "echo hi > /ro3"):
+        assert "Read-only file system" in output_of(res.transcript, command), res.transcript[-2000:]
+    assert re.search(r"file +\d+ +\d+ .*sh", output_of(res.transcript, "ls /bin/sh")), res.transcript[-2000:]
+    rc, report = check_image(img)
+    assert rc == 0, report
+
+
 @pytest.mark.parametrize("offset,value,message", [
     (4096, b"JUNK", "bad magic"),
     (4096 + 4, struct.pack("<I", 7), "bad version"),

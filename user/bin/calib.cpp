@@ -7,8 +7,8 @@
 // H)". Why: a measurement that keeps two harts busy needs two host cores,
 // and when something else on the host takes one of them, a single calib
 // still finds a free core and reads as fast as ever, while the two-hart run
-// it was meant to vouch for slows down (`make perf`, 2026-12-04: "steady"
-// pairs of one hart against two whose ratio moved from 0.56 to 0.69).
+// it was meant to vouch for slows down (docs/notebook/2026-12-runtime-tuning.md,
+// "Late on 2026-12-04").
 //
 // The host-noise check of tools/bench.py. In real-time mode a guest hart is
 // a host thread, so whatever else the host runs slows the guest down, and a

@@ -71,6 +71,7 @@ constexpr Spec kSpecs[] = {
     {KAI_SYS_stat, {Kind::Ptr, Kind::Ptr}, 2},
     {KAI_SYS_clock_ns, {}, 0},
     {KAI_SYS_statfs, {Kind::Ptr}, 1},
+    {KAI_SYS_meminfo, {Kind::Ptr}, 1},
     {KAI_SYS_ai_submit, {Kind::Ptr}, 1},
     {KAI_SYS_ai_wait, {Kind::Num, Kind::Ptr, Kind::Len, Kind::Ptr}, 4},
     {KAI_SYS_ai_query, {Kind::Num, Kind::Ptr}, 2},

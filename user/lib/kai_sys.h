@@ -9,6 +9,7 @@
 #include <kai/ai_abi.h>
 #include <kai/errno.h>
 #include <kai/fs_abi.h>
+#include <kai/mem_abi.h>
 #include <kai/syscall_numbers.h>
 
 // Short names for the ABI constants (only if nothing else defined them).
@@ -68,6 +69,8 @@ int mknod(const char* path, int major, int minor);
 int link(const char* oldpath, const char* newpath);
 int unlink(const char* path);
 int statfs(struct kai_statfs* st);
+// Free and total physical pages and the memory policy's sizes (<kai/mem_abi.h>).
+int meminfo(struct kai_meminfo* info);
 
 // -- the AI service (see <kai/ai_abi.h>)
 int64_t ai_submit(const struct kai_ai_submit* req);

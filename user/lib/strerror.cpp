@@ -29,6 +29,7 @@ extern "C" const char* strerror(long err) {
     case KAI_EFBIG: return "File too large";
     case KAI_ENOSPC: return "No space left on device";
     case KAI_ESPIPE: return "Illegal seek";
+    case KAI_EROFS: return "Read-only file system";
     case KAI_EMLINK: return "Too many links";
     case KAI_EPIPE: return "Broken pipe";
     case KAI_ERANGE: return "Result out of range";

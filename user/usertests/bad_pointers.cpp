@@ -56,6 +56,7 @@ bool t_bad_pointers() {
     EXPECT((r = fstat(fd, bad<kai_stat>(i))) < 0, "fstat(fd, %s) returned %ld", what, r);
     close(fd);
     EXPECT((r = statfs(bad<kai_statfs>(i))) < 0, "statfs(%s) returned %ld", what, r);
+    EXPECT((r = meminfo(bad<kai_meminfo>(i))) < 0, "meminfo(%s) returned %ld", what, r);
     EXPECT((r = pipe(bad<int>(i))) < 0, "pipe(%s) returned %ld", what, r);
     // exec: bad path, bad argv array, bad string inside argv.
     const char* ok_argv[] = {"echo", nullptr};
@@ -93,6 +94,7 @@ bool t_bad_pointers() {
     EXPECT((r = fstat(1, static_cast<kai_stat*>(text))) < 0, "fstat into the text segment returned %ld", r);
     EXPECT((r = stat("/", static_cast<kai_stat*>(text))) < 0, "stat into the text segment returned %ld", r);
     EXPECT((r = statfs(static_cast<kai_statfs*>(text))) < 0, "statfs into the text segment returned %ld", r);
+    EXPECT((r = meminfo(static_cast<kai_meminfo*>(text))) < 0, "meminfo into the text segment returned %ld", r);
     EXPECT((r = ai_info(static_cast<kai_ai_info*>(text))) < 0, "ai_info into the text segment returned %ld", r);
     r = wait(static_cast<int*>(text));
     EXPECT(r < 0, "wait() storing into the text segment returned %ld", r);
