@@ -247,12 +247,10 @@ void Batch::project_swiglu(const Product& gate, const Product& up, const ActVec*
   run_swiglu(*ops_, par_, gate, up, a, n_);
 }
 
-// The tied classifier for the m items which[0..m) (their normed vectors at
-// rows + which[j] * stride): best[j] = greedy next token. One product over
-// the vocabulary for all of them; with parts, each part's winner per item is
-// combined in row order (argmax_beats is a total order, so this is exact).
-void Batch::classify(const float* rows, size_t stride, const uint32_t* which, uint32_t m, ArgMax* best) {
-  const Config& c = *cfg_;
+// One product over the vocabulary for the m items which[0..m): each is
+// charged its multiply-adds and its share of the matrix's bytes (the
+// shares add up to the matrix once), as charge_matrix does for a pass.
+void Batch::charge_classifier(const uint32_t* which, uint32_t m) {
   Matrix emb = model_->embedding();
   uint64_t bytes = matrix_bytes(emb), macs = uint64_t(emb.rows) * emb.cols;
   for (uint32_t j = 0; j < m; j++) {
@@ -260,6 +258,16 @@ void Batch::classify(const float* rows, size_t stride, const uint32_t* which, ui
     wc.macs += macs;
     wc.weight_bytes += bytes * (j + 1) / m - bytes * j / m;
   }
+}
+
+// The tied classifier for the m items which[0..m) (their normed vectors at
+// rows + which[j] * stride): best[j] = greedy next token. One product over
+// the vocabulary for all of them; with parts, each part's winner per item is
+// combined in row order (argmax_beats is a total order, so this is exact).
+void Batch::classify(const float* rows, size_t stride, const uint32_t* which, uint32_t m, ArgMax* best) {
+  const Config& c = *cfg_;
+  Matrix emb = model_->embedding();
+  charge_classifier(which, m);
   // Prepare only the classified items' vectors (acts_[j] for which[j]).
   for (uint32_t j = 0; j < m; j++) acts_[j] = prepare_one(rows + which[j] * stride, c.dim, j);
   pack_prepared(m);
@@ -276,12 +284,7 @@ void Batch::classify(const float* rows, size_t stride, const uint32_t* which, ui
 void Batch::classify_logits(const float* rows, size_t stride, const uint32_t* which, uint32_t m) {
   const Config& c = *cfg_;
   Matrix emb = model_->embedding();
-  uint64_t bytes = matrix_bytes(emb), macs = uint64_t(emb.rows) * emb.cols;
-  for (uint32_t j = 0; j < m; j++) {
-    WorkCounts& wc = work(which[j]);
-    wc.macs += macs;
-    wc.weight_bytes += bytes * (j + 1) / m - bytes * j / m;
-  }
+  charge_classifier(which, m);
   size_t vocab = c.vocab_size;
   for (uint32_t j0 = 0; j0 < m;) {
     uint32_t j1 = j0 + 1;

@@ -134,6 +134,7 @@ class Batch {
   void project_swiglu(const Product& gate, const Product& up, const ActVec* a);
   void classify(const float* rows, size_t stride, const uint32_t* which, uint32_t m, ArgMax* best);
   void classify_logits(const float* rows, size_t stride, const uint32_t* which, uint32_t m);
+  void charge_classifier(const uint32_t* which, uint32_t m);
   void charge_matrix(const Matrix& w);
   // Each block takes its prepared input (the items' xb) and leaves its
   // output in xb2.
