@@ -6,6 +6,7 @@
 #pragma once
 #include <stdint.h>
 #include "llm_sample.h"
+#include "llm_draft_control.h"
 
 namespace llm {
 
@@ -87,17 +88,6 @@ struct PredictionCursor {
   }
 };
 
-// Adaptive k: the drafts of the next pass after one that drafted d and kept
-// `kept` of them, between 1 and k_max. Additive increase while every draft
-// is kept (the guesses are good: risk one more), multiplicative decrease
-// on a rejection (as TCP's window): a pass of k+1 positions costs about
-// r(k+1) plain steps whether its drafts are kept or not, so a proposer
-// that misses should be asked for few.
-inline uint32_t adapt_drafts(uint32_t k_now, uint32_t k_max, uint32_t d, uint32_t kept) {
-  if (kept == d) return k_now < k_max ? k_now + 1 : k_max;
-  return k_now > 1 ? k_now / 2 : 1;
-}
-
 // The lab's oracle (docs/experiments.md, "Speculative decoding"): the answer
 // of a first run, each id replaced with probability 1 - A by another id of
 // the vocabulary (deterministic from seed), is the prediction of a second
@@ -119,7 +109,7 @@ struct SpecChoice {
   SpecKind kind = SpecKind::None;
   uint32_t drafts = 0;
   uint32_t acceptance_milli = 0;   // oracle only
-  bool adaptive = false;           // --adaptive: adapt_drafts between 1 and drafts
+  bool adaptive = false;           // --adaptive: DraftControl chooses 0..drafts a pass
 };
 
 // false: not one of those forms (the caller names the option and the value);

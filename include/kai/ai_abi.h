@@ -134,8 +134,8 @@ struct kai_ai_sampling {
 // proposer, a field set that the proposer does not use, too many drafts or
 // prediction ids) is -KAI_EINVAL; a prediction id >= vocab_size is
 // -KAI_ERANGE; a bad prediction pointer -KAI_EFAULT. flags: KAI_AI_SPEC_ADAPTIVE
-// (with a proposer) moves the drafts per pass between 1 and max_drafts as
-// they are kept or rejected (lib/llm_speculate.h, adapt_drafts); other bits
+// (with a proposer) moves the drafts per pass between 0 and max_drafts as
+// they are kept or rejected (lib/llm_draft_control.h); other bits
 // are -KAI_EINVAL.
 #define KAI_AI_PROPOSER_DEFAULT   0   // submit only: the boot options' choice
 #define KAI_AI_PROPOSER_NGRAM     1   // prompt lookup: what followed the context's last n-gram before

@@ -28,14 +28,15 @@ const char* proposer_name(ProposerKind k) {
   return "ngram";
 }
 
+uint32_t most_drafts_for(const Request& r) { return r.spec_default ? max_drafts : r.spec_drafts; }
+
 uint32_t drafts_for(const Request& r) {
-  if (r.spec_default) return max_drafts;
-  return r.spec_adaptive ? r.spec_k_now : r.spec_drafts;
+  if (!r.spec_default && r.spec_adaptive) return r.draft_control.drafts(r.spec_drafts);
+  return most_drafts_for(r);
 }
 
 void note_drafts_kept(Request& r, uint32_t d, uint32_t kept) {
-  if (!r.spec_default && r.spec_adaptive && d > 0)
-    r.spec_k_now = static_cast<uint8_t>(llm::adapt_drafts(r.spec_k_now, r.spec_drafts, d, kept));
+  if (!r.spec_default && r.spec_adaptive) r.draft_control.after_pass(r.spec_drafts, d, kept);
 }
 
 ProposerKind proposer_for(const Request& r) { return r.spec_default ? proposer_kind : r.spec_proposer; }

@@ -44,11 +44,13 @@ const char* proposer_name(ProposerKind k);
 using ProposeFn = uint32_t (*)(const Request& r, uint32_t max, uint32_t* out);
 extern ProposeFn propose_override;
 
-// The proposed tokens r may get per iteration (0: it does not speculate),
+// The proposed tokens r may get in its next pass (0: none this time),
 // and from which proposer: its own choice, or the boot options'.
 uint32_t drafts_for(const Request& r);
-// After a pass that proposed d tokens for r and kept `kept` of them: an
-// adaptive request's next drafts (lock held).
+// The most drafts r may ever get per pass (0: it never speculates).
+uint32_t most_drafts_for(const Request& r);
+// After a generating pass that proposed d (maybe 0) tokens for r and kept
+// `kept` of them: an adaptive request's next drafts (lock held).
 void note_drafts_kept(Request& r, uint32_t d, uint32_t kept);
 ProposerKind proposer_for(const Request& r);
 

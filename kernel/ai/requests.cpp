@@ -163,7 +163,7 @@ namespace {
 void set_speculation(Request* r, const kai_ai_speculation* spec, const uint32_t* prediction) {
   r->spec_default = spec == nullptr || spec->proposer == KAI_AI_PROPOSER_DEFAULT;
   r->spec_proposer = ProposerKind::Ngram;
-  r->spec_drafts = r->spec_k_now = r->ngram_max = 0;
+  r->spec_drafts = r->ngram_max = 0;
   r->spec_adaptive = false;
   r->prediction_len = 0;
   r->pred_cursor = llm::PredictionCursor{};
@@ -171,8 +171,9 @@ void set_speculation(Request* r, const kai_ai_speculation* spec, const uint32_t*
   r->spec_proposer = spec->proposer == KAI_AI_PROPOSER_ECHO        ? ProposerKind::Echo
                      : spec->proposer == KAI_AI_PROPOSER_PREDICTED ? ProposerKind::Predicted
                                                                    : ProposerKind::Ngram;
-  r->spec_drafts = r->spec_k_now = static_cast<uint8_t>(spec->max_drafts);
+  r->spec_drafts = static_cast<uint8_t>(spec->max_drafts);
   r->spec_adaptive = (spec->flags & KAI_AI_SPEC_ADAPTIVE) != 0;
+  r->draft_control.start(r->spec_drafts);
   r->ngram_max = static_cast<uint8_t>(spec->ngram_max);
   if (r->spec_proposer == ProposerKind::Predicted) {
     r->prediction_len = spec->prediction_len;

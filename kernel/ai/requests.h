@@ -101,11 +101,12 @@ struct Request {
   // n-grams of at most ngram_max (0: the default) tokens. Invariant:
   // prediction_len > 0 only for ProposerKind::Predicted, and then
   // prediction[0..prediction_len) are ids of the model's vocabulary.
-  // spec_adaptive: the drafts of the next pass are spec_k_now, which
-  // adapt_drafts (lib/llm_speculate.h) moves in 1..spec_drafts at commit.
+  // spec_adaptive: the drafts of the next pass are draft_control's choice
+  // in 0..spec_drafts (lib/llm_draft_control.h), updated at commit.
   bool spec_default, spec_adaptive;
   ProposerKind spec_proposer;
-  uint8_t spec_drafts, spec_k_now, ngram_max;
+  uint8_t spec_drafts, ngram_max;
+  llm::DraftControl draft_control;
   uint32_t prediction_len;
   llm::PredictionCursor pred_cursor;   // where the output meets the prediction (proposer.cpp moves it)
   uint32_t prediction[KAI_AI_MAX_PREDICTION];

@@ -156,7 +156,7 @@ bool admit_into(WorkerBatch& w, BatchSlot& s, Request* r) {
   s.drafts = 0;
   s.rewind = false;
   s.recurrent = models[r->model].summary.config.n_linear_layers() > 0;
-  s.checkpointed = drafts_for(*r) > 0;
+  s.checkpointed = most_drafts_for(*r) > 0;   // an adaptive request may draft later
   choose_sampling(s, r->sampling);
   r->n_draft = 0;
   return true;
@@ -539,7 +539,7 @@ bool accept(WorkerBatch& w, BatchSlot& s, uint64_t now) {
   r->accepted += drafts_kept;
   counters.drafted += s.drafts;
   counters.accepted += drafts_kept;
-  note_drafts_kept(*r, s.drafts, drafts_kept);
+  if (newest < s.count) note_drafts_kept(*r, s.drafts, drafts_kept);   // a generating pass
   uint32_t fed = r->fed + kept;
   if (kept < s.count && s.recurrent) {
     // The linear layers' state went past the rejected positions and can

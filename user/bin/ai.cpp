@@ -22,8 +22,9 @@
 // answer with probability 1 - A by another id (deterministic), and runs it
 // again with that as its prediction; the figures are the second run's.
 // Without --speculate the boot options (ai.drafts, ai.proposer) decide.
-// --adaptive: the drafts per pass move between 1 and K, one more after a
-// pass that kept them all, half after a rejection (KAI_AI_SPEC_ADAPTIVE).
+// --adaptive: the drafts per pass move in 0..K, the number that pays best
+// for the share of drafts kept so far (KAI_AI_SPEC_ADAPTIVE,
+// lib/llm_draft_control.h).
 #include "kai.h"
 #include "kai_ai.h"
 #include "kai_prompt.h"
