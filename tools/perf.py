@@ -44,7 +44,7 @@ the model has loaded finds that, kernel/ai/width_survey.h).
 Each case also gets nanoseconds of real time per counted instruction (its
 real time over its exact-mode instruction count): a case that runs slow for
 its work stands out (code that crosses pages, a hand-off that waits). The
-cold TTFT includes reading the model's files, time in which the guest waits
+cold launch TTFT (from fork, docs/timing.md) includes reading the model's files, time in which the guest waits
 for the disk and runs no instructions; so the table also has the cold
 prefill alone (llmrun's own ttft_us), and the spread of the one-hart cases
 is printed with and without the cold TTFT, naming the case furthest off;
@@ -185,7 +185,8 @@ def coldwarm_runs(text):
     """coldwarm --csv's runs that have both halves: [{cold: {...}, warm: {...}}]."""
     runs = {}
     for r in parse_coldwarm(text)[0]:
-        runs.setdefault(r["run"], {})[r["path"]] = {k: r[f"{k}_us"] for k in ("ttft", "tpot", "e2e", "load", "prefill")}
+        runs.setdefault(r["run"], {})[r["path"]] = {k: r[f"{k}_us"] for k in ("tpot", "e2e", "load", "prefill")}
+        runs[r["run"]][r["path"]]["ttft"] = r["launch_ttft_us"]   # from fork or ai_submit (docs/timing.md)
     return [r for _, r in sorted(runs.items()) if "cold" in r and "warm" in r]
 
 
@@ -393,12 +394,12 @@ def qemu_version():
 # guest runs no instructions, so its time per instruction is not a measure
 # of how fast its code runs. The summary gives the spread with and without
 # them; the cold prefill row is the same request's computation alone.
-DISK_WAIT_ROWS = {"cold TTFT (llmrun)"}
+DISK_WAIT_ROWS = {"cold launch TTFT (llmrun)"}
 
 # (row label, real-time case, exact-mode case, smp, harts)
 ROWS = [
-    ("cold TTFT (llmrun)", "cold ttft", "cold ttft", 1, 1),
-    ("cold prefill (llmrun's TTFT: no fork, exec, loading)", "cold prefill", "cold prefill", 1, 1),
+    ("cold launch TTFT (llmrun)", "cold ttft", "cold ttft", 1, 1),
+    ("cold prefill (llmrun's ttft_us: no fork, exec, loading)", "cold prefill", "cold prefill", 1, 1),
     ("cold TPOT (llmrun)", "cold tpot", "cold tpot", 1, 1),
     ("warm TTFT", "warm ttft", "warm ttft", 1, 1),
     ("warm TPOT", "warm tpot", "warm tpot", 1, 1),
@@ -483,7 +484,7 @@ def report(exact, real, boots, jit, repeat, started, up_before, up_after):
     for text in (ratio_line("warm/cold TPOT (paired runs, -smp 1)",
                             [p["warm"]["tpot"] for p in pairs], [p["cold"]["tpot"] for p in pairs], around,
                             full_speed_us=full),
-                 ratio_line("warm/cold TTFT (paired runs, -smp 1)",
+                 ratio_line("warm/cold launch TTFT (paired runs, -smp 1)",
                             [p["warm"]["ttft"] for p in pairs], [p["cold"]["ttft"] for p in pairs], around,
                             full_speed_us=full)):
         if text:

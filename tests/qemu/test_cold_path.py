@@ -216,7 +216,7 @@ def test_timing_line(guest):
                for f in os.listdir(bundles["QWEN"]) if re.fullmatch(r"(CFG|LTY|EMB|NRM|ROP|L\d\d)\.BIN", f))
     for flag, kernel in (("", "float"), (" --int8", "int8")):
         _, out = g.ids(f"llmrun --asset-dir /AI/QWEN --predict 6 --timing{flag} 1 17 42")
-        m = re.search(r"^timing model=QWEN load_us=(\d+) init_us=(\d+) prompt=3 ttft_us=(\d+) gen=6 "
+        m = re.search(r"^timing model=QWEN load_us=(\d+) init_us=(\d+) prompt=3 ttft_us=(\d+) prefill_us=\d+ gen=6 "
                       r"tpot_us=(\d+) total_us=(\d+) bytes_read=(\d+) matvec=(\S+) prefill_macs=(\d+) .*"
                       r"decode_macs=(\d+) .*$", out, re.M)
         assert m, out

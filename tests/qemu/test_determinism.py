@@ -23,7 +23,7 @@ WARM_INT8 = "ai --model LLAMA --align-tick --int8 --predict 8 1 2 3 4"
 # idles its clock follows real time (sleep=on), so without it the 10 ms ticks
 # would fall at a different phase of the request in each boot; one tick more
 # or less costs a few thousand instructions of interrupt handling.
-COLD_RE = re.compile(r"timing model=LLAMA .*ttft_us=(\d+) gen=8 tpot_us=(\d+)")
+COLD_RE = re.compile(r"timing model=LLAMA .*ttft_us=(\d+) prefill_us=\d+ gen=8 tpot_us=(\d+)")
 WARM_RE = re.compile(r"model LLAMA: queue wait (\d+) us, TTFT (\d+) us \(prefill (\d+) us\), TPOT (\d+) us")
 
 

@@ -80,7 +80,7 @@ def test_parse_calib_and_coldwarm_timing_line():
             "coldwarm,0,cold,100,5,50,10,40\ncoldwarm,0,warm,90,0,45,10,44\ntokens identical: yes\n")
     runs, same, timing = parse_coldwarm(text)
     assert same and timing == "timing model=TINY load_us=5 prefill_macs=10"
-    assert runs[1] == {"run": 0, "path": "warm", "e2e_us": 90, "load_us": 0, "ttft_us": 45, "tpot_us": 10,
+    assert runs[1] == {"run": 0, "path": "warm", "e2e_us": 90, "load_us": 0, "launch_ttft_us": 45, "tpot_us": 10,
                        "prefill_us": 44}
 
 

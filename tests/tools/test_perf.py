@@ -127,16 +127,16 @@ def test_report_has_medians_ratios_ns_per_instruction_jit_and_noise_flags():
     # TPOT 0.397: median 0.920, furthest off cold TTFT, 2.136 / 0.920 - 1 =
     # +132%; without it the median is (0.402 + 0.920) / 2 = 0.661 and cold
     # prefill is furthest off, 1.005 / 0.661 - 1 = +52% (cold TPOT: -40%).
-    assert "ns per instruction, one-hart cases: median 0.920, furthest off +132% (cold TTFT (llmrun), -smp 1)" in text
+    assert "ns per instruction, one-hart cases: median 0.920, furthest off +132% (cold launch TTFT (llmrun), -smp 1)" in text
     assert ("ns per instruction, one-hart cases without disk waits (all but cold TTFT): "
-            "median 0.661, furthest off +52% (cold prefill (llmrun's TTFT: no fork, exec, loading), -smp 1)") in text
+            "median 0.661, furthest off +52% (cold prefill (llmrun's ttft_us: no fork, exec, loading), -smp 1)") in text
     # The same from each case's fastest run: cold prefill 1000000 us / 1e9 =
     # 1.000, cold TPOT 170000 / 433e6 = 0.393, warm TPOT 171000 / 435e6 =
     # 0.393, one request at -smp 2 400000 / 440e6 = 0.909: median (0.393 +
     # 0.909) / 2 = 0.651, cold prefill furthest off, 1.000 / 0.651 - 1 = +54%.
     assert ("ns per instruction, one-hart cases without disk waits, each case's fastest run: "
-            "median 0.651, furthest off +54% (cold prefill (llmrun's TTFT: no fork, exec, loading), -smp 1)") in text
-    assert "| cold prefill (llmrun's TTFT: no fork, exec, loading) | 1 | 1 | 1005.0 [1000.0..1010.0] | 1000.0 M | 1.005 |" in text
+            "median 0.651, furthest off +54% (cold prefill (llmrun's ttft_us: no fork, exec, loading), -smp 1)") in text
+    assert "| cold prefill (llmrun's ttft_us: no fork, exec, loading) | 1 | 1 | 1005.0 [1000.0..1010.0] | 1000.0 M | 1.005 |" in text
 
 
 def test_info_jit_parsing():

@@ -90,8 +90,8 @@ def cold_warm_disks(raw, seed):
         for path in ("cold", "warm"):
             sel = [x for x in r["runs"] if x["path"] == path]
             med[path] = {m: spread.summarize([x[m] for x in sel], seed + i) for m in COLDWARM_FIELDS[2:]}
-            med[path]["startup_us"] = spread.summarize([x["ttft_us"] - x["prefill_us"] for x in sel], seed + i)
-        out[d] = {**r, "medians": med, "comparison": spread.compare(med["warm"]["ttft_us"], med["cold"]["ttft_us"])}
+            med[path]["startup_us"] = spread.summarize([x["launch_ttft_us"] - x["prefill_us"] for x in sel], seed + i)
+        out[d] = {**r, "medians": med, "comparison": spread.compare(med["warm"]["launch_ttft_us"], med["cold"]["launch_ttft_us"])}
     return out
 
 
@@ -121,7 +121,7 @@ def comparisons(sweep, cw_disks, sweep_clock=REAL):
                     pa["spread"]["throughput_rps"], pb["spread"]["throughput_rps"])
     for d, r in cw_disks.items():
         m = r["medians"]
-        add(f"disk {d}: warm (A) vs cold (B)", EXACT, "TTFT", "us", m["warm"]["ttft_us"], m["cold"]["ttft_us"])
+        add(f"disk {d}: warm (A) vs cold (B)", EXACT, "launch TTFT", "us", m["warm"]["launch_ttft_us"], m["cold"]["launch_ttft_us"])
     return out
 
 

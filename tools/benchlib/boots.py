@@ -121,8 +121,8 @@ def cold_warm(args, img, disks, logs):
                 sys.exit(f"bench: coldwarm printed no results on disk {d}:\n" + text)
             out[d] = {"runs": runs, "tokens_identical": identical, "timing_line": timing,
                       "boot_load_ms": parse_boot_load(s.transcript, args.name)}
-            c = [r["ttft_us"] for r in runs if r["path"] == "cold"]
-            progress(f"cold vs warm on {d}: cold TTFT {min(c) / 1e3:.0f}-{max(c) / 1e3:.0f} ms (virtual time)")
+            c = [r["launch_ttft_us"] for r in runs if r["path"] == "cold"]
+            progress(f"cold vs warm on {d}: cold launch TTFT {min(c) / 1e3:.0f}-{max(c) / 1e3:.0f} ms (virtual time)")
             s.halt()
         finally:
             logs[f"coldwarm-{d}"] = s.transcript.replace("\r", "")

@@ -4,7 +4,7 @@ aistat's per-process counters, the kernel's model-load line and calib's
 time."""
 import re
 
-COLDWARM_FIELDS = ["run", "path", "e2e_us", "load_us", "ttft_us", "tpot_us", "prefill_us"]
+COLDWARM_FIELDS = ["run", "path", "e2e_us", "load_us", "launch_ttft_us", "tpot_us", "prefill_us"]
 PROMPT = "$ "
 
 

@@ -142,7 +142,7 @@ def make_plots(out, summary, qwaits, samples):
             if not m.get("cold"):
                 continue
             load = m["cold"]["load_us"]["median"] / 1e3
-            ttft = m["cold"]["ttft_us"]["median"] / 1e3
+            ttft = m["cold"]["launch_ttft_us"]["median"] / 1e3
             pre = m["cold"]["prefill_us"]["median"] / 1e3
             other = max(0.0, ttft - pre - load)
             x = i - 0.2
@@ -150,7 +150,7 @@ def make_plots(out, summary, qwaits, samples):
             ax.bar(x, other, 0.38, bottom=load, color="tab:red", alpha=0.6, label="cold: fork, exec (reads llmrun), checks, setup" if i == 0 else None)
             ax.bar(x, pre, 0.38, bottom=load + other, color="tab:red", label="cold: prefill" if i == 0 else None)
             ax.text(x, ttft, f"{ttft:.0f}", ha="center", va="bottom", fontsize=8)
-            wt = m["warm"]["ttft_us"]["median"] / 1e3
+            wt = m["warm"]["launch_ttft_us"]["median"] / 1e3
             ax.bar(i + 0.2, wt, 0.38, color="tab:blue", label="warm (kernel service)" if i == 0 else None)
             ax.text(i + 0.2, wt, f"{wt:.0f}", ha="center", va="bottom", fontsize=8)
         ax.set_xticks(range(len(names)))

@@ -60,7 +60,7 @@ def cold_warm_section(summary):
              f"{cw['runs_each']} runs of each path per disk model, alternating, in one boot per model; "
              "median [min-max] in ms. Cold: fork + exec of `llmrun`, which reads the whole bundle; warm: "
              "the kernel service, whose copy of the model was loaded at boot (through the same disk).", "",
-             "| disk | cold TTFT | of which reading the model | warm TTFT | cold / warm TTFT "
+             "| disk | cold launch TTFT | of which reading the model | warm launch TTFT | cold / warm "
              "| larger than the spread? | cold end-to-end | warm end-to-end | kernel's load at boot "
              "| tokens identical |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -69,12 +69,12 @@ def cold_warm_section(summary):
         if not m.get("cold"):
             continue
         c = r["comparison"]
-        lines.append(f"| `{d}` | {spread_ms(m['cold']['ttft_us'])} | {spread_ms(m['cold']['load_us'])} | "
-                     f"{spread_ms(m['warm']['ttft_us'])} | {ratio_text(c['ratio'])} | {c['verdict']} | "
+        lines.append(f"| `{d}` | {spread_ms(m['cold']['launch_ttft_us'])} | {spread_ms(m['cold']['load_us'])} | "
+                     f"{spread_ms(m['warm']['launch_ttft_us'])} | {ratio_text(c['ratio'])} | {c['verdict']} | "
                      f"{spread_ms(m['cold']['e2e_us'])} | {spread_ms(m['warm']['e2e_us'])} | "
                      f"{r.get('boot_load_ms', '-')} ms | {'yes' if r['tokens_identical'] else '**NO**'} |")
     lines += ["", f"Prompt {a['prompt']} tokens, {a['predict']} generated. In exact mode the compute is the "
-              "same in every run (the spread of TTFT is the disk's); cold TPOT equals warm TPOT because both "
+              "same in every run (the spread of launch TTFT is the disk's; docs/timing.md defines each figure); cold TPOT equals warm TPOT because both "
               "run the same `lib/` code. The disk models:", "", disk_models.markdown_table(), ""]
     return lines
 

@@ -9,14 +9,16 @@
 // alternate K times each (so drift on a noisy host hits both alike), must
 // produce identical tokens, and are summarised as median [min..max].
 //
-// TTFT is measured as the launching process sees it: from fork (cold) or
-// ai_submit (warm) to the first generated token. llmrun prints its tokens
-// only at the end, so the cold first-token time is "tokens received" minus the
-// decode time llmrun reports; the process exit after that is not counted.
-// Prefill is the first forward pass(es) alone; TTFT - prefill is what starting
-// costs (cold: fork, exec, reading the model, setup; warm: the system calls).
+// Launch TTFT is the time to first token as the launching process sees it:
+// from fork (cold) or ai_submit (warm) to the first generated token (not
+// llmrun's own ttft_us, which starts after its loading: docs/timing.md).
+// llmrun prints its tokens only at the end, so the cold first-token time is
+// "tokens received" minus the decode time llmrun reports; the process exit
+// after that is not counted. Prefill is the first forward pass(es) alone;
+// launch TTFT - prefill is what starting costs (cold: fork, exec, reading the
+// model, setup; warm: the system calls and the queue).
 //
-// --csv adds lines  coldwarm,RUN,PATH,E2E_US,LOAD_US,TTFT_US,TPOT_US,PREFILL_US
+// --csv adds lines  coldwarm,RUN,PATH,E2E_US,LOAD_US,LAUNCH_TTFT_US,TPOT_US,PREFILL_US
 // After the first run it prints llmrun's own timing line, as
 //   llmrun-timing: timing model=... load_us=... (and the counted work, when llmrun reports it)
 // The prompt: token ids on the command line, or from a file (text or
@@ -33,8 +35,8 @@ constexpr int kMaxRuns = 32;
 constexpr int kMaxGen = 1024;
 
 struct Sample {
-  uint64_t e2e_us, load_us, ttft_us, tpot_us;   // ttft_us: from the client's start
-  uint64_t prefill_us, startup_us;              // startup = ttft - prefill
+  uint64_t e2e_us, load_us, launch_ttft_us, tpot_us;   // launch TTFT: from the client's start
+  uint64_t prefill_us, startup_us;                     // startup = launch TTFT - prefill
 };
 
 char model[KAI_AI_MODEL_NAME_MAX] = "";
@@ -137,9 +139,9 @@ bool run_cold(Sample* s, uint32_t* ids, int* n_ids) {
   // output but the decode.
   uint64_t decode_us = field(timing, "total_us=") - field(timing, "ttft_us=");
   uint64_t output_us = (t_output ? t_output - t0 : t1 - t0) / 1000;
-  s->ttft_us = output_us > decode_us ? output_us - decode_us : 0;
-  s->prefill_us = field(timing, "ttft_us=");
-  s->startup_us = s->ttft_us > s->prefill_us ? s->ttft_us - s->prefill_us : 0;
+  s->launch_ttft_us = output_us > decode_us ? output_us - decode_us : 0;
+  s->prefill_us = field(timing, "prefill_us=");
+  s->startup_us = s->launch_ttft_us > s->prefill_us ? s->launch_ttft_us - s->prefill_us : 0;
   return true;
 }
 
@@ -158,10 +160,10 @@ bool run_warm(Sample* s, uint32_t* ids, int* n_ids) {
   ai_latency l = ai_latency_of(&res);
   s->e2e_us = (t1 - t0) / 1000;
   s->load_us = 0;   // the model is already in kernel memory
-  s->ttft_us = (res.t_first_token_ns > t0 ? res.t_first_token_ns - t0 : 0) / 1000;
+  s->launch_ttft_us = (res.t_first_token_ns > t0 ? res.t_first_token_ns - t0 : 0) / 1000;
   s->tpot_us = l.tpot_us;
   s->prefill_us = (res.t_first_token_ns - res.t_start_ns) / 1000;
-  s->startup_us = s->ttft_us > s->prefill_us ? s->ttft_us - s->prefill_us : 0;
+  s->startup_us = s->launch_ttft_us > s->prefill_us ? s->launch_ttft_us - s->prefill_us : 0;
   return true;
 }
 
@@ -271,7 +273,7 @@ int main(int argc, char** argv) {
       for (int w = 0; w < 2; w++) {
         const Sample& x = w ? warm[k] : cold[k];
         printf("coldwarm,%d,%s,%lu,%lu,%lu,%lu,%lu\n", k, w ? "warm" : "cold", (unsigned long)x.e2e_us,
-               (unsigned long)x.load_us, (unsigned long)x.ttft_us, (unsigned long)x.tpot_us,
+               (unsigned long)x.load_us, (unsigned long)x.launch_ttft_us, (unsigned long)x.tpot_us,
                (unsigned long)x.prefill_us);
       }
     }
@@ -288,10 +290,12 @@ int main(int argc, char** argv) {
   printf("%-14s %-24s %-24s %s\n", "(us)", "cold median [range]", "warm median [range]", "cold/warm");
   row("end-to-end", cold, warm, runs, &Sample::e2e_us);
   row("loading", cold, warm, runs, &Sample::load_us);
-  row("TTFT", cold, warm, runs, &Sample::ttft_us);
+  row("launch TTFT", cold, warm, runs, &Sample::launch_ttft_us);
   row("  prefill", cold, warm, runs, &Sample::prefill_us);
   row("  start-up", cold, warm, runs, &Sample::startup_us);
   row("TPOT", cold, warm, runs, &Sample::tpot_us);
+  printf("(launch TTFT: from fork (cold) or ai_submit (warm) to the first token; start-up = launch TTFT - prefill;\n"
+         " loading is part of the cold start-up; docs/timing.md defines each row)\n");
   printf("tokens identical: %s\n", identical ? "yes" : "NO");
   return identical ? 0 : 1;
 }

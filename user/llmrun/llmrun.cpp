@@ -21,7 +21,7 @@
 //   The tokens are the plain ones, bit for bit; --timing adds drafted= and
 //   accepted=. oracle runs the request once, then again predicting that
 //   answer with each token replaced with probability 1 - A. --adaptive: the
-//   drafts per pass move between 1 and K (llm::adapt_drafts).
+//   drafts per pass move in 0..K with how many are kept (llm::DraftControl).
 //
 // With no prompt it reads lines "<predict> <tok0> <tok1> ..." until "exit",
 // "quit" or end of input. Each request prints one line of generated ids.
@@ -403,11 +403,12 @@ struct Runner {
       return why != nullptr;
     };
     bool stop = publish(first.value());
-    uint32_t k_now = spec.drafts;   // --adaptive: llm::adapt_drafts moves it, as the kernel does
+    llm::DraftControl control;   // --adaptive: chooses the drafts per pass, as the kernel does
+    control.start(spec.drafts);
     while (!stop && produced < n_predict) {
       uint32_t drafts[llm::kMaxSpecDrafts];
       uint32_t left = n_predict - produced - 1;   // a draft needs a token after it
-      uint32_t k = spec.adaptive ? k_now : spec.drafts;
+      uint32_t k = spec.adaptive ? control.drafts(spec.drafts) : spec.drafts;
       uint32_t d = spec.kind == llm::SpecKind::None ? 0 : propose(n_prompt, produced, k < left ? k : left, drafts);
       if (d > 0) {
         uint32_t accepted_before = accepted;
@@ -417,9 +418,10 @@ struct Runner {
           return false;
         }
         stop = turn.value();
-        k_now = llm::adapt_drafts(k_now, spec.drafts, d, accepted - accepted_before);
+        control.after_pass(spec.drafts, d, accepted - accepted_before);
         continue;
       }
+      control.after_pass(spec.drafts, 0, 0);
       auto next = feed_and_choose(&gen[produced - 1], 1, true, rng, n_prompt + produced);
       if (next.is_error()) {
         errln(next.error().message);
@@ -449,7 +451,11 @@ struct Runner {
       uint64_t ttft = (t1 - t0) / 1000, total = (t2 - t0) / 1000;
       uint64_t tpot = n_predict > 1 ? (t2 - t1) / 1000 / (n_predict - 1) : 0;
       tb.str("timing model=").str(name).str(" load_us=").u64(load_us).str(" init_us=").u64(init_us);
-      tb.str(" prompt=").u64(n_prompt).str(" ttft_us=").u64(ttft).str(" gen=").u64(n_predict);
+      // No queue on the cold path: the request's time to first token is its
+      // prefill (docs/timing.md); both names are printed so that each means
+      // the same on both paths.
+      tb.str(" prompt=").u64(n_prompt).str(" ttft_us=").u64(ttft).str(" prefill_us=").u64(ttft);
+      tb.str(" gen=").u64(n_predict);
       tb.str(" tpot_us=").u64(tpot).str(" total_us=").u64(total).str(" bytes_read=").u64(bytes_read);
       tb.str(" matvec=").str(session.ops().name);
       // Work counted by the runtime (lib/llm_batch.h WorkCounts), per phase.
