@@ -28,7 +28,7 @@ struct Process {
   // thread. fork() copies it, setsid() changes it. Pids are never reused,
   // so a session id names one session for the whole life of the kernel:
   // the AI service uses it as the default prefix-cache domain
-  // (docs/ai-service.md, "Sharing the model").
+  // (docs/sharing.md).
   int sid = 0;
 
   // -- private to the process --

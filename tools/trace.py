@@ -42,7 +42,7 @@ request) comes first, on lines of its own: its figures are picoseconds per
 step of that job, not per multiply-add.
 
 Times are the kernel's clock_ns(): virtual time in exact mode (one
-instruction = 1 ns), real time otherwise. docs/ai-service.md, "The trace",
+instruction = 1 ns), real time otherwise. docs/trace.md,
 lists the events.
 """
 import argparse

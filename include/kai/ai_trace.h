@@ -10,7 +10,7 @@
 // it); ai_control starts, stops, clears and reads it (commands below).
 // A full ring overwrites its oldest events: readers see the gap as
 // `dropped`. /bin/aitrace prints the events as text lines; tools/trace.py
-// turns those lines into a timeline (docs/ai-service.md, "The trace").
+// turns those lines into a timeline (docs/trace.md).
 //
 // This layout is ABI with its own version: a reader checks
 // kai_ai_trace_read.version against KAI_TRACE_VERSION. New event types and

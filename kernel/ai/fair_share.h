@@ -20,7 +20,7 @@
 // most tokens the running batch can hold; tests/host/test_fair_share.cpp
 // checks that bound on a simulated service, tests/host/test_ai_sharing.cpp
 // inside the real scheduler (where the bound for kai's parameters is
-// derived). docs/ai-service.md, "Sharing the model", says why a client is
+// derived). docs/sharing.md, says why a client is
 // a process.
 //
 // Pure bookkeeping: no lock of its own, no kernel header. The AI service

@@ -203,7 +203,7 @@ BatchSlot* least_urgent(WorkerBatch& w) {
   return v;
 }
 
-// 2b. Priority preemption (ai.policy=priority, docs/ai-service.md "Priorities
+// 2b. Priority preemption (ai.policy=priority, docs/sharing.md "Priorities
 // that preempt"): while this batch is full and a queued request is more
 // urgent than the least urgent running one by at least ai.preempt_gap, that
 // one is preempted exactly as under memory pressure (blocks freed, back to

@@ -1,7 +1,7 @@
 // How processes share the AI service, beyond the scheduling policy: which
 // requests may share cached prompt prefixes (the cache domain), and when a
 // more urgent request may take a running one's batch slot (the preemption
-// gap). docs/ai-service.md, "Sharing the model", explains both.
+// gap). docs/sharing.md, explains both.
 //
 // Boot options (set once by start(); read-only while workers run):
 //   ai.prefix_share=session|global|off   default session

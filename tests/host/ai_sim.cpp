@@ -390,7 +390,7 @@ void Sim::check_schedule(uint32_t w, const std::vector<Snapshot>& before, uint64
   // Aging: an overdue request is never passed over by one admitted now
   // that is not overdue or arrived later; except by a request that took a
   // less urgent one's place through priority preemption (it comes in
-  // directly, docs/ai-service.md "Priorities that preempt").
+  // directly, docs/sharing.md "Priorities that preempt").
   // (The fair policy has no aging: docs/ai-service.md.)
   for (const ai::Request* y : still_queued) {
     if (priority_preempted_now || ai::policy == ai::Policy::Fair) break;

@@ -80,8 +80,7 @@ def assert_no_panic(s):
     assert not any(m in s.transcript for m in qemu_run.PANIC_MARKERS), s.transcript[-3000:]
 
 
-# The sharing policies (docs/ai-service.md, "Sharing the model among
-# processes") must survive the same abuse: the fair policy, and priority
+# The sharing policies (docs/sharing.md) must survive the same abuse: the fair policy, and priority
 # with preemption at the smallest gap.
 SHARING = ["ai.policy=fair", "ai.policy=priority ai.preempt_gap=1"]
 

@@ -1,5 +1,4 @@
-"""How processes share the AI service (docs/ai-service.md, "Sharing the
-model among processes"):
+"""How processes share the AI service (docs/sharing.md):
 
 - a bad ai.policy, ai.prefix_share or ai.preempt_gap is reported at boot with
   the option's name and its valid values, and the default is kept;

@@ -4,7 +4,7 @@
 //
 // A session groups a process with everything it starts: fork() copies the
 // session id, setsid() starts a new one. The AI service keeps cached prompt
-// prefixes within a session (docs/ai-service.md, "Sharing the model"), so
+// prefixes within a session (docs/sharing.md), so
 //   setsid ai --text "..."
 // submits from a session of its own that shares no cache with the shell's.
 //
