@@ -91,7 +91,8 @@ struct PredictionCursor {
 // The lab's oracle (docs/experiments.md, "Speculative decoding"): the answer
 // of a first run, each id replaced with probability 1 - A by another id of
 // the vocabulary (deterministic from seed), is the prediction of a second
-// run, so about a fraction A of the drafts are accepted.
+// run, so about a fraction A of the drafts are accepted. `ai` and `llmrun`
+// pass 1 + the request's --seed, so one seed gives one pattern on both paths.
 inline void corrupt_prediction(const uint32_t* answer, uint32_t n, uint32_t acceptance_milli, uint64_t seed,
                                uint32_t vocab, uint32_t* out) {
   Rng rng = rng_from_seed(seed ^ 0x5eedc0de5eedc0deull);

@@ -2,7 +2,9 @@
 """The speculative-decoding lab (docs/experiments.md, "Speculative decoding").
 
     python3 tools/spec_lab.py [--image build/fs-smol.img] [--ks 0,1,2,4,8]
-                              [--accept 0,0.5,0.8,1] [--predict 16] [--out build/spec_lab.md]
+                              [--accept 0,0.5,0.8,1] [--predict 16] [--seeds N]
+                              [--concurrent C [--concurrent-ks 2,5,8] [--concurrent-accept A]]
+                              [--out build/spec_lab.md]
 
 Boots kai in exact mode (qemu_run --deterministic: the guest clock counts
 instructions, 1 ns each, so every figure repeats from boot to boot), one
@@ -11,16 +13,20 @@ hart, and measures in one boot:
     pass of B positions (instructions = ns), so r(n) = pass(n) / pass(1);
   * `ai --model SMOL --int8 --predict P --align-tick --timing` plain (k = 0),
     and with --speculate oracle:k:A for every k and A (and --adaptive, k
-    moving in 1..max(k)): the kernel's TPOT, drafts and accepted drafts of
-    one request.
+    moving in 0..max(k)): the kernel's TPOT, drafts and accepted drafts of
+    one request; with --seeds N, N corruption patterns (`ai --seed`) per
+    acceptance strictly between 0 and 1, averaged;
+  * with --concurrent C: C such requests at once (the shell's `&` and
+    `wait`), plain and with each of --concurrent-ks drafts: how much of
+    the gain is left when other requests already fill the pass.
 The model: a pass of k+1 positions costs r(k+1) plain steps and yields, when
 each draft is accepted with probability A independently until the first
 rejection, E = (1 - A^(k+1)) / (1 - A) tokens; so the predicted TPOT ratio
 is r(k+1) / E and the break-even acceptance is the A where E = r(k+1).
-Every k sees the same prediction for a given A (the oracle's seed is
-fixed), and with k = 1 each pass checks exactly one draft, so that row's
-accepted/drafted is the acceptance the prediction really has (A_eff; a
-16-token answer is a small sample); the last column uses it.
+Every k sees the same predictions for a given A and seed, and with k = 1
+each pass checks exactly one draft, so that row's accepted/drafted is the
+acceptance the predictions really have (A_eff; a short answer is a small
+sample); the last column uses it.
 Writes a markdown table (and prints it). Standard library only."""
 import argparse
 import os
@@ -57,9 +63,20 @@ def break_even(r, k):
     return hi
 
 
-def ai_command(predict, k, a, adaptive=False):
+def ai_command(predict, k, a, adaptive=False, seed=0, prompt=PROMPT, align=True):
+    """One `ai` request; seed picks the oracle's corruption pattern."""
     spec = f"--speculate oracle:{k}:{a:g} " + ("--adaptive " if adaptive else "") if k > 0 else ""
-    return f"ai --model SMOL --int8 --predict {predict} --align-tick --timing {spec}{PROMPT}"
+    seed_opt = f"--seed {seed} " if seed else ""
+    tick = "--align-tick " if align else ""
+    return f"ai --model SMOL --int8 --predict {predict} {tick}--timing {seed_opt}{spec}{prompt}"
+
+
+def concurrent_command(predict, k, a, clients):
+    """`clients` requests at once (the shell's & and wait), each its own
+    prompt and corruption seed: the batch's TPOT with and without drafts."""
+    parts = [ai_command(predict, k, a, seed=c, prompt=" ".join(str(c + i) for i in range(1, 6)), align=False)
+             for c in range(clients)]
+    return " & ".join(parts) + " & wait"
 
 
 def parse_timing(out):
@@ -69,6 +86,26 @@ def parse_timing(out):
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
+def parse_all_timings(out, n):
+    """Mean TPOT, drafted and accepted sums of the n timing lines in out."""
+    found = re.findall(r"tpot_us=(\d+).*?drafted=(\d+) accepted=(\d+)", out)
+    if len(found) != n:
+        raise SystemExit(f"spec_lab: {len(found)} timing lines, not {n}, in:\n{out}")
+    return (sum(int(t) for t, _, _ in found) / n, sum(int(d) for _, d, _ in found),
+            sum(int(x) for _, _, x in found))
+
+
+def seeds_for(a, seeds):
+    """At A = 0 and A = 1 every seed gives the same prediction: one run."""
+    return range(seeds) if 0 < a < 1 else range(1)
+
+
+def seeded(outputs, predict, k, a, seeds, adaptive=False):
+    """Mean TPOT and summed drafted/accepted over the oracle's seeds."""
+    got = [parse_timing(outputs[ai_command(predict, k, a, adaptive, seed)]) for seed in seeds_for(a, seeds)]
+    return sum(t for t, _, _ in got) / len(got), sum(d for _, d, _ in got), sum(x for _, _, x in got)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--image", default=os.path.join(ROOT, "build", "fs-smol.img"))
@@ -76,6 +113,12 @@ def main():
     ap.add_argument("--ks", default="0,1,2,4,8")
     ap.add_argument("--accept", default="0,0.5,0.8,1")
     ap.add_argument("--predict", type=int, default=16)
+    ap.add_argument("--seeds", type=int, default=1,
+                    help="corruption patterns of the oracle per (k, A), averaged (--seed 0..N-1)")
+    ap.add_argument("--concurrent", type=int, default=0,
+                    help="also run this many requests at once, plain and with --concurrent-ks at --concurrent-accept")
+    ap.add_argument("--concurrent-ks", default="2,5,8")
+    ap.add_argument("--concurrent-accept", type=float, default=0.8)
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "spec_lab.md"))
     args = ap.parse_args()
     ks = [int(k) for k in args.ks.split(",")]
@@ -83,8 +126,13 @@ def main():
     if not os.path.exists(args.image):
         raise SystemExit(f"spec_lab: {args.image} missing: run `make fsimg-smol`")
     cases = [f"perfbench --case decode@{b}" for b in range(1, max(ks) + 2)]
-    runs = [ai_command(args.predict, 0, 0)] + [ai_command(args.predict, k, a) for k in ks if k > 0 for a in accepts]
-    runs += [ai_command(args.predict, max(ks), a, True) for a in accepts]
+    runs = [ai_command(args.predict, 0, 0)]
+    runs += [ai_command(args.predict, k, a, seed=x) for k in ks if k > 0 for a in accepts
+             for x in seeds_for(a, args.seeds)]
+    runs += [ai_command(args.predict, max(ks), a, True, x) for a in accepts for x in seeds_for(a, args.seeds)]
+    cks = [int(k) for k in args.concurrent_ks.split(",")] if args.concurrent else []
+    if args.concurrent:
+        runs += [concurrent_command(args.predict, k, args.concurrent_accept, args.concurrent) for k in [0] + cks]
     outputs = {}
     started = time.time()
     with qemu_run.Session(args.image, args.kernel, smp=1, memory="1G", snapshot=True, boot_timeout=600,
@@ -107,7 +155,8 @@ def main():
         pass_ns[b] = (int(m.group(1)), int(m.group(2)))
     plain_tpot, _, _ = parse_timing(outputs[runs[0]])
     lines = [f"Exact mode (virtual time: 1 guest ns = 1 instruction), SMOL shape, int8, one request, "
-             f"--predict {args.predict}, prompt `{PROMPT}`; {time.strftime('%Y-%m-%d', time.gmtime())}.",
+             f"--predict {args.predict}, prompt `{PROMPT}`, oracle seeds 0..{args.seeds - 1} (TPOT: their mean); "
+             f"{time.strftime('%Y-%m-%d', time.gmtime())}.",
              "", "Cost of one pass of n positions (perfbench decode@n): r(n) = pass(n) / pass(1).", "",
              "| n | instr/MAC | r(n) |", "|---|---|---|"]
     for b, (macs, ns) in sorted(pass_ns.items()):
@@ -118,23 +167,34 @@ def main():
     a_eff = {}
     if 1 in ks:
         for a in accepts:
-            _, drafted, accepted = parse_timing(outputs[ai_command(args.predict, 1, a)])
+            _, drafted, accepted = seeded(outputs, args.predict, 1, a, args.seeds)
             a_eff[a] = accepted / drafted if drafted else a
     for k in ks:
         if k == 0:
             continue
         r = pass_ns[k + 1][1] / pass_ns[1][1]
         for a in accepts:
-            tpot, drafted, accepted = parse_timing(outputs[ai_command(args.predict, k, a)])
+            tpot, drafted, accepted = seeded(outputs, args.predict, k, a, args.seeds)
             measured_a = f"{accepted}/{drafted}" if drafted else "0/0"
             eff = a_eff.get(a, a)
-            lines.append(f"| {k} | {break_even(r, k):.2f} | {a:g} | {measured_a} | {tpot} | "
+            lines.append(f"| {k} | {break_even(r, k):.2f} | {a:g} | {measured_a} | {tpot:.0f} | "
                          f"{tpot / plain_tpot:.2f} | {r / tokens_per_pass(a, k):.2f} | {eff:.2f} | "
                          f"{r / tokens_per_pass(eff, k):.2f} |")
     for a in accepts:
-        tpot, drafted, accepted = parse_timing(outputs[ai_command(args.predict, max(ks), a, True)])
-        lines.append(f"| 1..{max(ks)} adaptive | | {a:g} | {accepted}/{drafted} | {tpot} | {tpot / plain_tpot:.2f} "
-                     f"| | | |")
+        tpot, drafted, accepted = seeded(outputs, args.predict, max(ks), a, args.seeds, adaptive=True)
+        lines.append(f"| 0..{max(ks)} adaptive | | {a:g} | {accepted}/{drafted} | {tpot:.0f} | "
+                     f"{tpot / plain_tpot:.2f} | | | |")
+    if args.concurrent:
+        c = args.concurrent
+        base, _, _ = parse_all_timings(outputs[concurrent_command(args.predict, 0, 0, c)], c)
+        lines += ["", f"{c} requests at once (`ai ... & ... & wait`, each its own prompt and seed), "
+                  f"A = {args.concurrent_accept:g}: mean TPOT of the {c}.", "",
+                  "| k | accepted/drafted | mean TPOT us | / plain in the same batch | / plain alone |",
+                  "|---|---|---|---|---|", f"| 0 | | {base:.0f} | 1.00 | {base / plain_tpot:.2f} |"]
+        for k in cks:
+            tpot, drafted, accepted = parse_all_timings(
+                outputs[concurrent_command(args.predict, k, args.concurrent_accept, c)], c)
+            lines.append(f"| {k} | {accepted}/{drafted} | {tpot:.0f} | {tpot / base:.2f} | {tpot / plain_tpot:.2f} |")
     table = "\n".join(lines) + "\n"
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:

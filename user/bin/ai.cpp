@@ -209,7 +209,10 @@ int main(int argc, char** argv) {
       return 1;
     }
     n_prediction = uint32_t(got) < KAI_AI_MAX_PREDICTION ? uint32_t(got) : KAI_AI_MAX_PREDICTION;
-    llm::corrupt_prediction(out, n_prediction, spec.acceptance_milli, 1, mi.vocab_size, prediction);
+    // Which ids are replaced follows --seed (as llmrun's oracle does), so a
+    // lab can average over several corruption patterns of one acceptance.
+    llm::corrupt_prediction(out, n_prediction, spec.acceptance_milli, 1 + req.sampling.seed, mi.vocab_size,
+                            prediction);
   }
   if (speculate) ai_apply_speculation(&req, spec, prediction, n_prediction);
   // sleep() returns in a timer interrupt's wake-up: what follows starts at

@@ -371,7 +371,9 @@ struct Runner {
       quiet = false;
       if (!ok) return false;
       n_prediction = answer_len;
-      llm::corrupt_prediction(gen, n_prediction, spec.acceptance_milli, 1, model.config().vocab_size, prediction);
+      // Which ids are replaced follows --seed, as in ai's oracle.
+      llm::corrupt_prediction(gen, n_prediction, spec.acceptance_milli, 1 + how.seed, model.config().vocab_size,
+                              prediction);
     }
     session.reset();
     cursor = llm::PredictionCursor{};
