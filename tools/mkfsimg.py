@@ -266,7 +266,11 @@ def build(args):
         for c in n.children.values():
             parent_of[id(c)] = n
 
-    with open(args.out, "wb") as img:
+    # Written beside the target and renamed over it at the end: a QEMU still
+    # running the old image (a lab in the background, another test) keeps
+    # reading the old file, never a half-written new one.
+    partial = args.out + ".partial"
+    with open(partial, "wb") as img:
         img.truncate(total * BSIZE)
 
         def write_block(bno, data):
@@ -336,6 +340,7 @@ def build(args):
             bitmap[full] = (1 << part) - 1
         img.seek(geo.bmapstart * BSIZE)
         img.write(bitmap)
+    os.replace(partial, args.out)
     used_mib = next_block * BSIZE / (1 << 20)
     print(f"mkfsimg: {args.out}: {total} blocks ({total * BSIZE >> 20} MiB), {ninodes} inodes, "
           f"{len(nodes)} used, {used_mib:.1f} MiB used")
