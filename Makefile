@@ -85,12 +85,18 @@ $(KERNEL_ELF): $(KERNEL_OBJS) kernel/kernel.ld
 	$(CXX_RV) $(RV_COMMON) -T kernel/kernel.ld -Wl,--build-id=none -o $@ $(KERNEL_OBJS) -lgcc
 
 # ---------------------------------------------------------------- user programs
-# Every user/bin/NAME.cpp becomes the program /NAME in the image.
+# Every user/bin/NAME.cpp (the commands), user/bench/NAME.cpp (the
+# benchmarks) and user/test/NAME.cpp (the test drivers) becomes the program
+# /bin/NAME in the image: the folders sort the sources by kind, the shell
+# finds them all by name.
 ULIB_SRCS  := $(wildcard user/lib/*.cpp user/lib/*.S)
 ULIB_OBJS  := $(patsubst %,$(B)/%.o,$(ULIB_SRCS))
 URT_OBJS   := $(patsubst %,$(B)/user-lib/%.o,$(LIB_SRCS))
 UPROG_SRCS := $(wildcard user/bin/*.cpp)
 UPROGS     := $(patsubst user/bin/%.cpp,$(B)/user/bin/%,$(UPROG_SRCS))
+BENCH_PROGS := $(patsubst user/bench/%.cpp,$(B)/user/bin/%,$(wildcard user/bench/*.cpp))
+TEST_PROGS  := $(patsubst user/test/%.cpp,$(B)/user/bin/%,$(wildcard user/test/*.cpp))
+UPROGS     += $(BENCH_PROGS) $(TEST_PROGS)
 
 # The LLM runner (cold path): user/llmrun/llmrun.cpp, the same source as the
 # host runner, with the guest platform layer platform_kai.cpp. One binary
@@ -122,6 +128,10 @@ $(B)/user/libkai.a: $(ULIB_OBJS) $(URT_OBJS)
 	$(CROSS)ar rcs $@ $^
 
 $(B)/user/bin/%: $(B)/user/bin/%.cpp.o $(B)/user/libkai.a user/user.ld
+	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $< $(B)/user/libkai.a -lgcc
+$(BENCH_PROGS): $(B)/user/bin/%: $(B)/user/bench/%.cpp.o $(B)/user/libkai.a user/user.ld
+	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $< $(B)/user/libkai.a -lgcc
+$(TEST_PROGS): $(B)/user/bin/%: $(B)/user/test/%.cpp.o $(B)/user/libkai.a user/user.ld
 	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $< $(B)/user/libkai.a -lgcc
 $(B)/user/bin/usertests: $(USERTESTS_OBJS) $(B)/user/libkai.a user/user.ld
 	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $(USERTESTS_OBJS) $(B)/user/libkai.a -lgcc

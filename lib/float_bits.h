@@ -6,7 +6,7 @@
 // Why: under QEMU an integer instruction is one or two host instructions,
 // while a float instruction is a call into QEMU's software float library.
 // The conversions that round or truncate are among the dearest (`opcost`,
-// user/bin/opcost.cpp; docs/runtime.md, "What each kind of instruction costs").
+// user/bench/opcost.cpp; docs/runtime.md, "What each kind of instruction costs").
 //
 // Each function handles the common range itself and leaves the rest (values
 // too large, subnormal results, NaN, infinity) to the C++ conversion, i.e.

@@ -1,6 +1,6 @@
 """Running out of memory never loses data and never locks the others out
 (kernel/mem_policy.h, docs/kernel.md "Memory policy"; the program is
-user/bin/oomtest.cpp):
+user/test/oomtest.cpp):
 
 - sbrkfail (512 MiB, 256 MiB, 1 GiB; and 64 MiB, where the floors shrink
   to 1/8 of the memory each): one process takes all it can and stops
@@ -91,7 +91,7 @@ def test_ai_request_while_memory_is_exhausted(ai_image):
 
 def verify(img):
     """In a fresh boot: {file number: (size, "ok" or "bad")} for the files of
-    /oomt, (version, state) of /oomt/big (user/bin/oomtest.cpp), and `ls /oomt`."""
+    /oomt, (version, state) of /oomt/big (user/test/oomtest.cpp), and `ls /oomt`."""
     res = qemu_run.run(["oomtest verify", "ls /oomt"], image=str(img), kernel=KERNEL, timeout=120)
     assert res.ok, f"{res.error}\n{res.transcript[-3000:]}"
     out = output_of(res.transcript, "oomtest verify")

@@ -1,7 +1,7 @@
 """The host-noise check. In real-time mode each guest hart is a host thread,
 so a busy host slows the guest and a sweep point cannot tell "the service
 got slower" from "the host was busy". bench.py runs `calib` (a fixed integer
-loop, user/bin/calib.cpp) in the guest just before and just after each point,
+loop, user/bench/calib.cpp) in the guest just before and just after each point,
 in the same boot, with the service idle. The point is flagged if
 
 - its calibration *moved*: after and before differ by more than the
