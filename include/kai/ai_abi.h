@@ -197,7 +197,8 @@ struct kai_ai_result {
   uint32_t requeued_us;       // microseconds spent back in the queue after preemptions (0 if none)
   uint32_t priority_preemptions;  // of `preemptions`, times a more urgent request took its place (ai.preempt_gap)
   uint64_t client_served;     // its owner's virtual token counter when it finished (fair policy:
-                              // 1 per prompt token computed + 2 per generated token, over all its requests)
+                              // 1 per prompt token computed + 2 per generated token + 1 per rejected
+                              // draft, over all its requests)
   uint32_t drafted;           // proposed tokens the engine computed for it (kai_ai_submit.spec)
   uint32_t accepted;          // ... of which the model's own choice agreed: tokens that cost no pass of their own
 };
@@ -235,8 +236,9 @@ struct kai_ai_model_info {
 #define KAI_AI_MAX_CLIENTS 16           // kai_ai_info lists at most this many
 struct kai_ai_client {
   int32_t pid;
-  uint32_t reserved;          // 0
+  uint32_t rejected_drafts;   // proposed tokens computed for it and not kept (saturates at 2^32 - 1)
   uint64_t served;            // weighted: 1 per prompt token computed + 2 per generated token
+                              // + 1 per rejected draft (every position computed for it)
   uint64_t prompt_tokens;     // prompt tokens computed for it (cached ones are free)
   uint64_t output_tokens;     // tokens generated for it
 };

@@ -58,6 +58,13 @@ void FairCounters::charge_output(int client, uint32_t tokens) {
   }
 }
 
+void FairCounters::charge_rejected_drafts(int client, uint32_t tokens) {
+  if (FairClient* c = find_or_add(client)) {
+    c->served += kFairDraftWeight * tokens;
+    c->rejected_drafts += tokens;
+  }
+}
+
 int FairCounters::least_served(const int* clients, int n) {
   int best = 0;
   uint64_t best_served = served(clients[0]);

@@ -32,6 +32,12 @@ namespace ai {
 
 constexpr uint64_t kFairPromptWeight = 1;   // per prompt token computed (cached ones are free)
 constexpr uint64_t kFairOutputWeight = 2;   // per generated token
+// Per proposed token computed and rejected (speculative decoding): the model
+// computed its position in a shared pass, as it computes a prompt token's,
+// and nothing came of it; an accepted one is charged as the output token it
+// became. So a client pays for the positions computed for it, the wasted
+// ones included: a proposer that misses costs its own client, not others.
+constexpr uint64_t kFairDraftWeight = 1;
 constexpr int kMaxFairClients = 64;         // one per process at most (NPROC)
 
 struct FairClient {
@@ -39,6 +45,7 @@ struct FairClient {
   uint64_t served;           // the virtual token counter
   uint64_t prompt_tokens;    // what it was charged for, by kind (aistat shows them)
   uint64_t output_tokens;
+  uint64_t rejected_drafts;  // proposed tokens computed and not kept
 };
 
 class FairCounters {
@@ -53,6 +60,7 @@ class FairCounters {
   bool on_backlogged(int client, const int* others, int n);
   void charge_prompt(int client, uint32_t tokens);
   void charge_output(int client, uint32_t tokens);
+  void charge_rejected_drafts(int client, uint32_t tokens);
   // Index in clients[0..n) (n >= 1) of the least served; among equals the
   // first, so callers pass them in arrival order. Also remembers the
   // smallest counter seen as the floor for the next lift.

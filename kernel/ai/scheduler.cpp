@@ -539,6 +539,9 @@ bool accept(WorkerBatch& w, BatchSlot& s, uint64_t now) {
   r->accepted += drafts_kept;
   counters.drafted += s.drafts;
   counters.accepted += drafts_kept;
+  // The fair policy charges the positions computed for r: a rejected draft
+  // too (fair_share.h, kFairDraftWeight); a kept one was charged as output.
+  if (s.drafts > drafts_kept && !r->orphaned) fair_counters.charge_rejected_drafts(r->owner_pid, s.drafts - drafts_kept);
   if (newest < s.count) note_drafts_kept(*r, s.drafts, drafts_kept);   // a generating pass
   uint32_t fed = r->fed + kept;
   if (kept < s.count && s.recurrent) {

@@ -73,6 +73,7 @@ void fill_sharing_info(kai_ai_info& info) {
     c.served = all[i].served;
     c.prompt_tokens = all[i].prompt_tokens;
     c.output_tokens = all[i].output_tokens;
+    c.rejected_drafts = all[i].rejected_drafts > UINT32_MAX ? UINT32_MAX : uint32_t(all[i].rejected_drafts);
   }
 }
 

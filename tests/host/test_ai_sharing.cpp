@@ -68,6 +68,7 @@ namespace {
 
 constexpr uint64_t kWp = ai::kFairPromptWeight;
 constexpr uint64_t kWo = ai::kFairOutputWeight;
+constexpr uint64_t kWd = ai::kFairDraftWeight;
 
 ai::Request* by_id(int64_t id) {
   for (auto& r : ai::slots)
@@ -91,7 +92,7 @@ struct Shape {
 // and the requests' generated tokens.
 class Ledger {
  public:
-  void submitted(const ai::Request& r) { seen_[r.id] = Seen{r.owner_pid, r.prompt_len, false, 0}; }
+  void submitted(const ai::Request& r) { seen_[r.id] = Seen{r.owner_pid, r.prompt_len, false, 0, 0}; }
 
   // After an iteration, before its finished requests are collected.
   void update(const Sim& sim) {
@@ -110,6 +111,10 @@ class Ledger {
       if (it == seen_.end()) continue;
       total_[it->second.owner] += kWo * (r.n_generated - it->second.generated);
       it->second.generated = r.n_generated;
+      // Proposed tokens computed and not kept (kept ones became output).
+      uint32_t rejected = r.drafted - r.accepted;
+      total_[it->second.owner] += kWd * (rejected - it->second.rejected);
+      it->second.rejected = rejected;
     }
   }
 
@@ -124,6 +129,7 @@ class Ledger {
     uint32_t prompt_len;
     bool charged;
     uint32_t generated;
+    uint32_t rejected;
   };
   std::map<int64_t, Seen> seen_;
   std::map<int, uint64_t> total_;
@@ -153,9 +159,13 @@ uint64_t bound_u(const std::vector<Shape>& shapes, uint32_t workers, uint32_t ma
 // of every pair over every interval so far is measured and, when
 // `check_bound`, required to stay within 2U (and the kernel's counters to
 // equal the service counted here).
+// drafts > 0: the simulation proposes up to that many tokens per pass (a
+// random leading run of them right), and only the counters are checked
+// (the bound below is derived without speculation).
 BacklogRun run_backlogged(ai::Policy policy, const std::vector<Shape>& shapes, uint32_t max_batch, uint32_t budget,
-                          uint32_t iterations, uint32_t seed, bool check_bound) {
+                          uint32_t iterations, uint32_t seed, bool check_bound, uint32_t drafts = 0) {
   SimOptions o;
+  o.drafts = drafts;
   o.policy = policy;
   o.max_batch = max_batch;
   o.budget = budget;
@@ -200,7 +210,7 @@ BacklogRun run_backlogged(ai::Policy policy, const std::vector<Shape>& shapes, u
     for (int a = 0; a < n; a++) {
       INFO("process " << a + 1 << " at iteration " << it);
       SIM_REQUIRE(queued_of(a + 1) >= 1);   // still backlogged: the theorem applies
-      if (check_bound) SIM_REQUIRE(ai::fair_counters.served(a + 1) == ledger.service(a + 1));
+      if (check_bound || drafts > 0) SIM_REQUIRE(ai::fair_counters.served(a + 1) == ledger.service(a + 1));
       for (int b = a + 1; b < n; b++) {
         int64_t d = int64_t(ledger.service(a + 1)) - int64_t(ledger.service(b + 1));
         lo[a * n + b] = std::min(lo[a * n + b], d);
@@ -243,6 +253,20 @@ TEST_CASE("fair policy in the scheduler: two backlogged processes stay within 2U
       CHECK(fcfs.worst > int64_t(fcfs.two_u));
     }
   }
+}
+
+TEST_CASE("fair policy: every position computed for a client is charged, rejected drafts included",
+          "[ai][scheduler][sharing][fair][drafts]") {
+  std::vector<Shape> shapes = {{2, 6, 4, 12}, {8, 16, 4, 12}, {1, 3, 1, 20}};
+  uint64_t rejected = 0;
+  for (uint32_t seed = 1; seed <= 3; seed++) {
+    INFO("seed " << seed);
+    run_backlogged(ai::Policy::Fair, shapes, 3, 16, 600, seed, false, ai::kMaxDrafts);
+    ai::FairClient all[ai::kMaxFairClients];
+    int n = ai::fair_counters.snapshot(all, ai::kMaxFairClients);
+    for (int i = 0; i < n; i++) rejected += all[i].rejected_drafts;
+  }
+  REQUIRE(rejected > 0);   // the charge above was exercised
 }
 
 TEST_CASE("fair policy in the scheduler: four backlogged processes of random shapes, every pair within 2U",

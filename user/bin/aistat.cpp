@@ -63,8 +63,9 @@ int main(int argc, char** argv) {
   // they can be compared): one line per process that has used the service.
   for (uint32_t i = 0; i < info.n_clients && i < KAI_AI_MAX_CLIENTS; i++) {
     const kai_ai_client& c = info.clients[i];
-    printf("client: pid=%d served=%lu prompt_tokens=%lu output_tokens=%lu\n", c.pid, (unsigned long)c.served,
-           (unsigned long)c.prompt_tokens, (unsigned long)c.output_tokens);
+    printf("client: pid=%d served=%lu prompt_tokens=%lu output_tokens=%lu rejected_drafts=%u\n", c.pid,
+           (unsigned long)c.served, (unsigned long)c.prompt_tokens, (unsigned long)c.output_tokens,
+           c.rejected_drafts);
   }
   return 0;
 }
