@@ -115,6 +115,30 @@ ErrorOr<void, Error> Session::resume_at(uint32_t pos) {
   return {};
 }
 
+size_t Session::snapshot_floats(const Config& c, uint32_t rows) {
+  return conv_floats(c) + ssm_floats(c) + size_t(2) * rows * c.n_full_layers() * c.kv_dim();
+}
+
+void Session::snapshot_spans(uint32_t from, uint32_t to, SpanFn fn, void* ctx) {
+  const Config& c = *cfg_;
+  fn(ctx, conv_, conv_floats(c));
+  fn(ctx, ssm_, ssm_floats(c));
+  for (uint32_t pos = from; pos < to; pos++)
+    for (uint32_t slot = 0; slot < n_full_; slot++) {
+      KvRows rows = kv_rows(slot, pos);
+      fn(ctx, rows.k, c.kv_dim());
+      fn(ctx, rows.v, c.kv_dim());
+    }
+}
+
+ErrorOr<void, Error> Session::resume_from_snapshot(uint32_t pos) {
+  if (pos_ != 0) return Error::make(ErrorCode::BadField).str("snapshot: the session has already run");
+  if (pos >= kv_capacity())
+    return Error::make(ErrorCode::RequestTooLong).str("snapshot: position ").num(pos).str(" beyond the KV cache");
+  pos_ = pos;
+  return {};
+}
+
 ErrorOr<void, Error> Session::keep_checkpoint() {
   const Config& c = *cfg_;
   if (c.n_linear_layers() == 0) {

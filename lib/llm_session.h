@@ -135,6 +135,23 @@ class Session {
   // per position (BadField otherwise), and for a fresh session.
   ErrorOr<void, Error> resume_at(uint32_t pos);
 
+  // A state snapshot (the kernel's recurrent-state checkpoints,
+  // kernel/ai/kv_checkpoint.h): everything a session at position `to` holds
+  // beyond the K/V rows of positions [0, from): the linear layers' conv
+  // windows and DeltaNet states, then the K and V rows of positions
+  // [from, to) of every full-attention layer. snapshot_spans() hands each
+  // piece to fn in that fixed order, so the same walk copies a snapshot
+  // out of a session and back into another one (rows of positions
+  // < kv_capacity() only).
+  using SpanFn = void (*)(void* ctx, float* span, size_t n_floats);
+  void snapshot_spans(uint32_t from, uint32_t to, SpanFn fn, void* ctx);
+  static size_t snapshot_floats(const Config& cfg, uint32_t rows);
+  // A fresh session whose snapshot_spans(from, pos) were just written from
+  // a snapshot taken at position pos (and whose K/V rows of [0, from) are
+  // in its blocks): it continues at pos, exactly as if tokens 0..pos-1 had
+  // been fed. Any model; BadField if the session has already run.
+  ErrorOr<void, Error> resume_from_snapshot(uint32_t pos);
+
   // Rollback: positions computed and then not accepted (a speculative
   // token the model did not confirm). The state of a session is its KV
   // rows, one per position, plus, for linear-attention layers, a recurrent

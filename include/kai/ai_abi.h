@@ -277,6 +277,9 @@ struct kai_ai_info {
   uint32_t kv_block;          // positions per block (ai.kv_block)
   uint32_t prefix_cache;      // 1: full prompt blocks are cached and shared (ai.prefix_cache)
   uint64_t kv_blocks_total, kv_blocks_used, kv_blocks_cached;   // cached: unreferenced, evictable
+  // Recurrent-state checkpoints (models with linear-attention layers; kernel/ai/kv_checkpoint.h):
+  // how many, and the KV pool bytes they hold (not counted in kv_blocks_used).
+  uint64_t kv_checkpoints, kv_checkpoint_bytes;
   uint64_t prefix_hit_requests;   // requests that reused a cached prefix
   uint64_t prefix_hit_tokens;     // prompt tokens they did not compute
   uint64_t preemptions;           // running requests whose blocks were taken back (all causes)

@@ -272,6 +272,11 @@ ErrorOr<void, Error> engine_session_resume(EngineSession* s, uint32_t pos) {
   return {};
 }
 
+ErrorOr<void, Error> engine_session_restored(EngineSession* s, uint32_t pos) {
+  if (auto r = s->session.resume_from_snapshot(pos); r.is_error()) return Error::from("checkpoint", r.error());
+  return {};
+}
+
 // ---- the batched forward pass ---------------------------------------------
 
 static RowTeam teams[kMaxWorkers];

@@ -53,6 +53,9 @@ ErrorOr<void, Error> engine_session_begin(EngineSession* s, EngineModel* model, 
                                           const llm::KvPool* pool, bool checkpoint = false);
 // A cached prefix: the session continues at position pos (0: nothing to do).
 ErrorOr<void, Error> engine_session_resume(EngineSession* s, uint32_t pos);
+// The same for a session whose snapshot at pos was just copied in from a
+// recurrent-state checkpoint (kv_checkpoint.h; any model).
+ErrorOr<void, Error> engine_session_restored(EngineSession* s, uint32_t pos);
 // Rollback (the iteration seam): keep the session's recurrent state before
 // a pass whose positions may be rejected, and move the session back to
 // position pos after it (llm::Session::keep_checkpoint / rewind).

@@ -3,6 +3,8 @@
 // LRU); the lookup table of cached prefix blocks; the operations the worker
 // calls (admit, grow, publish, release). Locking: ai::lock for everything.
 #include "kv_cache.h"
+#include "kv_pool.h"
+#include "kv_checkpoint.h"
 #include "trace.h"
 #include "platform.h"
 
@@ -13,35 +15,10 @@ uint32_t kv_blocks_override = 0;
 uint32_t kv_block_size = kDefaultKvBlock;
 bool prefix_cache_enabled = true;
 
+ModelKv pools[KAI_AI_MAX_MODELS];
+
 namespace {
 
-// One model's pool. Per-block arrays are indexed by block id.
-struct ModelKv {
-  bool paged = false;
-  bool reuses_prefixes = false;    // prefix cache on, and a model whose state is all in KV rows
-  uint64_t half_bytes = 0, meta_bytes = 0;   // the allocations (kv_drop_model gives them back)
-  void* meta = nullptr;
-  llm::KvPool pool;
-  void* kmem = nullptr;
-  void* vmem = nullptr;
-  uint32_t n_blocks = 0;
-  uint32_t* refs = nullptr;        // requests whose table holds the block
-  uint32_t* gen = nullptr;         // bumped each time the block is given new content
-  uint8_t* cached = nullptr;       // holds a registered prefix block (parent + tokens below)
-  uint32_t* parent = nullptr;      // cached: the block before it in its prefix, or kNoBlock
-  uint32_t* parent_gen = nullptr;  // ... and that block's gen when this one was registered
-  uint32_t* tokens = nullptr;      // cached: [n_blocks][B] the prompt tokens it holds
-  uint32_t* lru_prev = nullptr;    // the LRU list of cached blocks with refs == 0
-  uint32_t* lru_next = nullptr;
-  uint32_t lru_head = kNoBlock, lru_tail = kNoBlock, n_lru = 0;
-  uint32_t* free_stack = nullptr;  // never-cached free blocks
-  uint32_t n_free = 0;
-  uint32_t* bucket = nullptr;      // lookup table: head of each hash chain
-  uint32_t* chain_next = nullptr;
-  uint32_t n_buckets = 0;
-};
-
-ModelKv pools[KAI_AI_MAX_MODELS];
 
 uint32_t* take_u32s(uint8_t*& cursor, uint64_t n) {
   auto* p = reinterpret_cast<uint32_t*>(cursor);
@@ -90,16 +67,23 @@ void unregister(ModelKv& k, uint32_t b) {
   k.cached[b] = 0;
 }
 
+}  // namespace
+
 // A block for new content: a free one, else the least recently used cached
-// one (page replacement). kNoBlock if every block is in use.
+// one (page replacement; the checkpoints anchored on it go too, and their
+// blocks become free), else the blocks of the least recently used
+// checkpoint (kv_checkpoint.h, "Eviction"). kNoBlock if every block is in
+// use.
 uint32_t take_block(ModelKv& k) {
   uint32_t b;
+  if (k.n_free == 0 && k.lru_head == kNoBlock) ckpt_evict_oldest(k);
   if (k.n_free > 0) {
     b = k.free_stack[--k.n_free];
   } else if (k.lru_head != kNoBlock) {
     b = k.lru_head;
     lru_remove(k, b);
     unregister(k, b);
+    ckpt_anchor_evicted(k, b);
     if (trace::enabled(KAI_TRACE_KV_EVICT))
       trace::emit(KAI_TRACE_KV_EVICT, 0, uint32_t(&k - pools), 1, k.n_blocks - k.n_free - k.n_lru);
   } else {
@@ -136,8 +120,6 @@ uint32_t lookup(const ModelKv& k, uint32_t parent, uint32_t pgen, const uint32_t
   return kNoBlock;
 }
 
-}  // namespace
-
 uint32_t kv_blocks_for(uint32_t positions) { return (positions + kv_block_size - 1) / kv_block_size; }
 
 void kv_init_model(int m, const llm::Config& c, const char* name, uint32_t max_requests) {
@@ -150,18 +132,27 @@ void kv_init_model(int m, const llm::Config& c, const char* name, uint32_t max_r
             name, c.runtime_seq_len, per_request, B);
     return;
   }
-  // ai.kv_mb, but never more than every slot at full length could use; or
-  // exactly ai.kv_blocks (experiments with a nearly full pool).
+  // A recurrent model's checkpoints live in blocks of the pool too
+  // (kv_checkpoint.h): each takes enough whole blocks for its snapshot with
+  // the longest tail (B - 1 positions of K/V rows).
+  bool recurrent = c.n_linear_layers() > 0;
+  uint64_t ckpt_bytes = recurrent ? llm::Session::snapshot_floats(c, B - 1) * sizeof(float) : 0;
+  uint32_t per_ckpt = uint32_t((ckpt_bytes + block_bytes - 1) / block_bytes);
+  // ai.kv_mb, but never more than every slot at full length (and every
+  // checkpoint record) could use; or exactly ai.kv_blocks (experiments
+  // with a nearly full pool).
   uint64_t n = uint64_t(kv_mb) * 1024 * 1024 / block_bytes;
-  uint64_t most = uint64_t(per_request) * max_requests;
+  uint64_t most = uint64_t(per_request) * max_requests + uint64_t(per_ckpt) * kMaxCheckpoints;
   if (n > most) n = most;
   if (kv_blocks_override) n = kv_blocks_override;
   if (n < per_request) n = per_request;   // at least one full-length request
   uint64_t half = n * (block_bytes / 2);
   uint32_t n_buckets = 1;
   while (n_buckets < 2 * n) n_buckets *= 2;
-  // Eight u32 arrays, the tokens, the buckets, the cached flags (+ rounding).
-  uint64_t meta = 8 * n * 4 + n * B * 4 + uint64_t(n_buckets) * 4 + n + 128;
+  // Eight u32 arrays, the tokens, the buckets, the cached flags (+ rounding),
+  // then the checkpoints' block lists and tail tokens.
+  uint64_t ckpt_u32s = uint64_t(kMaxCheckpoints) * (per_ckpt + B);
+  uint64_t meta = 8 * n * 4 + n * B * 4 + uint64_t(n_buckets) * 4 + n + 128 + ckpt_u32s * 4 + 16;
   k.kmem = kalloc_contiguous(half);
   k.vmem = kalloc_contiguous(half);
   auto* cursor = static_cast<uint8_t*>(kalloc_contiguous(meta));
@@ -177,9 +168,17 @@ void kv_init_model(int m, const llm::Config& c, const char* name, uint32_t max_r
   k.meta = cursor;
   k.half_bytes = half;
   k.meta_bytes = meta;
-  // Prefix reuse needs every layer's state in KV rows: a DeltaNet layer's
-  // recurrent state cannot be resumed from a block.
-  k.reuses_prefixes = prefix_cache_enabled && c.n_linear_layers() == 0;
+  // Prefix reuse of a model with linear layers needs a checkpoint of their
+  // state (kv_checkpoint.h); a pool that cannot hold one beside a
+  // full-length request serves without reuse.
+  k.config = c;
+  k.recurrent = recurrent;
+  k.blocks_per_ckpt = per_ckpt;
+  bool room = !recurrent || (per_ckpt <= kMaxKvBlocks && n >= uint64_t(per_request) + per_ckpt);
+  k.reuses_prefixes = prefix_cache_enabled && room;
+  if (prefix_cache_enabled && !room)
+    kprintf("ai: model %s: %lu KV blocks leave no room for a recurrent-state checkpoint (%u blocks) beside a "
+            "full-length request; prefix reuse off\n", name, n, per_ckpt);
   k.n_blocks = uint32_t(n);
   k.refs = take_u32s(cursor, n);
   k.gen = take_u32s(cursor, n);
@@ -192,6 +191,8 @@ void kv_init_model(int m, const llm::Config& c, const char* name, uint32_t max_r
   k.tokens = take_u32s(cursor, n * B);
   k.n_buckets = n_buckets;
   k.bucket = take_u32s(cursor, k.n_buckets);
+  k.ckpt_blocks = take_u32s(cursor, uint64_t(kMaxCheckpoints) * per_ckpt);
+  k.ckpt_tokens = take_u32s(cursor, uint64_t(kMaxCheckpoints) * B);
   k.cached = cursor;
   for (uint32_t i = 0; i < k.n_buckets; i++) k.bucket[i] = kNoBlock;
   for (uint32_t b = 0; b < n; b++) k.free_stack[b] = uint32_t(n) - 1 - b;   // block 0 first
@@ -201,8 +202,10 @@ void kv_init_model(int m, const llm::Config& c, const char* name, uint32_t max_r
   k.pool.block_size = B;
   k.pool.n_blocks = uint32_t(n);
   k.paged = true;
-  kprintf("ai: model %s: KV cache %lu blocks of %u positions (%lu KiB each, %lu MiB)%s\n", name, n, B,
+  kprintf("ai: model %s: KV cache %lu blocks of %u positions (%lu KiB each, %lu MiB)%s", name, n, B,
           block_bytes / 1024, (n * block_bytes) >> 20, k.reuses_prefixes ? ", prefix cache on" : "");
+  if (k.reuses_prefixes && recurrent) kprintf(", checkpoints of %u blocks", per_ckpt);
+  kprintf("\n");
 }
 
 const llm::KvPool* kv_pool(int m) { return pools[m].paged ? &pools[m].pool : nullptr; }
@@ -212,10 +215,11 @@ bool kv_could_fit(int m, uint32_t positions) {
   return !k.paged || kv_blocks_for(positions) <= k.n_blocks;
 }
 
-int32_t kv_admit(const PrefixKey& key, uint32_t context, uint32_t positions, BlockTable& table) {
+int32_t kv_admit(const PrefixKey& key, uint32_t context, uint32_t positions, BlockTable& table, uint32_t* ckpt) {
   ModelKv& k = pools[key.model];
   table.n = 0;
   table.registered = 0;
+  table.held_ckpt = kNoCkpt;
   if (!k.paged) return 0;
   uint32_t B = k.pool.block_size;
   // The cached prefix: whole prompt blocks, leaving at least one position to
@@ -232,9 +236,24 @@ int32_t kv_admit(const PrefixKey& key, uint32_t context, uint32_t positions, Blo
       parent = b;
     }
   }
+  // A recurrent model resumes only from a checkpoint: the deepest one
+  // whose anchor is among the hits; only the blocks up to its anchor are
+  // used (the rows after it come with the checkpoint).
+  uint32_t found = kNoCkpt, resume = n_hits * B;
+  if (k.recurrent) {
+    uint32_t j = 0;
+    found = ckpt && k.reuses_prefixes ? ckpt_find_deepest(k, key, hits, n_hits, context, &j) : kNoCkpt;
+    n_hits = j;
+    hits_in_lru = 0;
+    for (uint32_t i = 0; i < n_hits; i++) hits_in_lru += k.refs[hits[i]] == 0;
+    resume = found == kNoCkpt ? 0 : k.ckpt[found].pos;
+  }
   uint32_t need = kv_blocks_for(positions);
   uint32_t fresh = need > n_hits ? need - n_hits : 0;
-  if (fresh > k.n_free + (k.n_lru - hits_in_lru)) return -1;
+  uint32_t evictable = k.n_free + (k.n_lru - hits_in_lru) + (k.recurrent ? ckpt_evictable_blocks(k, found) : 0);
+  if (fresh > evictable) return -1;
+  // Pinned first: taking the fresh blocks may evict checkpoints.
+  if (found != kNoCkpt) k.ckpt[found].readers++;
   for (uint32_t i = 0; i < n_hits; i++) {
     uint32_t b = hits[i];
     if (k.refs[b]++ == 0) lru_remove(k, b);
@@ -242,11 +261,12 @@ int32_t kv_admit(const PrefixKey& key, uint32_t context, uint32_t positions, Blo
   }
   for (uint32_t i = 0; i < fresh; i++) table.block[table.n++] = take_block(k);
   table.registered = n_hits;
-  if (n_hits > 0) {
+  if (ckpt) *ckpt = found;
+  if (resume > 0) {
     counters.prefix_hit_requests++;
-    counters.prefix_hit_tokens += n_hits * B;
+    counters.prefix_hit_tokens += resume;
   }
-  return int32_t(n_hits * B);
+  return int32_t(resume);
 }
 
 bool kv_grow(int m, BlockTable& table, uint32_t positions) {
@@ -296,8 +316,10 @@ void kv_release(int m, BlockTable& table) {
   // its parent, so it is evicted before its parent (see the invariants).
   if (k.paged)
     for (uint32_t i = table.n; i-- > 0;) put_block(k, table.block[i]);
+  if (k.paged && table.held_ckpt != kNoCkpt) ckpt_let_go(k, table.held_ckpt);
   table.n = 0;
   table.registered = 0;
+  table.held_ckpt = kNoCkpt;
 }
 
 void kv_shrink(int m, BlockTable& table, uint32_t positions) {
@@ -320,8 +342,11 @@ KvStats kv_stats() {
   for (const ModelKv& k : pools) {
     if (!k.paged) continue;
     s.blocks_total += k.n_blocks;
-    s.blocks_used += k.n_blocks - k.n_free - k.n_lru;
+    s.blocks_used += k.n_blocks - k.n_free - k.n_lru - k.n_ckpt * k.blocks_per_ckpt;
     s.blocks_cached += k.n_lru;
+    s.checkpoints += k.n_ckpt;
+    s.checkpoint_blocks += k.n_ckpt * k.blocks_per_ckpt;
+    s.checkpoint_bytes += uint64_t(k.n_ckpt) * k.blocks_per_ckpt * llm::KvPool::bytes_per_block(k.config, k.pool.block_size);
   }
   return s;
 }

@@ -46,6 +46,7 @@
 namespace ai {
 
 constexpr uint32_t kNoBlock = 0xffffffffu;
+constexpr uint32_t kNoCkpt = 0xffffffffu;   // no recurrent-state checkpoint (kv_checkpoint.h)
 
 // Boot options (set by start(); read-only afterwards).
 extern uint32_t kv_mb, kv_block_size;
@@ -56,6 +57,10 @@ extern bool prefix_cache_enabled;
 struct BlockTable {
   uint32_t n;            // entries in use
   uint32_t registered;   // leading prompt blocks already offered to the prefix cache
+  // The newest recurrent-state checkpoint this request took (kNoCkpt:
+  // none): not evicted while the request holds blocks, so that a preempted
+  // request comes back there (kv_checkpoint.h, "held").
+  uint32_t held_ckpt;
   uint32_t block[kMaxKvBlocks];
 };
 
@@ -80,7 +85,8 @@ constexpr uint32_t first_block_tag(uint32_t domain, bool int8) { return domain <
 // The pools' occupancy now (the counters of hits and preemptions are in
 // counters.h).
 struct KvStats {
-  uint64_t blocks_total, blocks_used, blocks_cached;
+  uint64_t blocks_total, blocks_used, blocks_cached;   // used: by requests (not checkpoints)
+  uint64_t checkpoints, checkpoint_blocks, checkpoint_bytes;   // recurrent-state checkpoints (kv_checkpoint.h)
 };
 
 // Creates the pool of model m (the loader calls it once the weights are in
@@ -104,7 +110,12 @@ bool kv_could_fit(int m, uint32_t positions);
 // `positions` positions. Returns the prompt tokens the cache supplied, or
 // -1, changing nothing, if the free and evictable blocks are not enough.
 // Lock held.
-int32_t kv_admit(const PrefixKey& key, uint32_t context, uint32_t positions, BlockTable& table);
+// A model with linear-attention layers resumes only from a recurrent-state
+// checkpoint (kv_checkpoint.h): then the prefix ends at the deepest one
+// found, which is pinned and returned in *ckpt (kNoCkpt: none; a caller
+// without ckpt gets no reuse for such a model) until kv_ckpt_unpin().
+int32_t kv_admit(const PrefixKey& key, uint32_t context, uint32_t positions, BlockTable& table,
+                 uint32_t* ckpt = nullptr);
 // Growth: makes `table` cover `positions` positions. False if no block is
 // free or evictable (the caller preempts someone); the blocks taken so far
 // stay in the table. Lock held.

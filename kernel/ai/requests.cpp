@@ -205,6 +205,7 @@ Request* submit(const NewRequest& n) {
   r->error = 0;
   r->worker = 0;
   r->kv.n = r->kv.registered = 0;
+  r->kv.held_ckpt = kNoCkpt;
   r->cached_tokens = r->preemptions = r->priority_preemptions = 0;
   r->n_draft = r->drafted = r->accepted = 0;
   set_speculation(r, n.spec, n.prediction);

@@ -61,6 +61,7 @@
 #include "scheduler.h"
 #include "models.h"
 #include "kv_cache.h"
+#include "kv_checkpoint.h"
 #include "trace.h"
 #include "sharing.h"
 #include "proposer.h"
@@ -82,7 +83,16 @@ PrefixKey prefix_key(const Request& r) {
   return PrefixKey{r.model, (r.flags & KAI_AI_INT8) != 0, r.domain, r.prompt, r.prompt_len};
 }
 
+// Gives back the slot's hold on checkpoints: the pin of the one it was to
+// restore from, and the one reserved for a pass that did not complete.
+void release_checkpoints(BatchSlot& s) {
+  if (s.request && s.ckpt_read != kNoCkpt) kv_ckpt_unpin(s.request->model, s.ckpt_read);
+  if (s.request && s.ckpt_write != kNoCkpt) kv_ckpt_drop(s.request->model, s.ckpt_write);
+  s.ckpt_read = s.ckpt_write = kNoCkpt;
+}
+
 void clear_slot(BatchSlot& s) {
+  release_checkpoints(s);
   s.request = nullptr;
   s.count = 0;
   s.drafts = 0;
@@ -133,8 +143,11 @@ void trace_admission_blocks(const Request& r, uint32_t cached) {
 // its whole context (less a cached prefix) can be had now; false if not.
 bool admit_into(WorkerBatch& w, BatchSlot& s, Request* r) {
   if (model_has_waiters(r->model)) return false;
-  int32_t cached = kv_admit(prefix_key(*r), context_len(*r), context_len(*r), r->kv);
+  uint32_t ckpt = kNoCkpt;
+  int32_t cached = kv_admit(prefix_key(*r), context_len(*r), context_len(*r), r->kv, &ckpt);
   if (cached < 0) return false;
+  s.ckpt_read = ckpt;
+  s.ckpt_write = kNoCkpt;
   trace_admission_blocks(*r, static_cast<uint32_t>(cached));
   r->fed = r->cached_tokens = static_cast<uint32_t>(cached);
   r->waiting_for_blocks = false;
@@ -305,9 +318,26 @@ void choose_counts(WorkerBatch& w) {
   }
   for (uint32_t i = 0; i < n && budget > 0; i++) {
     BatchSlot& s = *order[i];
-    uint32_t left = context_len(*s.request) - s.request->fed;
+    Request& r = *s.request;
+    uint32_t left = context_len(r) - r.fed;
+    // A chunk stops where a recurrent-state checkpoint is to be taken
+    // (kv_checkpoint.h): the state exists only at the end of a pass.
+    uint32_t stop = s.recurrent ? kv_next_checkpoint(prefix_key(r), r.kv, r.fed) : 0;
+    if (stop > 0 && stop - r.fed < left) left = stop - r.fed;
     s.count = left < budget ? left : budget;
     budget -= s.count;
+  }
+}
+
+// 4b. A checkpoint for every pass that ends where one is to be taken; none
+// if the pool cannot spare the blocks now (nobody is preempted for it).
+void reserve_checkpoints(WorkerBatch& w) {
+  for (auto& s : w.slots) {
+    Request* r = s.request;
+    if (r == nullptr || s.count == 0 || !s.recurrent) continue;
+    uint32_t end = r->fed + s.count;
+    if (s.drafts == 0 && kv_next_checkpoint(prefix_key(*r), r->kv, r->fed) == end)
+      s.ckpt_write = kv_ckpt_reserve(prefix_key(*r), r->kv, end);
   }
 }
 
@@ -469,6 +499,7 @@ const Plan& schedule(WorkerBatch& w) {
   preempt_for_priority(w);
   choose_counts(w);
   grow_or_preempt(w);
+  reserve_checkpoints(w);
   write_plan(w);
   w.plan.survey_team = w.plan.empty() && batch_idle(w) && !w.surveyed && models_loaded;
   if (w.plan.survey_team) w.surveyed = true;
@@ -559,6 +590,12 @@ bool accept(WorkerBatch& w, BatchSlot& s, uint64_t now) {
     trace::emit_at(now, KAI_TRACE_DRAFT, uint64_t(r->id), w.id, s.drafts, drafts_kept, fed);
   if (s.rewind) kv_shrink(r->model, r->kv, fed);
   kv_publish(prefix_key(*r), r->fed, r->kv);   // its newly computed full prompt blocks join the prefix cache
+  if (s.ckpt_write != kNoCkpt) {
+    // The pass ended at the checkpoint's position, and every position stood.
+    if (r->fed == kv_ckpt_position(r->model, s.ckpt_write)) kv_ckpt_publish(prefix_key(*r), r->kv, s.ckpt_write);
+    else kv_ckpt_drop(r->model, s.ckpt_write);
+    s.ckpt_write = kNoCkpt;
+  }
   if (stop) {
     complete(r, stop_reason(*r));
     clear_slot(s);
@@ -579,6 +616,11 @@ void commit(WorkerBatch& w) {
   for (auto& s : w.slots) {
     Request* r = s.request;
     if (r == nullptr) continue;
+    // Its session restored the checkpoint it was admitted at (or failed to).
+    if (s.ckpt_read != kNoCkpt) {
+      kv_ckpt_unpin(r->model, s.ckpt_read);
+      s.ckpt_read = kNoCkpt;
+    }
     if (s.failed) {
       if (r->orphaned || r->cancel_requested) {
         stop_cancelled(r);

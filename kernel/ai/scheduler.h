@@ -62,6 +62,13 @@ struct BatchSlot {
   // commit() moved request->fed back behind positions the session has
   // computed: the worker rewinds the session to fed before its next pass.
   bool rewind;
+  // Recurrent-state checkpoints (kv_checkpoint.h): the one its session is
+  // restored from before its first pass (admitted at that checkpoint's
+  // position; pinned until commit), and the one reserved for this
+  // iteration's pass, which ends at that checkpoint's position (written by
+  // the worker after the pass, published or given back by commit).
+  uint32_t ckpt_read = kNoCkpt;
+  uint32_t ckpt_write = kNoCkpt;
   bool failed;               // the run failed for it (error says why); commit fails the request
   Error error;
 };

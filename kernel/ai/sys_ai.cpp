@@ -349,6 +349,8 @@ SyscallResult sys_ai_info() {
     info.kv_blocks_total = kv.blocks_total;
     info.kv_blocks_used = kv.blocks_used;
     info.kv_blocks_cached = kv.blocks_cached;
+    info.kv_checkpoints = kv.checkpoints;
+    info.kv_checkpoint_bytes = kv.checkpoint_bytes;
     info.prefix_hit_requests = counters.prefix_hit_requests;
     info.prefix_hit_tokens = counters.prefix_hit_tokens;
     info.preemptions = counters.preemptions;

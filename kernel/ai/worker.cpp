@@ -7,10 +7,12 @@
 //   2. without the lock: run the plan as written, deciding nothing: begin
 //      the sessions of newly admitted requests (rewind those whose positions
 //      were rolled back, keep a checkpoint where the plan holds proposals
-//      for a recurrent model), one batched forward pass per (model,
+//      for a recurrent model, restore the recurrent-state checkpoint a
+//      request was admitted at), one batched forward pass per (model,
 //      activation kind) group, reading every weight once for all its
 //      tokens, and the sampler's draw for every item the plan marked
-//      Sample, from the logits the pass computed for it;
+//      Sample, from the logits the pass computed for it; then the
+//      snapshots of the checkpoints reserved for the pass;
 //   3. under the lock: commit() accepts what agrees with the model,
 //      publishes each new token and finishes what is complete.
 //
@@ -23,6 +25,7 @@
 #include "scheduler.h"
 #include "models.h"
 #include "engine.h"
+#include "kv_checkpoint.h"
 #include "worker.h"
 #include "../proc.h"
 #include "../trap.h"
@@ -55,7 +58,14 @@ void prepare_sessions(WorkerBatch& w) {
       auto begun = engine_session_begin(s.engine, s.model, s.int8, s.pool, s.checkpointed && s.recurrent);
       if (!begun.is_error()) {
         engine_session_map(s.engine, s.pool, r->kv.block, r->kv.n);
-        begun = engine_session_resume(s.engine, r->fed);
+        if (s.ckpt_read != kNoCkpt) {
+          // A recurrent model's prefix: the state at fed comes from the
+          // checkpoint it was admitted at (pinned until commit).
+          kv_ckpt_copy(r->model, s.ckpt_read, *s.session, false);
+          begun = engine_session_restored(s.engine, r->fed);
+        } else {
+          begun = engine_session_resume(s.engine, r->fed);
+        }
       }
       if (begun.is_error()) fail_slot(w, s, begun.error());
     } else if (s.rewind) {
@@ -157,6 +167,15 @@ void forward_all(WorkerBatch& w) {
   }
 }
 
+// Checkpoints reserved for this pass (the scheduler cut each one's chunk
+// to end at its position): the session's snapshot goes into it now, before
+// anything moves the session on; commit() publishes it.
+void save_checkpoints(WorkerBatch& w) {
+  for (auto& s : w.slots)
+    if (s.request && s.ckpt_write != kNoCkpt && !s.failed)
+      kv_ckpt_copy(s.request->model, s.ckpt_write, *s.session, true);
+}
+
 // Workers' batches live in static storage: each holds a plan of
 // kMaxBudget items, too big for a kernel stack.
 WorkerBatch batches[kMaxWorkers];
@@ -185,6 +204,7 @@ WorkerBatch batches[kMaxWorkers];
     if (!riscv::intr_get()) panic("ai-worker%u: about to compute with interrupts off", me);
     prepare_sessions(w);
     forward_all(w);
+    save_checkpoints(w);
     SpinlockGuard guard(lock);
     commit(w);
   }

@@ -31,6 +31,7 @@
 //     fits in the service time.
 #include "ai_sim.h"
 #include "../../kernel/ai/load_meter.h"
+#include "../../kernel/ai/kv_checkpoint.h"
 
 #include <algorithm>
 #include <set>
@@ -113,6 +114,7 @@ Sim::Sim(const SimOptions& o) : opt_(o) {
   ai::n_models = int(o.n_models);
   ai::models_known = true;
   rows_.assign(o.n_models, {});
+  ckpt_state_.clear();
   for (uint32_t m = 0; m < o.n_models; m++) {
     ai::Model& model = ai::models[m];
     model = ai::Model{};
@@ -471,6 +473,19 @@ void Sim::run_and_commit(uint32_t w, bool fail_begin) {
     pos_[w][i] = r.fed;
     ckpt_[w][i] = UINT32_MAX;
     s.rewind = false;
+    if (s.ckpt_read != ai::kNoCkpt) {
+      // As the worker's restore: the checkpoint's state must be this
+      // request's first fed tokens, and its tail rows land in the
+      // request's own block after the cached ones.
+      auto it = ckpt_state_.find({r.model, s.ckpt_read});
+      SIM_REQUIRE(it != ckpt_state_.end());
+      SIM_REQUIRE(it->second.size() == r.fed);
+      for (uint32_t q = 0; q < r.fed; q++) SIM_REQUIRE(it->second[q] == ai::context_token(r, q));
+      for (uint32_t q = r.fed / B * B; q < r.fed; q++) {
+        SIM_REQUIRE(ai::kv_view(r.model).refs[r.kv.block[q / B]] == 1);   // its own block
+        rows_[r.model][size_t(r.kv.block[q / B]) * B + q % B] = it->second[q];
+      }
+    }
     // A cached prefix must hold exactly this request's tokens.
     for (uint32_t q = 0; q < r.fed; q++)
       SIM_REQUIRE(rows_[r.model][size_t(r.kv.block[q / B]) * B + q % B] == ai::context_token(r, q));
@@ -512,6 +527,15 @@ void Sim::run_and_commit(uint32_t w, bool fail_begin) {
       rows_[r.model][size_t(block) * B + pos % B] = p.items[i].token;
       if (p.items[i].want_next) p.items[i].next = fake_next(r, pos);
     }
+  }
+  // As the worker's save_checkpoints(): the state at the pass's end.
+  for (uint32_t i = 0; i < ai::kMaxBatch; i++) {
+    ai::BatchSlot& s = wb.slots[i];
+    if (s.request == nullptr || s.ckpt_write == ai::kNoCkpt || s.failed) continue;
+    const ai::Request& r = *s.request;
+    std::vector<uint32_t> state(pos_[w][i]);
+    for (uint32_t q = 0; q < pos_[w][i]; q++) state[q] = rows_[r.model][size_t(r.kv.block[q / B]) * B + q % B];
+    ckpt_state_[{r.model, s.ckpt_write}] = state;
   }
   // Step 3.
   SpinlockGuard guard(ai::lock);
@@ -615,6 +639,10 @@ void Sim::check_kv(int m) {
       owners[r.kv.block[i]]++;
     }
   }
+  // Recurrent-state checkpoints own their blocks too (kv_checkpoint.h).
+  std::vector<uint32_t> ckpt_blocks(v.n_blocks);
+  uint32_t n_ckpt_blocks = ai::kv_ckpt_owned_blocks(int(m), ckpt_blocks.data(), v.n_blocks);
+  for (uint32_t i = 0; i < n_ckpt_blocks; i++) owners[ckpt_blocks[i]]++;
   std::vector<int> where(v.n_blocks, 0);   // 1 free, 2 LRU, 3 in use
   for (uint32_t i = 0; i < v.n_free; i++) {
     uint32_t b = v.free_stack[i];

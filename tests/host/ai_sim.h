@@ -180,6 +180,10 @@ class Sim {
   uint32_t ckpt_[ai::kMaxWorkers][ai::kMaxBatch] = {};
   std::mt19937_64 draft_rng_{12345};
   std::vector<std::vector<uint32_t>> rows_;             // per model: [block * B + offset] = token
+  // Recurrent-state checkpoints (kv_checkpoint.h) as the fake pass sees
+  // them: (model, id) -> the tokens of the rows the session had fed when
+  // the checkpoint was written (its "state").
+  std::map<std::pair<int, uint32_t>, std::vector<uint32_t>> ckpt_state_;
   std::vector<Event> events_;
   uint64_t commits_ = 0, collected_ = 0;
   // Schedules in a row in which a running request that was not waiting for

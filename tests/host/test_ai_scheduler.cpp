@@ -12,6 +12,7 @@
 #include <random>
 
 #include "ai_sim.h"
+#include "../../kernel/ai/kv_checkpoint.h"
 
 using aisim::Event;
 using aisim::Sim;
@@ -156,8 +157,13 @@ void random_run(uint32_t seed, Speculation speculate, RandomTotals& t) {
   sim.check();
   for (uint32_t m = 0; m < o.n_models; m++) {
     ai::KvPoolView v = ai::kv_view(int(m));
-    for (uint32_t b = 0; b < v.n_blocks; b++) REQUIRE(v.refs[b] == 0);   // every block came back
-    REQUIRE(v.n_free + v.n_lru == v.n_blocks);
+    // Every block came back, but those a recurrent-state checkpoint keeps
+    // (kv_checkpoint.h: evictable now, each owned once).
+    std::vector<uint32_t> kept(v.n_blocks), owners(v.n_blocks, 0);
+    uint32_t n_kept = ai::kv_ckpt_owned_blocks(int(m), kept.data(), v.n_blocks);
+    for (uint32_t i = 0; i < n_kept; i++) owners[kept[i]]++;
+    for (uint32_t b = 0; b < v.n_blocks; b++) REQUIRE(v.refs[b] == owners[b]);
+    REQUIRE(v.n_free + v.n_lru + n_kept == v.n_blocks);
   }
   t.iterations += sim.iterations_checked();
   t.results += sim.results_checked();

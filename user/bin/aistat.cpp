@@ -52,6 +52,8 @@ int main(int argc, char** argv) {
          (unsigned long)info.kv_blocks_cached, info.prefix_cache ? "on" : "off",
          (unsigned long)info.prefix_hit_requests, (unsigned long)info.prefix_hit_tokens,
          (unsigned long)info.preemptions);
+  printf("checkpoints: count=%lu kib=%lu\n", (unsigned long)info.kv_checkpoints,
+         (unsigned long)(info.kv_checkpoint_bytes >> 10));
   printf("drafts: max=%u proposer=%s drafted=%lu accepted=%lu rolled_back=%lu\n", info.max_drafts,
          info.proposer == KAI_AI_PROPOSER_ECHO ? "echo" : "ngram", (unsigned long)info.drafted,
          (unsigned long)info.accepted, (unsigned long)info.rolled_back);

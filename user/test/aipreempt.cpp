@@ -13,6 +13,9 @@
 //     a preemption fits in start..finish (queue wait + service = end to end);
 //   - the oldest request was never preempted, and some younger one was;
 //   - afterwards nothing is in flight and no KV block is in use.
+// Each request's line ends with the prompt tokens its last admission took
+// from the prefix cache ("cached N") and its tokens (a test compares them
+// with another runner: make_prompt is (i * 37 + t * 13 + 1) % vocab).
 // One summary line: "aipreempt: N requests, P preemptions, oldest preempted 0".
 #include "kai.h"
 #include "kai_ai.h"
@@ -109,10 +112,12 @@ int main(int argc, char** argv) {
     sums &= l.queue + (r.t_finish_ns - r.t_start_ns - requeued) == l.total;
     preemptions += r.preemptions;
     printf("request %u: worker %u preemptions %u requeued_us %u start-submit_us %lu first-start_us %lu "
-           "finish-first_us %lu\n", i, r.worker, r.preemptions, r.requeued_us,
+           "finish-first_us %lu cached %u tokens:", i, r.worker, r.preemptions, r.requeued_us,
            (unsigned long)((r.t_start_ns - r.t_submit_ns) / 1000),
            (unsigned long)((r.t_first_token_ns - r.t_start_ns) / 1000),
-           (unsigned long)((r.t_finish_ns - r.t_first_token_ns) / 1000));
+           (unsigned long)((r.t_finish_ns - r.t_first_token_ns) / 1000), r.cached_tokens);
+    for (long t = 0; t < got[i]; t++) printf(" %u", out[i][t]);
+    printf("\n");
   }
   check(all_done, "every request finished with all its tokens");
   check(same, "every request's tokens equal the same request run alone");

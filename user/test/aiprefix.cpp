@@ -1,8 +1,10 @@
 // aiprefix [--model M] [--requests N] [--prefix P] [--tail T] [--predict K]
-//          [--concurrent] [--int8]: shared prompt prefixes (the prefix cache).
+//          [--concurrent] [--int8] [--seed S]: shared prompt prefixes (the
+//          prefix cache).
 //
 // N requests share a P-token prefix (a "system prompt") and differ in a
-// T-token tail. The first runs alone, so it computes the prefix and leaves
+// T-token tail (--tail 0: the same prompt N times). --seed S: every request
+// samples (temperature 0.9, top_k 40) with generator seed S. The first runs alone, so it computes the prefix and leaves
 // its full blocks in the cache; then the others run, one after another or
 // (--concurrent) all at once. Prints each request's tokens, TTFT and how
 // many prompt tokens it took from the cache (after a first line naming the
@@ -22,8 +24,8 @@ constexpr uint32_t kMax = 12;   // --concurrent keeps a pipe per client: 11 + st
 
 struct Options {
   char model[KAI_AI_MODEL_NAME_MAX] = "";
-  uint32_t requests = 8, prefix = 128, tail = 8, predict = 8, flags = 0;
-  bool concurrent = false;
+  uint32_t requests = 8, prefix = 128, tail = 8, predict = 8, flags = 0, seed = 0;
+  bool concurrent = false, sampled = false;
 };
 
 int cmp_u64(const void* a, const void* b) {
@@ -42,6 +44,11 @@ uint64_t run_one(const Options& o, uint32_t i, uint32_t vocab, uint32_t* cached,
   static uint32_t prompt[KAI_AI_MAX_PROMPT];
   make_prompt(o, i, vocab, prompt);
   kai_ai_submit r = ai_request(o.model, prompt, o.prefix + o.tail, o.predict, o.flags);
+  if (o.sampled) {
+    r.sampling.temperature_milli = 900;
+    r.sampling.top_k = 40;
+    r.sampling.seed = o.seed;
+  }
   uint32_t out[64];
   kai_ai_result res{};
   int64_t id = ai_submit(&r);
@@ -72,7 +79,8 @@ int main(int argc, char** argv) {
     uint32_t* field = strcmp(a, "--requests") == 0 ? &o.requests
                       : strcmp(a, "--prefix") == 0 ? &o.prefix
                       : strcmp(a, "--tail") == 0   ? &o.tail
-                      : strcmp(a, "--predict") == 0 ? &o.predict : nullptr;
+                      : strcmp(a, "--predict") == 0 ? &o.predict
+                      : strcmp(a, "--seed") == 0    ? &o.seed : nullptr;
     if (strcmp(a, "--concurrent") == 0) o.concurrent = true;
     else if (strcmp(a, "--int8") == 0) o.flags |= KAI_AI_INT8;
     else if (strcmp(a, "--model") == 0 && i + 1 < argc) {
@@ -82,11 +90,13 @@ int main(int argc, char** argv) {
       }
     }
     else if (field && i + 1 < argc) {
-      uint32_t max = field == &o.requests ? kMax : field == &o.predict ? 64 : KAI_AI_MAX_PROMPT;
-      *field = number_option("aiprefix", a, argv[++i], 1, max);
+      uint32_t max = field == &o.requests ? kMax : field == &o.predict ? 64 : field == &o.seed ? 1000000 : KAI_AI_MAX_PROMPT;
+      uint32_t min = field == &o.tail || field == &o.seed ? 0 : 1;
+      *field = number_option("aiprefix", a, argv[++i], min, max);
+      o.sampled = o.sampled || field == &o.seed;
     } else {
       fprintf(2, "aiprefix: unexpected argument '%s'\nusage: aiprefix [--model M] [--requests N] [--prefix P] "
-                 "[--tail T] [--predict K] [--concurrent] [--int8]\n", a);
+                 "[--tail T] [--predict K] [--concurrent] [--int8] [--seed S]\n", a);
       return 2;
     }
   }

@@ -1,0 +1,161 @@
+"""Prefix reuse for a model with linear-attention layers (the tiny hybrid
+Qwen: Gated DeltaNet layers and a gated-attention layer), through
+recurrent-state checkpoints kept in the KV pool (kernel/ai/kv_checkpoint.h):
+
+- the same prompt again resumes one position before its end, a prompt that
+  shares a prefix resumes at the end of the shared prefix's last whole
+  block, and the tokens, greedy and seeded, float and int8, are exactly
+  those of the host runner computing each request alone from position 0
+  (build/host/llmrun: no kernel, no batch, no KV pool, no reuse);
+- aistat shows the checkpoints' count and bytes; no KV block stays in use;
+- a preempted request (a pool too small for all of them) resumes from a
+  checkpoint of its own prompt and still gets its solo tokens;
+- a pool too small for one checkpoint beside a full-length request serves
+  anyway, without reuse, and says so at boot.
+
+What each request is compared with: the host runner alone, never an output
+of the kernel under test."""
+import os
+import re
+import subprocess
+
+import pytest
+
+from kai_boot import KERNEL, ROOT, all_programs, make_image, need_built, need_model, qemu_run, run_in_session
+
+WORK = os.path.join(ROOT, "build", "test-qwen-reuse")
+HOST_LLMRUN = os.path.join(ROOT, "build", "host", "llmrun")
+B = 16   # ai.kv_block's default: positions per KV block
+# Blocks for the preemption test: four 60-position requests (4 blocks each)
+# do not fit, two 4-block checkpoints beside them often do.
+POOL = 15
+
+
+@pytest.fixture(scope="module")
+def image():
+    need_built("aiprefix", "aipreempt", "aistat")
+    qwen = need_model("tiny-qwen")
+    if not os.path.exists(HOST_LLMRUN):
+        pytest.fail("build/host/llmrun not built: run `make`")
+    os.makedirs(WORK, exist_ok=True)
+    return make_image(os.path.join(WORK, "qwen.img"), all_programs(), [("AI/QWEN", qwen)]), qwen
+
+
+def boot(img, append="", deterministic=False):
+    s = qemu_run.Session(img, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=180, append=append,
+                         deterministic=deterministic)
+    s.__enter__()
+    assert s.booted, s.transcript
+    assert s.wait_log(r"ai: model QWEN (ready|failed)", timeout=180), s.transcript[-2000:]
+    return s
+
+
+_host = {}
+
+
+def host_run(bundle, prompt, predict, int8, seed):
+    key = (tuple(prompt), predict, int8, seed)
+    if key not in _host:
+        cmd = [HOST_LLMRUN, "--asset-dir", bundle, "--predict", str(predict)]
+        if int8:
+            cmd.append("--int8")
+        if seed is not None:
+            cmd += ["--temp", "0.9", "--top-k", "40", "--seed", str(seed)]
+        out = subprocess.run(cmd + [str(t) for t in prompt], capture_output=True, text=True, check=True).stdout
+        line = next(l for l in out.splitlines() if re.fullmatch(r"\d+( \d+)*", l.strip()))
+        _host[key] = [int(t) for t in line.split()]
+    return _host[key]
+
+
+def check_aiprefix(cmd, out, bundle):
+    """Every request present once, with exactly its solo tokens; returns
+    {request index: cached tokens}."""
+    opt = lambda name, default=None: int(m.group(1)) if (m := re.search(rf"--{name} (\d+)", cmd)) else default
+    prefix, tail, predict, requests, seed = opt("prefix"), opt("tail"), opt("predict"), opt("requests"), opt("seed")
+    vocab = int(re.search(r"^aiprefix: model \w+ vocab (\d+)$", out, re.M).group(1))
+    lines = re.findall(r"^request (\d+): ttft_us=\d+ cached=(\d+) tokens:([\d ]*)$", out, re.M)
+    assert sorted(int(i) for i, _, _ in lines) == list(range(requests)), out
+    cached = {}
+    for i, c, ids in lines:
+        i = int(i)
+        prompt = [(t * 7 + 3) % vocab for t in range(prefix)] + [(i * 31 + t * 11 + 5) % vocab for t in range(tail)]
+        got = [int(t) for t in ids.split()]
+        want = host_run(bundle, prompt, predict, "--int8" in cmd, seed)
+        assert len(got) == predict and got == want, f"{cmd}: request {i}: kernel {got}, host runner alone {want}"
+        cached[i] = int(c)
+    assert re.search(rf"^aiprefix: {requests} requests, 0 failed$", out, re.M), out
+    return cached
+
+
+def test_checkpoints_reuse_prefixes_exactly(image):
+    img, bundle = image
+    s = boot(img)
+    try:
+        assert re.search(r"ai: model QWEN: KV cache \d+ blocks .*prefix cache on, checkpoints of \d+ blocks",
+                         s.transcript), s.transcript[-2000:]
+        # The same 48-token prompt three times: the later ones resume at 47.
+        # Float and int8 states differ, so they never share a checkpoint; a
+        # sampled run finds the greedy run's (the state does not depend on
+        # how tokens are drawn), so its first request resumes at 47 too.
+        for extra, first in [("", 0), (" --int8", 0), (" --seed 7", 47), (" --int8 --seed 11", 47)]:
+            cmd = f"aiprefix --model QWEN --prefix 48 --tail 0 --predict 8 --requests 3{extra}"
+            cached = check_aiprefix(cmd, run_in_session(s, cmd, 120), bundle)
+            assert cached == {0: first, 1: 47, 2: 47}, (cmd, cached)
+        # A shared 40-token prefix, different 7-token tails: they resume at
+        # 32, the end of the prefix's last whole block (none of the 48-token
+        # prompt's checkpoints, at 47 and 48, fits). Request i's tail is the
+        # same in both runs, so in the second each resumes one before its
+        # end, at 46, from its own checkpoint of the first run.
+        for extra, want in [("", {0: 0, 1: 32, 2: 32, 3: 32}), (" --seed 3", {0: 46, 1: 46, 2: 46, 3: 46})]:
+            cmd = f"aiprefix --model QWEN --prefix 40 --tail 7 --predict 10 --requests 4{extra}"
+            cached = check_aiprefix(cmd, run_in_session(s, cmd, 120), bundle)
+            assert cached == want, (cmd, cached)
+        # Concurrent requests of one prefix: whatever they find, the tokens hold.
+        cmd = "aiprefix --model QWEN --prefix 33 --tail 5 --predict 12 --requests 5 --concurrent --int8"
+        check_aiprefix(cmd, run_in_session(s, cmd, 120), bundle)
+        stat = run_in_session(s, "aistat", 30)
+        m = re.search(r"^checkpoints: count=(\d+) kib=(\d+)$", stat, re.M)
+        assert m and int(m.group(1)) > 0 and int(m.group(2)) > 0, stat
+        assert "in_flight=0" in stat and re.search(r"kv: .* used=0 ", stat), stat
+    finally:
+        s.__exit__(None, None, None)
+
+
+def test_preempted_requests_resume_from_checkpoints(image):
+    """A pool of POOL blocks: three requests outgrow it, the younger ones
+    are preempted (their blocks go back) and come back at the checkpoint
+    their prompt left (cached > 0: the prompts share no prefix, so only a
+    request's own checkpoint can supply it), with exactly the tokens the
+    host runner gives each alone."""
+    img, bundle = image
+    # Exact mode: the same interleaving (and so the same preemptions) on every run.
+    s = boot(img, f"ai.kv_blocks={POOL}", deterministic=True)
+    try:
+        out = run_in_session(s, "aipreempt --model QWEN --requests 3 --prompt 40 --predict 20", 300)
+        assert re.search(r"aipreempt: 3 requests, [1-9]\d* preemptions, oldest preempted 0, ok", out), out
+        vocab = 384
+        resumed = 0
+        for i, preemptions, cached, ids in re.findall(
+                r"^request (\d+): .*preemptions (\d+) .* cached (\d+) tokens:([\d ]*)$", out, re.M):
+            prompt = [(int(i) * 37 + t * 13 + 1) % vocab for t in range(40)]
+            want = host_run(bundle, prompt, 20, False, None)
+            assert [int(t) for t in ids.split()] == want, f"request {i}: {ids} vs host runner alone {want}"
+            resumed += int(preemptions) > 0 and int(cached) > 0
+        assert resumed > 0, out
+    finally:
+        s.__exit__(None, None, None)
+
+
+def test_a_pool_too_small_for_a_checkpoint_serves_without_reuse(image):
+    img, bundle = image
+    s = boot(img, "ai.kv_blocks=5")
+    try:
+        assert re.search(r"ai: model QWEN: 5 KV blocks leave no room for a recurrent-state checkpoint "
+                         r"\(\d+ blocks\) beside a full-length request; prefix reuse off", s.transcript), \
+            s.transcript[-2000:]
+        cmd = "aiprefix --model QWEN --prefix 40 --tail 7 --predict 10 --requests 3"
+        assert check_aiprefix(cmd, run_in_session(s, cmd, 120), bundle) == {0: 0, 1: 0, 2: 0}
+        stat = run_in_session(s, "aistat", 30)
+        assert re.search(r"^checkpoints: count=0 kib=0$", stat, re.M), stat
+    finally:
+        s.__exit__(None, None, None)
