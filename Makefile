@@ -210,6 +210,11 @@ host: $(B)/host/chattool
 $(B)/host/chattool: $(HOST_LIB_OBJS) $(B)/host/tools/chattool.cpp.o
 	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
 
+# grammartool: lib/grammar_* on the host (tests compare it with Python's re and json).
+host: $(B)/host/grammartool
+$(B)/host/grammartool: $(HOST_LIB_OBJS) $(B)/host/tools/grammartool.cpp.o
+	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
+
 # Catch2 host unit tests: tests/host/*.cpp, built with AddressSanitizer.
 # The AI service's scheduler, policies, request table and KV block manager
 # are built for the host too (KAI_AI_HOST: kernel/ai/platform.h takes the
