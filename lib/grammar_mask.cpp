@@ -23,8 +23,12 @@ uint8_t hex_digit(uint8_t c) { return uint8_t(c <= '9' ? c - '0' : (c | 0x20) - 
 TokenUse tokenizer_use(const void* ctx, uint32_t id, TokenBytes* bytes) {
   const Tokenizer& t = *static_cast<const Tokenizer*>(ctx);
   if (is_eos(t, id)) return TokenUse::Eos;
+  // A token adds the bytes the decoder prints: its text for a special token
+  // such as <|im_start|>, one byte for "<0xXX>". One that prints nothing
+  // (llama2.c's <s>) is never allowed: a model can repeat it without end
+  // (stories260K did, under a JSON schema) and the automaton never moves.
   uint8_t f = t.token_flags[id];
-  if (f & (kTokenSkip | kTokenSpecial)) return TokenUse::Never;
+  if (f & kTokenSkip) return TokenUse::Never;
   TokenBytes tb = token_bytes(t, id);
   if (f & kTokenByte) {   // "<0xXX>", checked when TOK.BIN was loaded
     tb = {&kAllBytes.b[hex_digit(tb.data[3]) << 4 | hex_digit(tb.data[4])], 1};

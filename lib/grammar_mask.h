@@ -13,9 +13,11 @@
 //   - a text token is allowed when walking its bytes from s never reaches
 //     the dead state, i.e. a match is still possible after it;
 //   - an end-of-sequence token is allowed only when s is accepting;
-//   - a token that adds no bytes and is not EOS (llama2.c's <s>, a special
-//     token such as <|im_start|>) is never allowed: it could repeat forever
-//     without moving the automaton;
+//   - a token adds the bytes the decoder prints (a special token such as
+//     <|im_start|> its text); one that prints nothing and is not EOS
+//     (llama2.c's <s>) is never allowed: a model may repeat it without end
+//     while the automaton stands still. So \C* allows every id of a
+//     byte-level BPE vocabulary, and every id but <s> of llama2.c's;
 //   - ids at or beyond the tokenizer's vocabulary (a model's padding rows:
 //     Qwen3.5 has 248,320 logits for 248,077 tokens) are never allowed.
 // A byte token of SentencePiece ("<0x41>") adds its one byte, as the

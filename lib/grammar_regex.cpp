@@ -223,6 +223,10 @@ class Parser {
         out.set.add(' ');
         out.set.add_range('\t', '\r');   // \t \n \v \f \r
         break;
+      case 'C':   // one byte, any value: PCRE's "one code unit" (\C* allows every output)
+        out.set.add_range(0, 255);
+        out.kind = Escape::Set;
+        return out;
       case 'x': {
         auto hex = [](uint8_t c) -> int {
           if (c >= '0' && c <= '9') return c - '0';
@@ -271,6 +275,7 @@ class Parser {
       }
       Escape e = TRY(parse_escape());
       if (e.kind == Escape::NotSet) return regex_error("\\D \\W \\S inside a class", pos_ - 2);
+      if (e.kind == Escape::Set && e.set.has(0xFF)) return regex_error("\\C inside a class", pos_ - 2);
       if (e.kind == Escape::Set) {
         for (int i = 0; i < 8; i++) s.w[i] |= e.set.w[i];
         *is_set = true;

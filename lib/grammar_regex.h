@@ -19,7 +19,9 @@
 // character (one to four bytes), so the byte automaton accepts exactly the
 // UTF-8 encodings of the strings Python's re.fullmatch(p, s, re.ASCII)
 // accepts; a literal non-ASCII character is its UTF-8 bytes in sequence.
-// Classes list ASCII members only (a non-ASCII member is refused).
+// Classes list ASCII members only (a non-ASCII member is refused). One
+// escape is not Python's: \C (PCRE's "one code unit") matches any single
+// byte, so \C* accepts every output, well-formed UTF-8 or not.
 //
 // Errors name the byte offset in the pattern and the reason:
 // "regex: unbalanced ( at 7".

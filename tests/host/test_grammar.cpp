@@ -161,7 +161,7 @@ TEST_CASE("real tokenizers: cached masks equal a walk of every token", "[grammar
   if (checked == 0) WARN("no tokenizer found: nothing checked");
 }
 
-TEST_CASE("SentencePiece byte tokens add their byte; <s> and specials are never allowed", "[grammar]") {
+TEST_CASE("SentencePiece byte tokens add their byte; <s> is never allowed", "[grammar]") {
   std::vector<uint8_t> tok;
   if (!testutil::read_file(testutil::models_dir() + "/stories260K/TOK.BIN", &tok)) {
     WARN("skipped: no stories260K TOK.BIN (make test-models)");

@@ -144,6 +144,7 @@ def test_generated_texts_match(tool):
     ("(a|b)*a(a|b){12}", "regex: more than 4096 DFA states (simplify the grammar)"),
     ("(.{1000}){40}", "regex: too large (more than 32768 NFA states; lower the repeat counts)"),
     ("a\\", "regex: trailing \\ at 1"),
+    ("[\\C]", "regex: \\C inside a class at 1"),
 ])
 def test_bad_patterns_name_place_and_reason(tool, pattern, message):
     assert tool.regex(pattern) == "error " + message
@@ -155,6 +156,15 @@ def test_anchors_change_nothing(tool):
         assert tool.match("ab") and not tool.match("abab") and not tool.match("")
     assert tool.regex("a\\$").startswith("ok ")
     assert tool.match("a$") and not tool.match("a")
+
+
+def test_any_byte_escape(tool):
+    """\\C, the one escape Python lacks: any byte, so \\C* takes every output."""
+    assert tool.regex("\\C*").startswith("ok states=1 ")
+    for b in [b"", b"\xff\x80", b"abc\n", bytes(range(256))]:
+        assert tool.ask("M " + b.hex()) == "1"
+    assert tool.regex("[\\x4C]").startswith("ok ")   # an \\x escape ending in C is not \\C
+    assert tool.match("L")
 
 
 def test_dfa_is_minimal_for_small_cases(tool):
