@@ -220,6 +220,16 @@ host: $(B)/host/chattool
 $(B)/host/chattool: $(HOST_LIB_OBJS) $(B)/host/tools/chattool.cpp.o
 	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
 
+# grammartool: lib/grammar_* on the host (tests compare it with Python's re and json).
+host: $(B)/host/grammartool
+$(B)/host/grammartool: $(HOST_LIB_OBJS) $(B)/host/tools/grammartool.cpp.o
+	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
+
+# grammar_cost: mask cost per vocabulary size (docs/notebook/2026-12-06-constrained-decoding.md).
+host: $(B)/host/grammar_cost
+$(B)/host/grammar_cost: $(HOST_LIB_OBJS) $(B)/host/tools/grammar_cost.cpp.o
+	$(HOSTCXX) $(HOST_CXXFLAGS) -o $@ $^
+
 # Catch2 host unit tests: tests/host/*.cpp, built with AddressSanitizer.
 # The AI service's scheduler, policies, request table and KV block manager
 # are built for the host too (KAI_AI_HOST: kernel/ai/platform.h takes the

@@ -238,7 +238,11 @@ uint32_t sample_token(float* logits, uint32_t n, const SamplingParams& p, Rng& r
     cum += logits[order[i]];
     if (r < cum) return order[i];
   }
-  return order[m - 1];   // r == total after rounding: the last candidate
+  // r == total after rounding: the last candidate with any mass (a token
+  // masked by a grammar has exactly 0 and must never come out here).
+  for (uint32_t i = m; i-- > 0;)
+    if (logits[order[i]] > 0) return order[i];
+  return order[m - 1];
 }
 
 }  // namespace llm

@@ -22,6 +22,10 @@
 //   accepted=. oracle runs the request once, then again predicting that
 //   answer with each token replaced with probability 1 - A. --adaptive: the
 //   drafts per pass move in 0..K with how many are kept (llm::DraftControl).
+//   --regex R | --json-schema FILE: constrained decoding (lib/grammar.h):
+//   every generated token keeps the output a match or a prefix of one; the
+//   request ends by itself when nothing may follow (finish=grammar), and
+//   --timing says grammar=match or grammar=prefix. Not with --speculate.
 //
 // With no prompt it reads lines "<predict> <tok0> <tok1> ..." until "exit",
 // "quit" or end of input. Each request prints one line of generated ids.
@@ -30,6 +34,7 @@
 #include "platform.h"
 #include "llm.h"
 #include "llm_speculate.h"
+#include "grammar.h"
 
 namespace {
 
@@ -72,6 +77,8 @@ struct Options {
   llm::SessionOptions session;
   llm::SpecChoice spec;      // --speculate
   const char* prediction_file = nullptr;
+  llm::GrammarKind grammar = llm::GrammarKind::None;   // --regex / --json-schema
+  const char* grammar_arg = nullptr;                   // the pattern, or the schema's file
 };
 
 bool parse_u32(const char* s, uint32_t* v) {
@@ -231,7 +238,18 @@ struct Runner {
   bool quiet = false;   // the oracle's first run prints nothing
   uint32_t answer_len = 0;   // tokens the last run produced
 
-  bool sampled() const { return !how.sampling.greedy() || how.sampling.repeat_penalty != 1.0f; }
+  // Constrained decoding (--regex, --json-schema): the compiled DFA, the
+  // vocabulary's view for masks, the mask cache and the request's walk.
+  llm::Dfa dfa;
+  llm::VocabView vocab_view;
+  llm::TokenMasks masks;
+  llm::Constraint constraint;
+
+  // A sampled request, or a constrained one (greedy too: its argmax is over
+  // the allowed ids, so it needs the logits, not the classifier's fused argmax).
+  bool sampled() const {
+    return !how.sampling.greedy() || how.sampling.repeat_penalty != 1.0f || constraint.active();
+  }
 
   // The next token drawn from the logits of the last position fed (already
   // in logits[]: prefill_logits / step_logits), as the kernel's worker does
@@ -300,6 +318,8 @@ struct Runner {
     if (!sampled()) return decode ? session.step(tokens[0]) : session.prefill(tokens, n);
     auto fed = decode ? session.step_logits(tokens[0], logits) : session.prefill_logits(tokens, n, logits);
     if (fed.is_error()) return fed.error();
+    // The mask comes first: the penalty, temperature and the rest see only allowed ids.
+    if (constraint.active()) TRY(constraint.mask_logits(logits, model.config().vocab_size));
     return draw(rng, n_context);
   }
 
@@ -376,6 +396,7 @@ struct Runner {
                               prediction);
     }
     session.reset();
+    if (constraint.active()) constraint.replay(nullptr, 0);
     cursor = llm::PredictionCursor{};
     drafted = accepted = 0;
     llm::Rng rng = llm::rng_from_seed(how.seed);
@@ -401,6 +422,10 @@ struct Runner {
       if (show_tokens) show(produced, token, decoder, prompt_text);
       produced++;
       const char* why = stop_reason(produced);
+      if (constraint.active()) {
+        constraint.advance(token);
+        if (!why && constraint.complete()) why = "grammar";   // nothing may follow
+      }
       if (why) finish = why;
       return why != nullptr;
     };
@@ -468,6 +493,7 @@ struct Runner {
       tb.str(" decode_macs=").u64(d.macs).str(" decode_weight_bytes=").u64(d.weight_bytes);
       tb.str(" decode_kv_read=").u64(d.kv_read_bytes).str(" decode_kv_write=").u64(d.kv_write_bytes);
       tb.str(" finish=").str(finish);
+      if (constraint.active()) tb.str(" grammar=").str(constraint.matched() ? "match" : "prefix");
       if (spec.kind != llm::SpecKind::None) tb.str(" drafted=").u64(drafted).str(" accepted=").u64(accepted);
       tb.chr('\n');
       err(b);
@@ -538,11 +564,67 @@ int generation_option(int argc, char** argv, int* i, Generation* g) {
   return 1;
 }
 
+// --regex / --json-schema: compiles the grammar for the model's vocabulary
+// and gives the runner its constraint. Errors name the option and the place.
+bool compile_constraint(Runner& r, const Options& opt, uint32_t vocab) {
+  const char* text = opt.grammar_arg;
+  size_t len = llm::str_len(text);
+  const char* what = opt.grammar == llm::GrammarKind::Regex ? "--regex: " : "--json-schema: ";
+  if (opt.grammar == llm::GrammarKind::JsonSchema) {
+    int64_t size = platform::file_size(opt.grammar_arg);
+    if (size < 0 || size > int64_t(llm::kMaxGrammarBytes)) {
+      err(what);
+      err(opt.grammar_arg);
+      errln(size < 0 ? ": cannot open" : ": larger than 16384 bytes");
+      return false;
+    }
+    auto* buf = static_cast<char*>(platform::alloc(uint64_t(size) + 1));
+    if (!buf || !platform::read_file(opt.grammar_arg, buf, uint64_t(size))) {
+      err(what);
+      err(opt.grammar_arg);
+      errln(": cannot read");
+      return false;
+    }
+    text = buf;
+    len = size_t(size);
+  }
+  void* scratch = platform::alloc(llm::kGrammarScratchBytes);
+  void* tables = platform::alloc(llm::kMaxDfaBytes);
+  if (!scratch || !tables) {
+    errln("not enough memory for the grammar compiler");
+    return false;
+  }
+  llm::Arena sa(scratch, llm::kGrammarScratchBytes), out(tables, llm::kMaxDfaBytes);
+  auto dfa = llm::compile_grammar(opt.grammar, text, len, sa, out);
+  if (dfa.is_error()) {
+    err(what);
+    errln(dfa.error().message);
+    return false;
+  }
+  r.dfa = dfa.value();
+  r.vocab_view = llm::vocab_from_tokenizer(r.tokenizer, vocab);
+  // Up to 4 MiB of cached masks (every state when they fit).
+  uint32_t per_mask = llm::mask_words(vocab) * 4;
+  uint32_t slots = uint32_t((size_t(4) << 20) / per_mask);
+  if (slots == 0) slots = 1;
+  if (slots > r.dfa.n_states) slots = r.dfa.n_states;
+  size_t need = llm::TokenMasks::bytes_needed(r.dfa, r.vocab_view, slots);
+  void* mem = platform::alloc(need);
+  if (!mem || !r.masks.init(r.dfa, r.vocab_view, mem, need, slots)) {
+    errln("not enough memory for the grammar's token masks");
+    return false;
+  }
+  r.constraint = llm::Constraint(r.dfa, r.vocab_view, r.masks);
+  r.how.stop_eos = true;   // EOS is allowed exactly where the output is a match
+  return true;
+}
+
 void usage() {
   errln("usage: llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin | --text \"...\"] [--int8] [--group G]");
   errln("              [--timing] [--align-tick] [--stream] [--temp X] [--top-k N] [--top-p X] [--min-p X]");
   errln("              [--repeat-penalty X] [--repeat-last-n N] [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"]");
-  errln("              [--stop-eos] [--speculate ngram:K|predicted:K|oracle:K:A|none] [--adaptive] [--prediction FILE] tok...");
+  errln("              [--stop-eos] [--speculate ngram:K|predicted:K|oracle:K:A|none] [--adaptive] [--prediction FILE]");
+  errln("              [--regex R | --json-schema FILE] tok...");
   errln("  --text implies --stream and --stop-eos; --stop-text is encoded with the bundle's TOK.BIN");
   errln("  no tokens: read lines '<predict> <tok...>' until 'exit' or 'quit'");
 }
@@ -591,6 +673,13 @@ int llmrun_main(int argc, char** argv) {
       opt.spec.adaptive = true;
     } else if (llm::str_eq(a, "--prediction") && has_next) {
       opt.prediction_file = argv[++i];
+    } else if ((llm::str_eq(a, "--regex") || llm::str_eq(a, "--json-schema")) && has_next) {
+      if (opt.grammar != llm::GrammarKind::None) {
+        errln("give one grammar: --regex or --json-schema, once");
+        return 2;
+      }
+      opt.grammar = a[2] == 'r' ? llm::GrammarKind::Regex : llm::GrammarKind::JsonSchema;
+      opt.grammar_arg = argv[++i];
     } else if (llm::str_eq(a, "--int8")) {
       opt.session.matvec = llm::MatvecKind::Int8;
     } else if (llm::str_eq(a, "--group") && has_next) {
@@ -628,6 +717,10 @@ int llmrun_main(int argc, char** argv) {
   if ((opt.spec.kind == llm::SpecKind::Predicted) != (opt.prediction_file != nullptr)) {
     errln(opt.prediction_file ? "--prediction needs --speculate predicted:K"
                               : "--speculate predicted:K needs --prediction FILE");
+    return 2;
+  }
+  if (opt.grammar != llm::GrammarKind::None && opt.spec.kind != llm::SpecKind::None) {
+    errln("--speculate cannot be combined with --regex or --json-schema (drafts are not checked against the grammar)");
     return 2;
   }
   if (opt.spec.adaptive && opt.spec.kind == llm::SpecKind::None) {
@@ -687,7 +780,8 @@ int llmrun_main(int argc, char** argv) {
   r.how.sampling = llm::sampling_from_thousandths(g.temp, g.top_k, g.top_p, g.min_p, g.penalty, g.last_n);
   r.stream = opt.stream || opt.text;
   uint32_t vocab = r.model.config().vocab_size;
-  if (r.sampled()) {
+  bool constrained = opt.grammar != llm::GrammarKind::None;
+  if (r.sampled() || constrained) {
     r.logits = static_cast<float*>(platform::alloc(uint64_t(vocab) * 4));
     r.order = static_cast<uint32_t*>(platform::alloc(uint64_t(vocab) * 4));
     if (opt.spec.kind != llm::SpecKind::None)
@@ -711,7 +805,7 @@ int llmrun_main(int argc, char** argv) {
     }
   }
   // The tokenizer (TOK.BIN), for --text, --stop-text and --stop-eos's end ids.
-  if (opt.text || g.stop_eos || g.n_stop_text) {
+  if (opt.text || g.stop_eos || g.n_stop_text || constrained) {
     char path[512];
     TextBuf(path, sizeof path).str(dir).str("/TOK.BIN");
     int64_t size = platform::file_size(path);
@@ -726,8 +820,8 @@ int llmrun_main(int argc, char** argv) {
       r.have_tokenizer = true;
       r.n_eos = llm::eos_ids(r.tokenizer, r.eos, 8);
       if (r.n_eos > 8) r.n_eos = 8;
-    } else if (opt.text || g.n_stop_text) {
-      if (!opt.text) err("--stop-text: ");
+    } else if (opt.text || g.n_stop_text || constrained) {
+      if (!opt.text) err(constrained ? "--regex/--json-schema: " : "--stop-text: ");
       err(dir);
       errln(" has no TOK.BIN (no tokenizer: use token ids)");
       return 1;
@@ -765,6 +859,8 @@ int llmrun_main(int argc, char** argv) {
     r.prompt_text = opt.text;
     r.how.stop_eos = true;
   }
+
+  if (constrained && !compile_constraint(r, opt, vocab)) return 2;
 
   if (opt.prompt_file || opt.use_stdin || opt.text || n_prompt > 0) return r.run(prompt, n_prompt, opt.predict) ? 0 : 1;
 
