@@ -1,7 +1,7 @@
 // llmrun: generation from token ids (or text) with a kai model bundle.
 //
 //   llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin | --text "..."]
-//          [--int8] [--group G] [--timing] [--align-tick] [--stream]
+//          [--int8] [--group G] [--timing] [--align-tick] [--stream] [--mmap] [--populate]
 //          [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X]
 //          [--repeat-last-n N] [--seed N] [--stop "ID ..."] [--stop-text "TEXT"] [--stop-eos] tok...
 //   Sampling and stopping mean what they mean for `ai` (lib/llm_sample.h:
@@ -22,6 +22,14 @@
 //   accepted=. oracle runs the request once, then again predicting that
 //   answer with each token replaced with probability 1 - A. --adaptive: the
 //   drafts per pass move between 1 and K (llm::adapt_drafts).
+//
+//   --mmap: the bundle's files are used in place through mmap (read-only,
+//   MADV_SEQUENTIAL; the bundle's bytes are already the layout the runtime
+//   reads) instead of read() into private memory; --populate (implies
+//   --mmap) faults every page in at load. The default is read(). --timing
+//   ends with load=read|mmap|mmap+populate and the run's major_faults=,
+//   minor_faults= and disk_bytes= (bytes the system read into its page
+//   cache meanwhile; 0 on the host).
 //
 // With no prompt it reads lines "<predict> <tok0> <tok1> ..." until "exit",
 // "quit" or end of input. Each request prints one line of generated ids.
@@ -69,6 +77,8 @@ struct Options {
   bool use_stdin = false;
   bool timing = false;
   bool align_tick = false;   // start each request's clock right after a timer tick
+  bool map = false;          // --mmap: the bundle's files used in place (mmap), not read
+  bool populate = false;     // --populate: and every page faulted in at load
   llm::SessionOptions session;
   llm::SpecChoice spec;      // --speculate
   const char* prediction_file = nullptr;
@@ -121,13 +131,24 @@ bool parse_ids(char* text, uint32_t* ids, uint32_t cap, uint32_t* n) {
 // Reads bundle files from a directory into platform memory, on demand.
 class DirBundle : public llm::BundleSource {
  public:
-  explicit DirBundle(const char* dir) : dir_(dir) {}
+  // map: use each file in place through mmap (read-only) instead of reading it.
+  DirBundle(const char* dir, bool map, bool populate) : dir_(dir), map_(map), populate_(populate) {}
   bool get(const char* name, llm::Bytes* outb) override {
     char path[512];
     TextBuf p(path, sizeof path);
     p.str(dir_).str("/").str(name);
     int64_t n = platform::file_size(path);
     if (n < 0) return false;
+    if (map_ && n > 0) {
+      const void* at = platform::map_file(path, uint64_t(n), populate_);
+      if (!at) {
+        io_error_ = true;
+        return false;
+      }
+      outb->data = static_cast<const uint8_t*>(at);
+      outb->size = size_t(n);
+      return true;
+    }
     void* buf = platform::alloc(uint64_t(n));
     if (!buf) {
       char b[160];
@@ -152,6 +173,7 @@ class DirBundle : public llm::BundleSource {
 
  private:
   const char* dir_;
+  bool map_ = false, populate_ = false;
   uint64_t bytes_read_ = 0;
   bool io_error_ = false;
 };
@@ -212,6 +234,8 @@ struct Runner {
   uint32_t context[kMaxTokens + 256];
   const char* name = "";
   uint64_t load_us = 0, init_us = 0, bytes_read = 0;
+  const char* load_kind = "read";
+  platform::VmCounts vm_start;   // at start: the timing line shows what this run added
   bool timing = false, align_tick = false;
   uint32_t gen[kMaxTokens];
   char line[kMaxTokens * 11 + 16];
@@ -461,6 +485,10 @@ struct Runner {
       tb.str(" decode_kv_read=").u64(d.kv_read_bytes).str(" decode_kv_write=").u64(d.kv_write_bytes);
       tb.str(" finish=").str(finish);
       if (spec.kind != llm::SpecKind::None) tb.str(" drafted=").u64(drafted).str(" accepted=").u64(accepted);
+      platform::VmCounts vm = platform::vm_counts();
+      tb.str(" load=").str(load_kind).str(" major_faults=").u64(vm.major_faults - vm_start.major_faults);
+      tb.str(" minor_faults=").u64(vm.minor_faults - vm_start.minor_faults);
+      tb.str(" disk_bytes=").u64(vm.disk_bytes - vm_start.disk_bytes);
       tb.chr('\n');
       err(b);
     }
@@ -532,6 +560,7 @@ int generation_option(int argc, char** argv, int* i, Generation* g) {
 
 void usage() {
   errln("usage: llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin | --text \"...\"] [--int8] [--group G]");
+  errln("              [--mmap] [--populate]");
   errln("              [--timing] [--align-tick] [--stream] [--temp X] [--top-k N] [--top-p X] [--min-p X]");
   errln("              [--repeat-penalty X] [--repeat-last-n N] [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"]");
   errln("              [--stop-eos] [--speculate ngram:K|predicted:K|oracle:K:A|none] [--adaptive] [--prediction FILE] tok...");
@@ -572,6 +601,10 @@ int llmrun_main(int argc, char** argv) {
       opt.timing = true;
     } else if (llm::str_eq(a, "--align-tick")) {
       opt.align_tick = true;
+    } else if (llm::str_eq(a, "--mmap")) {
+      opt.map = true;
+    } else if (llm::str_eq(a, "--populate")) {
+      opt.map = opt.populate = true;
     } else if (llm::str_eq(a, "--speculate") && has_next) {
       if (!llm::parse_speculate(argv[++i], &opt.spec)) {
         err("--speculate: '");
@@ -639,7 +672,9 @@ int llmrun_main(int argc, char** argv) {
   r.name = model_name(dir, name, sizeof name);
   r.timing = opt.timing;
   r.align_tick = opt.align_tick;
-  DirBundle bundle(dir);
+  DirBundle bundle(dir, opt.map, opt.populate);
+  r.load_kind = opt.populate ? "mmap+populate" : opt.map ? "mmap" : "read";
+  r.vm_start = platform::vm_counts();
   uint64_t t0 = platform::clock_ns();
   auto loaded = r.model.load(bundle);
   if (loaded.is_error()) {

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +26,16 @@ bool read_file(const char* path, void* dst, uint64_t n) {
   fclose(f);
   return ok;
 }
+
+const void* map_file(const char* path, uint64_t n, bool populate) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return nullptr;
+  void* p = mmap(nullptr, n, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd, 0);
+  close(fd);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+VmCounts vm_counts() { return {}; }
 
 void* alloc(uint64_t n) {
   void* p = nullptr;
