@@ -59,13 +59,14 @@ uint64_t find_gap(Process* p, uint64_t hint, uint64_t len) {
 uint64_t file_pages(uint64_t size) { return (size + PAGE_SIZE - 1) / PAGE_SIZE; }
 
 // Maps the cached pages of the file around va (its aligned block of
-// FAULT_AROUND pages, within the area and the file) that are not mapped
-// yet: read-only, so a private area's first store still copies. ip locked.
-void fault_around(PageTable pt, const VmArea& a, uint64_t va, uint64_t size) {
+// FAULT_AROUND pages, within the area) that are not mapped yet: read-only,
+// so a private area's first store still copies. A cached page is within the
+// file (truncation drops pages from the cache), so no size check is needed.
+void fault_around(PageTable pt, const VmArea& a, uint64_t va) {
   uint64_t from = va - (va - a.start) % (FAULT_AROUND * PAGE_SIZE);
   for (uint64_t v = from; v < from + FAULT_AROUND * PAGE_SIZE && v < a.end; v += PAGE_SIZE) {
     uint64_t index = (a.offset + (v - a.start)) / PAGE_SIZE;
-    if (v == va || index >= file_pages(size) || uvm_pte(pt, v)) continue;
+    if (v == va || uvm_pte(pt, v)) continue;
     uint8_t* page = fs::page_cache_peek(a.ip, index);
     if (!page) continue;
     if (uvm_map(pt, v, reinterpret_cast<uint64_t>(page), PAGE_SIZE, PTE_R | PTE_U).is_error()) {
@@ -73,6 +74,104 @@ void fault_around(PageTable pt, const VmArea& a, uint64_t va, uint64_t size) {
       return;
     }
   }
+}
+
+// ---- read-ahead for sequential mappings
+// A major fault waits for the disk, and a process that computes between its
+// faults (a model's forward pass over its weights) would otherwise leave the
+// disk idle meanwhile. So a fault in a MADV_SEQUENTIAL mapping asks a kernel
+// thread, "prefetch", to read the file's next window (FILL_SEQUENTIAL pages)
+// into the page cache while the process goes on; when the process gets
+// there, its faults are minor (or wait for the inode lock the thread holds
+// while its request is in flight). Advice only: a full queue drops the job.
+struct PrefetchJob {
+  fs::Inode* ip = nullptr;   // one reference, dropped when done
+  uint64_t index = 0;        // first file page of the window
+};
+constexpr int PREFETCH_QUEUE = 8;
+Spinlock prefetch_lock{"prefetch"};
+PrefetchJob prefetch_queue[PREFETCH_QUEUE];   // (prefetch_lock)
+int prefetch_head = 0, prefetch_count = 0;    // (prefetch_lock)
+PrefetchJob prefetch_running;                 // (prefetch_lock) being read now
+bool prefetch_started = false;                // (prefetch_lock)
+char prefetch_chan;                           // its address: the thread's sleep channel
+
+void prefetch_thread(void*) {
+  for (;;) {
+    PrefetchJob job;
+    {
+      SpinlockGuard guard(prefetch_lock);
+      while (prefetch_count == 0) sleep(&prefetch_chan, prefetch_lock);
+      job = prefetch_queue[prefetch_head];
+      prefetch_head = (prefetch_head + 1) % PREFETCH_QUEUE;
+      prefetch_count--;
+      prefetch_running = job;
+    }
+    fs::ilock(job.ip);
+    if (job.index < file_pages(fs::inode_size(job.ip))) {
+      auto got = fs::page_cache_get(job.ip, job.index, FILL_SEQUENTIAL, nullptr);
+      if (!got.is_error()) kfree(got.value());
+    }
+    fs::iunlock(job.ip);
+    {
+      fs::Transaction tx;
+      fs::iput(job.ip);
+    }
+    SpinlockGuard guard(prefetch_lock);
+    prefetch_running = PrefetchJob{};
+  }
+}
+
+// Queues the window of ip starting at index unless it is cached, queued or
+// being read already.
+void prefetch(fs::Inode* ip, uint64_t index) {
+  if (fs::page_cache_has(ip, index)) return;
+  bool start = false;
+  {
+    SpinlockGuard guard(prefetch_lock);
+    if (prefetch_running.ip == ip && prefetch_running.index == index) return;
+    for (int i = 0; i < prefetch_count; i++) {
+      const PrefetchJob& j = prefetch_queue[(prefetch_head + i) % PREFETCH_QUEUE];
+      if (j.ip == ip && j.index == index) return;
+    }
+    if (prefetch_count == PREFETCH_QUEUE) return;
+    prefetch_queue[(prefetch_head + prefetch_count) % PREFETCH_QUEUE] = {fs::idup(ip), index};
+    prefetch_count++;
+    start = !prefetch_started;
+    prefetch_started = true;
+    wakeup(&prefetch_chan);
+  }
+  if (start && kthread_create("prefetch", prefetch_thread, nullptr).is_error()) {
+    SpinlockGuard guard(prefetch_lock);
+    prefetch_started = false;   // try again at the next fault (the job waits in the queue)
+  }
+}
+
+// After a fault at file page index of a sequential area: the next window.
+void prefetch_after(const VmArea& a, uint64_t index) {
+  if (a.advice == KAI_MADV_SEQUENTIAL) prefetch(a.ip, (index / FILL_SEQUENTIAL + 1) * FILL_SEQUENTIAL);
+}
+
+// Maps a file page (one reference, the caller's) at va: the page itself,
+// read-only, or a private copy for a store. nullptr, or why it failed.
+const char* map_file_page(Process* p, uint64_t va, uint8_t* page, bool write) {
+  uint64_t perm = PTE_R | PTE_U;
+  if (write) {   // a store to a private area (shared writable ones are refused by mmap): copy
+    void* copy = mem::take_page(mem::For::Process);
+    if (!copy) {
+      kfree(page);
+      return "out of memory for a private copy";
+    }
+    memcpy(copy, page, PAGE_SIZE);
+    kfree(page);
+    page = static_cast<uint8_t*>(copy);
+    perm |= PTE_W;
+  }
+  if (uvm_map(p->pagetable, va, reinterpret_cast<uint64_t>(page), PAGE_SIZE, perm).is_error()) {
+    kfree(page);
+    return "out of memory for a page table";
+  }
+  return nullptr;
 }
 
 // Maps page va of area a for an access (write or not) that the area's
@@ -109,8 +208,17 @@ const char* fault_in(Process* p, const VmArea& a, uint64_t va, bool write) {
     p->vm.minor_faults++;
     return nullptr;
   }
-  fs::ilock(a.ip);
   uint64_t off = a.offset + (va - a.start);
+  // A minor fault needs no inode lock: a cached page is within the file, and
+  // the lock may be held by the prefetch thread while its request is in flight.
+  if (uint8_t* cached = fs::page_cache_peek(a.ip, off / PAGE_SIZE)) {
+    if (const char* why = map_file_page(p, va, cached, write)) return why;
+    p->vm.minor_faults++;
+    if (a.advice != KAI_MADV_RANDOM) fault_around(pt, a, va);
+    prefetch_after(a, off / PAGE_SIZE);
+    return nullptr;
+  }
+  fs::ilock(a.ip);
   uint64_t size = fs::inode_size(a.ip);
   if (off >= page_round_up(size)) {
     fs::iunlock(a.ip);
@@ -123,30 +231,16 @@ const char* fault_in(Process* p, const VmArea& a, uint64_t va, bool write) {
     fs::iunlock(a.ip);
     return got.error() == Errno::NoMem ? "out of memory for the page cache" : "I/O error reading the mapped file";
   }
-  uint8_t* page = got.value();
-  uint64_t perm = PTE_R | PTE_U;
-  if (write) {   // a store to a private area (shared writable ones are refused by mmap): copy
-    void* copy = mem::take_page(mem::For::Process);
-    if (!copy) {
-      kfree(page);
-      fs::iunlock(a.ip);
-      return "out of memory for a private copy";
-    }
-    memcpy(copy, page, PAGE_SIZE);
-    kfree(page);
-    page = static_cast<uint8_t*>(copy);
-    perm |= PTE_W;
-  }
-  if (uvm_map(pt, va, reinterpret_cast<uint64_t>(page), PAGE_SIZE, perm).is_error()) {
-    kfree(page);
+  if (const char* why = map_file_page(p, va, got.value(), write)) {
     fs::iunlock(a.ip);
-    return "out of memory for a page table";
+    return why;
   }
   if (fill.major) p->vm.major_faults++;
   else p->vm.minor_faults++;
   p->vm.disk_bytes += fill.disk_bytes;
-  if (a.advice != KAI_MADV_RANDOM) fault_around(pt, a, va, size);
+  if (a.advice != KAI_MADV_RANDOM) fault_around(pt, a, va);
   fs::iunlock(a.ip);
+  prefetch_after(a, off / PAGE_SIZE);
   return nullptr;
 }
 
@@ -418,10 +512,20 @@ SyscallResult sys_madvise() {
 
 SyscallResult sys_vmstat() {
   Process* p = current_process();
-  kai_vmstat st{p->vm.major_faults, p->vm.minor_faults, p->vm.disk_bytes, 0};
+  kai_vmstat st{p->vm.major_faults, p->vm.minor_faults, p->vm.disk_bytes, 0, 0, 0};
+  auto count = [&](uint64_t from, uint64_t to, bool mapping) {
+    for (uint64_t v = page_round_down(from); v < to; v += PAGE_SIZE) {
+      pte_t* pte = uvm_pte(p->pagetable, v);
+      if (!pte || !(*pte & PTE_U)) continue;
+      st.resident_pages++;
+      st.mapped_pages += mapping;
+      st.shared_pages += kpage_refs(reinterpret_cast<void*>(pte_to_pa(*pte))) > 1;
+    }
+  };
+  count(0, p->sz, false);
+  count(USER_STACK_BOTTOM, USER_STACK_TOP, false);
   for (const VmArea& a : p->vmas)
-    if (a.used())
-      for (uint64_t v = a.start; v < a.end; v += PAGE_SIZE) st.mapped_pages += uvm_pte(p->pagetable, v) != nullptr;
+    if (a.used()) count(a.start, a.end, true);
   TRY(copy_to_user(arg_ptr<kai_vmstat>(0), &st));
   return uint64_t(0);
 }

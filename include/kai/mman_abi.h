@@ -28,4 +28,6 @@ struct kai_vmstat {
   uint64_t minor_faults;   // faults served from memory (cached page, zero page, a copy)
   uint64_t disk_bytes;     // bytes its faults and madvise read from the disk
   uint64_t mapped_pages;   // pages mapped by its mappings right now
+  uint64_t resident_pages; // all its pages mapped right now: program, heap, stack, mappings
+  uint64_t shared_pages;   // of which held by someone else too (fork's sharing, the page cache)
 };

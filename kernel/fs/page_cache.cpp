@@ -141,6 +141,11 @@ uint8_t* page_cache_peek(Inode* ip, uint64_t index) {
   return e->page;
 }
 
+bool page_cache_has(Inode* ip, uint64_t index) {
+  SpinlockGuard guard(page_lock);
+  return find(ip->dev, ip->inum, index) != nullptr;
+}
+
 ErrorOr<uint8_t*> page_cache_get(Inode* ip, uint64_t index, uint32_t ahead, PageFill* fill) {
   uint64_t file_pages = (ip->size + PAGE_SIZE - 1) / PAGE_SIZE;
   if (index >= file_pages) return Errno::Invalid;

@@ -59,7 +59,10 @@ struct PageFill {
 // request (read-ahead / fault-around). ip locked.
 ErrorOr<uint8_t*> page_cache_get(Inode* ip, uint64_t index, uint32_t ahead, PageFill* fill);
 // The page if it is cached (a reference for the caller), or nullptr: no I/O.
+// Needs no inode lock (a lookup under the cache's own lock).
 uint8_t* page_cache_peek(Inode* ip, uint64_t index);
+// Is the page cached? (No reference, no lock needed.)
+bool page_cache_has(Inode* ip, uint64_t index);
 
 // writei changed file block `index` (its buffer now holds `block`): copy it
 // into the cached page, if any. ip locked.

@@ -295,7 +295,7 @@ ErrorOr<uint64_t> read_cached(Inode* ip, bool user_dst, uint64_t dst, uint64_t o
 // A read into kernel memory this big (the AI service loading a model) goes
 // past the cache: the caller keeps its own copy, a second one would double
 // the memory a model takes.
-constexpr uint64_t KERNEL_BYPASS_BYTES = 4ull << 20;
+constexpr uint64_t KERNEL_BYPASS_BYTES = 1ull << 20;
 }  // namespace
 
 // Two kernel buffers per open file, each filled by one device request for a

@@ -29,7 +29,12 @@
 //   --mmap) faults every page in at load. The default is read(). --timing
 //   ends with load=read|mmap|mmap+populate and the run's major_faults=,
 //   minor_faults= and disk_bytes= (bytes the system read into its page
-//   cache meanwhile; 0 on the host).
+//   cache meanwhile; 0 on the host), resident_kib= and shared_kib= (this
+//   process's pages, and those it shares: guest only).
+//   --forks N: the pre-fork server's pattern: load (or map) once, then run
+//   the request in N children forked one after another (copy-on-write:
+//   each starts in page-table time); each child prints its own tokens and
+//   timing line, with fork_us= (the parent's fork() to the child's start).
 //
 // With no prompt it reads lines "<predict> <tok0> <tok1> ..." until "exit",
 // "quit" or end of input. Each request prints one line of generated ids.
@@ -79,6 +84,7 @@ struct Options {
   bool align_tick = false;   // start each request's clock right after a timer tick
   bool map = false;          // --mmap: the bundle's files used in place (mmap), not read
   bool populate = false;     // --populate: and every page faulted in at load
+  uint32_t forks = 0;        // --forks N: load once, then run the request in N forked children
   llm::SessionOptions session;
   llm::SpecChoice spec;      // --speculate
   const char* prediction_file = nullptr;
@@ -236,6 +242,7 @@ struct Runner {
   uint64_t load_us = 0, init_us = 0, bytes_read = 0;
   const char* load_kind = "read";
   platform::VmCounts vm_start;   // at start: the timing line shows what this run added
+  int64_t fork_us = -1;          // --forks: from the parent's fork() to the child's start
   bool timing = false, align_tick = false;
   uint32_t gen[kMaxTokens];
   char line[kMaxTokens * 11 + 16];
@@ -489,6 +496,9 @@ struct Runner {
       tb.str(" load=").str(load_kind).str(" major_faults=").u64(vm.major_faults - vm_start.major_faults);
       tb.str(" minor_faults=").u64(vm.minor_faults - vm_start.minor_faults);
       tb.str(" disk_bytes=").u64(vm.disk_bytes - vm_start.disk_bytes);
+      platform::Resident res = platform::resident();
+      tb.str(" resident_kib=").u64(res.pages * 4).str(" shared_kib=").u64(res.shared_pages * 4);
+      if (fork_us >= 0) tb.str(" fork_us=").u64(uint64_t(fork_us));
       tb.chr('\n');
       err(b);
     }
@@ -560,7 +570,7 @@ int generation_option(int argc, char** argv, int* i, Generation* g) {
 
 void usage() {
   errln("usage: llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin | --text \"...\"] [--int8] [--group G]");
-  errln("              [--mmap] [--populate]");
+  errln("              [--mmap] [--populate] [--forks N]");
   errln("              [--timing] [--align-tick] [--stream] [--temp X] [--top-k N] [--top-p X] [--min-p X]");
   errln("              [--repeat-penalty X] [--repeat-last-n N] [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"]");
   errln("              [--stop-eos] [--speculate ngram:K|predicted:K|oracle:K:A|none] [--adaptive] [--prediction FILE] tok...");
@@ -605,6 +615,11 @@ int llmrun_main(int argc, char** argv) {
       opt.map = true;
     } else if (llm::str_eq(a, "--populate")) {
       opt.map = opt.populate = true;
+    } else if (llm::str_eq(a, "--forks") && has_next) {
+      if (!parse_u32(argv[++i], &opt.forks) || opt.forks == 0 || opt.forks > 64) {
+        errln("--forks needs a number of children from 1 to 64");
+        return 2;
+      }
     } else if (llm::str_eq(a, "--speculate") && has_next) {
       if (!llm::parse_speculate(argv[++i], &opt.spec)) {
         err("--speculate: '");
@@ -793,6 +808,30 @@ int llmrun_main(int argc, char** argv) {
     r.how.stop_eos = true;
   }
 
+  if (opt.forks && (opt.prompt_file || opt.use_stdin || opt.text || n_prompt > 0)) {
+    // The pre-fork server's pattern: the model is loaded (or mapped) once,
+    // here; each request runs in a child forked from this process, which
+    // shares its pages copy-on-write (kernel/vm.cpp uvm_copy), so a child
+    // starts in page-table time and its tokens are the parent's own.
+    for (uint32_t k = 0; k < opt.forks; k++) {
+      uint64_t before = platform::clock_ns();
+      int pid = platform::fork_process();
+      if (pid < 0) {
+        errln("--forks: fork failed");
+        return 1;
+      }
+      if (pid == 0) {
+        r.fork_us = int64_t((platform::clock_ns() - before) / 1000);
+        r.vm_start = platform::vm_counts();
+        platform::exit_process(r.run(prompt, n_prompt, opt.predict) ? 0 : 1);
+      }
+      if (platform::wait_process() != 0) {
+        errln("--forks: a child failed");
+        return 1;
+      }
+    }
+    return 0;
+  }
   if (opt.prompt_file || opt.use_stdin || opt.text || n_prompt > 0) return r.run(prompt, n_prompt, opt.predict) ? 0 : 1;
 
   // Interactive: "<predict> <tok...>" per line.

@@ -22,6 +22,18 @@ struct VmCounts {
   uint64_t major_faults = 0, minor_faults = 0, disk_bytes = 0;
 };
 VmCounts vm_counts();
+// Memory this process maps right now: all its pages, and those it shares
+// with another holder (a forked relative or the page cache). Guest only
+// (host: zeros).
+struct Resident {
+  uint64_t pages = 0, shared_pages = 0;
+};
+Resident resident();
+// fork() (0 in the child, the child's id in the parent, < 0 on error), wait
+// for any child (its exit status, or < 0), and leaving a child (llmrun --forks).
+int fork_process();
+int wait_process();
+[[noreturn]] void exit_process(int status);
 // n bytes, 64-byte aligned, or nullptr when memory is exhausted. Never
 // freed: llmrun allocates once per file and once for the session.
 void* alloc(uint64_t n);

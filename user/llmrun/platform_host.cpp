@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +37,17 @@ const void* map_file(const char* path, uint64_t n, bool populate) {
 }
 
 VmCounts vm_counts() { return {}; }
+Resident resident() { return {}; }
+int fork_process() { return fork(); }
+int wait_process() {
+  int status = 0;
+  if (wait(&status) < 0) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+void exit_process(int status) {
+  fflush(stdout);
+  _exit(status);
+}
 
 void* alloc(uint64_t n) {
   void* p = nullptr;

@@ -103,6 +103,22 @@ VmCounts vm_counts() {
   return {v.major_faults, v.minor_faults, m.cache_disk_bytes};
 }
 
+Resident resident() {
+  kai_vmstat v{};
+  vmstat(&v);
+  return {v.resident_pages, v.shared_pages};
+}
+
+int fork_process() { return fork(); }
+
+int wait_process() {
+  int status = 0;
+  if (wait(&status) < 0) return -1;
+  return status;
+}
+
+void exit_process(int status) { exit(status); }
+
 void* alloc(uint64_t n) {
   if (n == 0) n = 64;
   return aligned_alloc(n >= kBigAlloc ? kPage : 64, n);

@@ -168,7 +168,6 @@ bool t_mmap_errors() {
 // Children that must be killed by their access (in_child gives their status).
 char* g_map;
 void store_to_map() { g_map[10] = 1; }
-void load_from_map() { g_map[10] = g_map[PG * 2] + 1; }
 void load_page1() { exit(g_map[PG + 5] == 99 ? 3 : 4); }
 
 bool killed(int status) { return status == -1; }
