@@ -79,7 +79,7 @@ void fault_around(PageTable pt, const VmArea& a, uint64_t va) {
 // ---- read-ahead for sequential mappings
 // A major fault waits for the disk, and a process that computes between its
 // faults (a model's forward pass over its weights) would otherwise leave the
-// disk idle meanwhile. So a fault in a MADV_SEQUENTIAL mapping asks a kernel
+// disk idle meanwhile. So a minor fault in a MADV_SEQUENTIAL mapping asks a kernel
 // thread, "prefetch", to read the file's next window (FILL_SEQUENTIAL pages)
 // into the page cache while the process goes on; when the process gets
 // there, its faults are minor (or wait for the inode lock the thread holds
@@ -240,7 +240,10 @@ const char* fault_in(Process* p, const VmArea& a, uint64_t va, bool write) {
   p->vm.disk_bytes += fill.disk_bytes;
   if (a.advice != KAI_MADV_RANDOM) fault_around(pt, a, va);
   fs::iunlock(a.ip);
-  prefetch_after(a, off / PAGE_SIZE);
+  // No prefetch after a major fault: a program that touches one page of
+  // each file (a loader checking headers) would keep the disk busy with
+  // windows nobody reads soon. A minor fault in a window is a reader
+  // streaming through it: that one asks for the next.
   return nullptr;
 }
 
