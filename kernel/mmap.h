@@ -1,6 +1,6 @@
 // Memory mappings and page faults: mmap/munmap/madvise, demand paging from
 // the page cache (fs/page_cache.h), private copies, and what fork, exec and
-// exit do with a process's mappings. docs/kernel.md, "Virtual memory".
+// exit do with a process's mappings. docs/virtual-memory.md.
 //
 // A mapping (VmArea, vm_area.h) is a range of the process's address space
 // between USER_HEAP_LIMIT and the stack. mmap() only records it: no page is

@@ -73,7 +73,7 @@ int statfs(struct kai_statfs* st);
 // Free and total physical pages and the memory policy's sizes (<kai/mem_abi.h>).
 int meminfo(struct kai_meminfo* info);
 // Maps a file (or, with KAI_MAP_ANONYMOUS, zero pages) into memory
-// (<kai/mman_abi.h>, docs/kernel.md "Virtual memory"). Returns the address,
+// (<kai/mman_abi.h>, docs/virtual-memory.md). Returns the address,
 // or -errno cast to a pointer: test with mmap_failed().
 void* mmap(void* addr, unsigned long len, int prot, int flags, int fd, long offset);
 int munmap(void* addr, unsigned long len);

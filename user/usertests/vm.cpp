@@ -197,13 +197,17 @@ bool t_mmap_bad_access_kills() {
 bool t_mmap_partial_munmap() {
   EXPECT(make_map_file() == 0, "write %s", kMapFile);
   g_map = map_file(PROT_READ, MAP_PRIVATE);
-  EXPECT(g_map, "mmap");
+  uint64_t mapped_before = mem().cache_mapped_pages;
+  EXPECT(g_map && memcmp(g_map, big_buf, kMapSize) == 0, "mmap");   // every page mapped now
   EXPECT(munmap(g_map + PG, PG) == 0, "munmap of the second page");
   EXPECT(g_map[0] == big_buf[0] && g_map[2 * PG + 7] == big_buf[2 * PG + 7] && g_map[3 * PG] == big_buf[3 * PG],
          "the pages around the hole changed");
   int s = in_child(load_page1);
   EXPECT(killed(s), "a load from the unmapped page: status %d", s);
   EXPECT(munmap(g_map, 4 * PG) == 0, "munmap of the rest");
+  // Every page unmapped, the hole's too: the cache's pages are unmapped again.
+  EXPECT(mem().cache_mapped_pages == mapped_before, "%lu cache pages still mapped",
+         (unsigned long)(mem().cache_mapped_pages - mapped_before));
   return true;
 }
 
