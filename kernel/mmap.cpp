@@ -532,3 +532,8 @@ SyscallResult sys_vmstat() {
   TRY(copy_to_user(arg_ptr<kai_vmstat>(0), &st));
   return uint64_t(0);
 }
+
+// dropcaches(): evicts every page-cache page nobody maps (a cold start on
+// purpose: coldwarm's cold runs, Linux's /proc/sys/vm/drop_caches). Returns
+// the pages freed. Any process may: it costs the others speed, never data.
+SyscallResult sys_dropcaches() { return fs::page_cache_evict(0, true); }

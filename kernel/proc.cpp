@@ -265,11 +265,18 @@ ErrorOr<int> fork() {
   // come to hold as much as the parent as the two write: admit that much.
   uint64_t child_pages = mem::process_pages(parent->sz);
   TRY(mem::admit_growth(child_pages, child_pages));
+  // Copy-on-write for a big process (one holding a model forks in
+  // page-table time); a small one (a shell, a test's child) gets its copies
+  // now, so it can never be killed later by a store it has no memory for
+  // after another process took the free memory (the memory policy's promise
+  // to small processes, mem_policy.h). A big child under exhaustion can be:
+  // "out of memory for a copy-on-write page".
+  bool cow = child_pages > mem::SMALL_PROCESS_PAGES;
   Process* child = TRY(alloc_process(forkret, false));
   child->pagetable = proc_pagetable(child);
   if (!child->pagetable ||
-      uvm_copy(parent->pagetable, child->pagetable, 0, parent->sz).is_error() ||
-      uvm_copy(parent->pagetable, child->pagetable, USER_STACK_BOTTOM, USER_STACK_TOP).is_error() ||
+      uvm_copy(parent->pagetable, child->pagetable, 0, parent->sz, cow).is_error() ||
+      uvm_copy(parent->pagetable, child->pagetable, USER_STACK_BOTTOM, USER_STACK_TOP, cow).is_error() ||
       vm_fork(parent, child).is_error()) {
     // proc_free_pagetable() frees whatever part of the copy was made.
     child->sz = parent->sz;

@@ -25,8 +25,9 @@ uint64_t uvm_dealloc(PageTable pt, uint64_t oldsz, uint64_t newsz);
 // Frees the page-table pages themselves (all leaves must be unmapped).
 void uvm_free_tables(PageTable pt);
 // fork: shares every mapped page of [start, end) with another table,
-// copy-on-write (writable pages become read-only + PTE_COW in both).
-ErrorOr<void> uvm_copy(PageTable from, PageTable to, uint64_t start, uint64_t end);
+// copy-on-write (writable pages become read-only + PTE_COW in both); or,
+// with cow false, copies every page into fresh ones.
+ErrorOr<void> uvm_copy(PageTable from, PageTable to, uint64_t start, uint64_t end, bool cow);
 // A store to va met a PTE_COW page: give this table its own writable copy
 // (or the page itself if nobody else holds it). false: not a COW page, or
 // no memory for the copy.

@@ -295,10 +295,26 @@ void uvm_free_tables(PageTable pt) { free_tables(pt, 2); }
 // are new. On failure the pages shared so far are unmapped again (the
 // parent keeps its pages, read-only-COW until it writes them), so the
 // half-built child holds nothing but its table pages.
-ErrorOr<void> uvm_copy(PageTable from, PageTable to, uint64_t start, uint64_t end) {
+//
+// With cow false every page is copied at once instead, as before
+// copy-on-write: fork then needs all the memory up front, but the child can
+// never meet a store it has no memory for (fork in proc.cpp says when).
+ErrorOr<void> uvm_copy(PageTable from, PageTable to, uint64_t start, uint64_t end, bool cow) {
   for (uint64_t a = page_round_down(start); a < end; a += PAGE_SIZE) {
     pte_t* pte = walk(from, a, Tables::Existing);
     if (!pte || !(*pte & PTE_V)) continue;
+    if (!cow) {
+      void* page = mem::take_page(mem::For::Process);
+      uint64_t flags = pte_flags(*pte) & (PTE_R | PTE_W | PTE_X | PTE_U | PTE_COW);
+      if (flags & PTE_COW) flags = (flags & ~PTE_COW) | PTE_W;   // a private copy is writable
+      if (page) memcpy(page, reinterpret_cast<void*>(pte_to_pa(*pte)), PAGE_SIZE);
+      if (!page || uvm_map(to, a, reinterpret_cast<uint64_t>(page), PAGE_SIZE, flags).is_error()) {
+        if (page) kfree(page);
+        uvm_unmap(to, page_round_down(start), (a - page_round_down(start)) / PAGE_SIZE, true);
+        return Errno::NoMem;
+      }
+      continue;
+    }
     if (*pte & PTE_W) *pte = (*pte & ~PTE_W) | PTE_COW;
     uint64_t flags = pte_flags(*pte) & (PTE_R | PTE_X | PTE_U | PTE_COW);
     void* page = reinterpret_cast<void*>(pte_to_pa(*pte));
@@ -321,7 +337,11 @@ bool uvm_resolve_cow(PageTable pt, uint64_t va) {
     *pte = pa_to_pte(reinterpret_cast<uint64_t>(old)) | flags;
     return true;
   }
+  // The page is the process's already (fork admitted it, mem::admit_growth):
+  // its copy may come from the kernel's reserve rather than kill the process
+  // because another took the free memory since.
   void* copy = mem::take_page(mem::For::Process);
+  if (!copy) copy = kalloc();
   if (!copy) return false;
   memcpy(copy, old, PAGE_SIZE);
   *pte = pa_to_pte(reinterpret_cast<uint64_t>(copy)) | flags;

@@ -52,7 +52,8 @@
   X(38, mmap)       /* mmap(addr, len, prot, flags, fd, off): kai/mman_abi.h */ \
   X(39, munmap)     /* munmap(addr, len) */                                   \
   X(40, madvise)    /* madvise(addr, len, advice) */                          \
-  X(41, vmstat)     /* vmstat(struct kai_vmstat*): this process's faults */
+  X(41, vmstat)     /* vmstat(struct kai_vmstat*): this process's faults */ \
+  X(42, dropcaches) /* evicts every unmapped page-cache page: pages freed */
 
 #ifndef __ASSEMBLER__
 // KAI_SYS_fork = 1, ... and KAI_SYS_COUNT, one more than the highest number

@@ -78,6 +78,8 @@ int meminfo(struct kai_meminfo* info);
 void* mmap(void* addr, unsigned long len, int prot, int flags, int fd, long offset);
 int munmap(void* addr, unsigned long len);
 int madvise(void* addr, unsigned long len, int advice);
+// Evicts every page-cache page nobody maps; returns the pages freed.
+long dropcaches(void);
 // This process's page-fault counters.
 int vmstat(struct kai_vmstat* st);
 #define PROT_READ KAI_PROT_READ
