@@ -482,6 +482,13 @@ SPEC_LAB_ARGS ?=
 spec-lab: kernel user $(B)/fs-smol.img
 	$(PYTHON) tools/spec_lab.py $(SPEC_LAB_ARGS)
 
+# The cold-start spectrum: read() against mmap, cold and warm, MAP_POPULATE,
+# a forked child, the resident service (tools/vm_lab.py; docs/experiments.md).
+.PHONY: vm-lab
+VM_LAB_ARGS ?=
+vm-lab: kernel user $(B)/fs-smol.img
+	$(PYTHON) tools/vm_lab.py $(VM_LAB_ARGS)
+
 # ---------------------------------------------------------------- code layout
 # Checks that no instruction straddles a page and no hot loop leaves its page
 # in the kernel and every user program (tools/check_layout.py; make test runs

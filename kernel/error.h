@@ -14,7 +14,7 @@ enum class Errno : int {
   NotDir = KAI_ENOTDIR, IsDir = KAI_EISDIR, Invalid = KAI_EINVAL, FileTable = KAI_ENFILE,
   TooManyFiles = KAI_EMFILE, FileTooBig = KAI_EFBIG, NoSpace = KAI_ENOSPC,
   IllegalSeek = KAI_ESPIPE, TooManyLinks = KAI_EMLINK, BrokenPipe = KAI_EPIPE,
-  Range = KAI_ERANGE, NameTooLong = KAI_ENAMETOOLONG, NoSys = KAI_ENOSYS,
+  Range = KAI_ERANGE, Access = KAI_EACCES, NameTooLong = KAI_ENAMETOOLONG, NoSys = KAI_ENOSYS,
   NotEmpty = KAI_ENOTEMPTY, ReadOnly = KAI_EROFS, Quota = KAI_EDQUOT, Cancelled = KAI_ECANCELED,
 };
 

@@ -5,6 +5,7 @@
 #include "kalloc.h"
 #include "mem_policy.h"
 #include "memlayout.h"
+#include "mmap.h"
 #include "process.h"
 #include "string.h"
 #include "uvm.h"
@@ -141,6 +142,7 @@ ErrorOr<uint64_t> exec(const char* path, char* const argv[]) {
   safestrcpy(p->name, last, sizeof p->name);
   PageTable old = p->pagetable;
   uint64_t old_sz = p->sz;
+  if (old) vm_release_all(p, old);   // mappings do not survive exec
   p->pagetable = pt;
   p->sz = p->heap_start = sz;
   memset(p->trapframe->x, 0, sizeof p->trapframe->x);

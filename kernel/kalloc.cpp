@@ -2,6 +2,17 @@
 // right after the kernel image. Single pages come from a rotating hint;
 // contiguous regions are found first-fit. Both are O(pages/64) at worst,
 // which is fine for a few GiB of RAM (128 KiB of bitmap at 4 GiB).
+//
+// Each page also has a reference count (32 bits, after the bitmap): a page
+// of the page cache is held by the cache and by every page table that maps
+// it, a page shared by fork by both processes. kalloc() hands a page out with
+// count 1; kpage_get() adds a holder; kfree() drops one and frees the page
+// when the last one goes. The counts change with atomic operations, without
+// the allocator's lock, except the last drop (which changes the bitmap).
+//
+// Reclaiming: when a request cannot be met, the allocator asks the page
+// cache (kalloc_set_reclaimer) to evict clean pages nobody maps, and tries
+// once more. So cached file pages never make an allocation fail.
 #include "kalloc.h"
 #include "boot.h"
 #include "memlayout.h"
@@ -19,6 +30,8 @@ uint64_t nwords = 0;
 uint64_t free_count = 0;
 uint64_t managed = 0;      // pages that were ever free
 uint64_t hint = 0;         // word index where the next single-page search starts
+uint32_t* refs = nullptr;  // holders of each page (0: free)
+uint64_t (*reclaimer)(uint64_t want, bool all) = nullptr;   // set once at boot
 
 bool test(uint64_t i) { return (bitmap[i / 64] >> (i % 64)) & 1; }
 void set(uint64_t i) { bitmap[i / 64] |= 1ull << (i % 64); }
@@ -39,10 +52,12 @@ void kalloc_init() {
   npages = g_boot.ram_size / PAGE_SIZE;
   nwords = (npages + 63) / 64;
   bitmap = reinterpret_cast<uint64_t*>(page_round_up(reinterpret_cast<uint64_t>(_kernel_end)));
-  uint64_t first_free = page_round_up(reinterpret_cast<uint64_t>(bitmap) + nwords * 8);
+  refs = reinterpret_cast<uint32_t*>(reinterpret_cast<uint64_t>(bitmap) + nwords * 8);
+  uint64_t first_free = page_round_up(reinterpret_cast<uint64_t>(refs) + npages * sizeof(uint32_t));
   if (first_free >= ram_end) panic("kalloc_init: no free memory");
   // Everything below first_free (OpenSBI, the kernel, the bitmap) stays "used".
   memset(bitmap, 0xff, nwords * 8);
+  memset(refs, 0, npages * sizeof(uint32_t));
   for (uint64_t pa = first_free; pa + PAGE_SIZE <= ram_end; pa += PAGE_SIZE) {
     clear((pa - base_pa) / PAGE_SIZE);
     free_count++;
@@ -51,9 +66,40 @@ void kalloc_init() {
   hint = (first_free - base_pa) / PAGE_SIZE / 64;
 }
 
+void kalloc_set_reclaimer(uint64_t (*fn)(uint64_t want, bool all)) { reclaimer = fn; }
+
 void* kalloc() { return kalloc_keep(0); }
 
+namespace {
+void* take_one(uint64_t keep);
+void* take_run(uint64_t bytes, uint64_t keep);
+}  // namespace
+
 void* kalloc_keep(uint64_t keep) {
+  void* page = take_one(keep);
+  if (!page && reclaimer && reclaimer(32, false) > 0) page = take_one(keep);
+  return page;
+}
+
+void* kalloc_contiguous_keep(uint64_t bytes, uint64_t keep) {
+  void* region = take_run(bytes, keep);
+  if (region || !reclaimer) return region;
+  // Evicted pages lie anywhere: a run may need more than its own size freed,
+  // and the kernel's own requests (keep 0: a model's weights) get all of it.
+  uint64_t want = (bytes + PAGE_SIZE - 1) / PAGE_SIZE;
+  if (reclaimer(2 * want, keep == 0) > 0) region = take_run(bytes, keep);
+  return region;
+}
+
+void kpage_get(void* page) {
+  uint64_t i = index_of(page);
+  if (__atomic_fetch_add(&refs[i], 1, __ATOMIC_RELAXED) == 0) panic("kpage_get: page %p is free", page);
+}
+
+uint32_t kpage_refs(void* page) { return __atomic_load_n(&refs[index_of(page)], __ATOMIC_RELAXED); }
+
+namespace {
+void* take_one(uint64_t keep) {
   uint64_t found = ~0ull;
   {
     SpinlockGuard guard(lock);
@@ -65,6 +111,7 @@ void* kalloc_keep(uint64_t keep) {
       uint64_t i = w * 64 + bit;
       if (i >= npages) continue;
       set(i);
+      refs[i] = 1;
       free_count--;
       hint = w;
       found = i;
@@ -76,11 +123,20 @@ void* kalloc_keep(uint64_t keep) {
   memset(page, 0, PAGE_SIZE);
   return page;
 }
+}  // namespace
 
 void kfree(void* page) {
   uint64_t i = index_of(page);
+  uint32_t old = __atomic_load_n(&refs[i], __ATOMIC_RELAXED);
+  // Not the last holder: drop one reference, the page stays in use.
+  while (old > 1) {
+    if (__atomic_compare_exchange_n(&refs[i], &old, old - 1, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED))
+      return;
+  }
   SpinlockGuard guard(lock);
-  if (!test(i)) panic("kfree: page %p is already free", page);
+  if (!test(i) || refs[i] == 0) panic("kfree: page %p is already free", page);
+  refs[i] = 0;
   clear(i);
   free_count++;
   if (i / 64 < hint) hint = i / 64;
@@ -88,7 +144,8 @@ void kfree(void* page) {
 
 void* kalloc_contiguous(uint64_t bytes) { return kalloc_contiguous_keep(bytes, 0); }
 
-void* kalloc_contiguous_keep(uint64_t bytes, uint64_t keep) {
+namespace {
+void* take_run(uint64_t bytes, uint64_t keep) {
   if (bytes == 0) return nullptr;
   uint64_t want = (bytes + PAGE_SIZE - 1) / PAGE_SIZE;
   uint64_t start = ~0ull;
@@ -111,13 +168,17 @@ void* kalloc_contiguous_keep(uint64_t bytes, uint64_t keep) {
       i++;
     }
     if (start == ~0ull) return nullptr;
-    for (uint64_t j = start; j < start + want; j++) set(j);
+    for (uint64_t j = start; j < start + want; j++) {
+      set(j);
+      refs[j] = 1;
+    }
     free_count -= want;
   }
   void* region = reinterpret_cast<void*>(base_pa + start * PAGE_SIZE);
   memset(region, 0, want * PAGE_SIZE);
   return region;
 }
+}  // namespace
 
 void kfree_contiguous(void* region, uint64_t bytes) {
   uint64_t first = index_of(region);
@@ -126,6 +187,7 @@ void kfree_contiguous(void* region, uint64_t bytes) {
   if (first + count > npages) panic("kfree_contiguous: region %p too long", region);
   for (uint64_t j = first; j < first + count; j++) {
     if (!test(j)) panic("kfree_contiguous: page of %p already free", region);
+    refs[j] = 0;
     clear(j);
   }
   free_count += count;

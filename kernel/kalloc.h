@@ -18,5 +18,13 @@ void kfree(void* page);
 void* kalloc_contiguous(uint64_t bytes);
 void* kalloc_contiguous_keep(uint64_t bytes, uint64_t keep);
 void kfree_contiguous(void* region, uint64_t bytes);
+// Page reference counts: kpage_get() adds a holder to an allocated page
+// (kfree() drops one; the last drop frees it); kpage_refs() reads the count.
+void kpage_get(void* page);
+uint32_t kpage_refs(void* page);
+// Called (without any allocator lock held) when a request cannot be met: it
+// frees up to `want` pages (or everything it can if `all`) and returns how
+// many. The page cache registers its eviction here (fs/page_cache.h).
+void kalloc_set_reclaimer(uint64_t (*fn)(uint64_t want, bool all));
 uint64_t kalloc_free_pages();
 uint64_t kalloc_total_pages();

@@ -6,9 +6,11 @@
 #include "console.h"
 #include "cpu.h"
 #include "drivers/virtio_blk.h"
+#include "fs/page_cache.h"
 #include "idle.h"
 #include "kalloc.h"
 #include "mem_policy.h"
+#include "mmap.h"
 #include "printf.h"
 #include "process.h"
 #include "sbi.h"
@@ -37,6 +39,8 @@ extern "C" void kmain(uint64_t hartid, uint64_t fdt) {
           g_boot.ram_size >> 20, g_boot.ram_base, g_boot.nharts, g_boot.timebase_hz);
   kalloc_init();
   mem::init();
+  fs::page_cache_init();
+  vm_init();
   kvm_init();
   kvm_inithart();
   trap_inithart();

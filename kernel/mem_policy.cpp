@@ -2,6 +2,7 @@
 // allocation, and the worst-case size of a process.
 #include "mem_policy.h"
 #include "boot.h"
+#include "fs/page_cache.h"
 #include "fdt.h"
 #include "kalloc.h"
 #include "memlayout.h"
@@ -43,6 +44,8 @@ void init() {
   }
 }
 
+uint64_t available_pages() { return kalloc_free_pages() + fs::page_cache_stats().evictable; }
+
 uint64_t reserve_pages() { return reserve; }
 uint64_t headroom_pages() { return headroom; }
 
@@ -56,7 +59,8 @@ uint64_t process_pages(uint64_t sz) {
 
 ErrorOr<void> admit_growth(uint64_t more, uint64_t after) {
   uint64_t floor = reserve + (after > SMALL_PROCESS_PAGES ? headroom : 0);
-  if (more + floor > kalloc_free_pages()) return Errno::NoMem;
+  // Cached file pages count as free: the allocation evicts them (kalloc.h).
+  if (more + floor > kalloc_free_pages() + fs::page_cache_pages()) return Errno::NoMem;
   return {};
 }
 

@@ -47,6 +47,9 @@ constexpr uint64_t RAM_SHARE = 8;
 // Sets the floors from the memory size and the command line; called once
 // at boot, after kalloc_init().
 void init();
+// Free pages plus the page cache's evictable ones (kept clean, nobody maps
+// them): what an allocation can get. meminfo's free_pages and ^P report it.
+uint64_t available_pages();
 // The floors in force.
 uint64_t reserve_pages();
 uint64_t headroom_pages();

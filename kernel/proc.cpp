@@ -15,6 +15,7 @@
 #include "kalloc.h"
 #include "mem_policy.h"
 #include "memlayout.h"
+#include "mmap.h"
 #include "printf.h"
 #include "process.h"
 #include "sbi.h"
@@ -260,14 +261,23 @@ void kthread_exit() {
 ErrorOr<int> fork() {
   Process* parent = current_process();
   if (!parent->pagetable) return Errno::Invalid;   // kernel threads cannot fork
-  // The child will hold as much as the parent (every page is copied).
+  // The child shares the parent's pages copy-on-write (uvm_copy), but may
+  // come to hold as much as the parent as the two write: admit that much.
   uint64_t child_pages = mem::process_pages(parent->sz);
   TRY(mem::admit_growth(child_pages, child_pages));
+  // Copy-on-write for a big process (one holding a model forks in
+  // page-table time); a small one (a shell, a test's child) gets its copies
+  // now, so it can never be killed later by a store it has no memory for
+  // after another process took the free memory (the memory policy's promise
+  // to small processes, mem_policy.h). A big child under exhaustion can be:
+  // "out of memory for a copy-on-write page".
+  bool cow = child_pages > mem::SMALL_PROCESS_PAGES;
   Process* child = TRY(alloc_process(forkret, false));
   child->pagetable = proc_pagetable(child);
   if (!child->pagetable ||
-      uvm_copy(parent->pagetable, child->pagetable, 0, parent->sz).is_error() ||
-      uvm_copy(parent->pagetable, child->pagetable, USER_STACK_BOTTOM, USER_STACK_TOP).is_error()) {
+      uvm_copy(parent->pagetable, child->pagetable, 0, parent->sz, cow).is_error() ||
+      uvm_copy(parent->pagetable, child->pagetable, USER_STACK_BOTTOM, USER_STACK_TOP, cow).is_error() ||
+      vm_fork(parent, child).is_error()) {
     // proc_free_pagetable() frees whatever part of the copy was made.
     child->sz = parent->sz;
     free_process(child);
@@ -313,6 +323,7 @@ void exit(int status) {
     uart_flush();
     sbi::shutdown();
   }
+  vm_release_all(p, p->pagetable);   // its mappings' pages and files
   for (int fd = 0; fd < NOFILE; fd++) {
     if (p->ofile[fd]) {
       fs::fileclose(p->ofile[fd]);
@@ -644,7 +655,7 @@ void procdump() {
     if (p.state == ProcState::Sleeping) kprintf(" chan %p", p.chan);
     kprintf("\n");
   }
-  kprintf("free memory: %lu of %lu pages\n", kalloc_free_pages(), kalloc_total_pages());
+  kprintf("free memory: %lu of %lu pages\n", mem::available_pages(), kalloc_total_pages());
 }
 
 ErrorOr<void> either_copyout(bool user_dst, uint64_t dst, const void* src, uint64_t len) {

@@ -8,6 +8,7 @@
 #include "spinlock.h"
 #include "vm.h"
 #include "cpu.h"
+#include "vm_area.h"
 
 struct Trapframe;
 
@@ -36,6 +37,8 @@ struct Process {
   fs::File* ofile[NOFILE] = {};       // open files, indexed by file descriptor
   fs::Inode* cwd = nullptr;           // current directory (a reference: iput at exit)
   char name[32] = {};
+  VmArea vmas[NVMA] = {};             // mmap()'s mappings (mmap.h)
+  VmCounters vm = {};                 // its page faults (vmstat())
 
   // -- kernel core only --
   Process* parent = nullptr;          // protected by the global wait lock

@@ -35,6 +35,7 @@ constexpr uint64_t IRQ_S_SOFT = 1;
 constexpr uint64_t IRQ_S_TIMER = 5;
 constexpr uint64_t IRQ_S_EXTERNAL = 9;
 constexpr uint64_t EXC_ECALL_U = 8;
+constexpr uint64_t EXC_INST_PAGE_FAULT = 12, EXC_LOAD_PAGE_FAULT = 13, EXC_STORE_PAGE_FAULT = 15;
 
 inline uint64_t read_sstatus() { return KAI_CSR_READ(sstatus); }
 inline void write_sstatus(uint64_t v) { KAI_CSR_WRITE(sstatus, v); }
@@ -60,6 +61,9 @@ inline void sfence_vma() { asm volatile("sfence.vma zero, zero" ::: "memory"); }
 constexpr uint64_t PAGE_SHIFT = 12;
 constexpr uint64_t PTE_V = 1 << 0, PTE_R = 1 << 1, PTE_W = 1 << 2, PTE_X = 1 << 3,
                    PTE_U = 1 << 4, PTE_G = 1 << 5, PTE_A = 1 << 6, PTE_D = 1 << 7;
+// One of the two bits the hardware leaves to software (RSW): a writable page
+// that fork made read-only to share it; the first store copies it (uvm_copy).
+constexpr uint64_t PTE_COW = 1 << 8;
 constexpr uint64_t SATP_SV39 = 8ull << 60;
 inline uint64_t make_satp(uint64_t root_pa) { return SATP_SV39 | (root_pa >> 12); }
 inline uint64_t pa_to_pte(uint64_t pa) { return (pa >> 12) << 10; }

@@ -2,6 +2,7 @@
 // UserPtr (user_ptr.h) and is reached only through copy_from_user /
 // copy_to_user, which check it against the caller's page table.
 #include "console.h"
+#include "fs/page_cache.h"
 #include "kalloc.h"
 #include "mem_policy.h"
 #include "param.h"
@@ -39,7 +40,15 @@ SyscallResult sys_sbrk() { return TRY(grow_process(arg_int(0))); }
 SyscallResult sys_meminfo() {
   kai_meminfo info{};
   info.total_pages = kalloc_total_pages();
-  info.free_pages = kalloc_free_pages();
+  fs::PageCacheStats cache = fs::page_cache_stats();
+  info.unused_pages = kalloc_free_pages();
+  info.free_pages = info.unused_pages + cache.evictable;
+  info.cache_pages = cache.pages;
+  info.cache_mapped_pages = cache.pages - cache.evictable;
+  info.cache_hits = cache.hits;
+  info.cache_misses = cache.misses;
+  info.cache_evictions = cache.evictions;
+  info.cache_disk_bytes = cache.disk_bytes;
   info.reserve_pages = mem::reserve_pages();
   info.headroom_pages = mem::headroom_pages();
   info.small_process_pages = mem::SMALL_PROCESS_PAGES;

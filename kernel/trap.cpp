@@ -9,6 +9,7 @@
 #include "cpu.h"
 #include "drivers/virtio_blk.h"
 #include "memlayout.h"
+#include "mmap.h"
 #include "printf.h"
 #include "process.h"
 #include "riscv.h"
@@ -209,8 +210,23 @@ extern "C" void usertrap() {
     intr_on();
     syscall_dispatch();
   } else if ((intr = device_interrupt(scause)) == Interrupt::None) {
-    kprintf("pid %d (%s): killed: %s at va 0x%lx, sepc 0x%lx\n", p->pid, p->name,
-            exception_name(scause & ~SCAUSE_INTERRUPT), read_stval(), read_sepc());
+    // A page fault may be a mapping's page not yet there (mmap.h): map it
+    // and run the instruction again. Anything else kills the process.
+    uint64_t va = read_stval();
+    const char* why = nullptr;
+    if (scause == EXC_LOAD_PAGE_FAULT || scause == EXC_STORE_PAGE_FAULT || scause == EXC_INST_PAGE_FAULT) {
+      intr_on();   // a major fault sleeps for the disk
+      Access access = scause == EXC_STORE_PAGE_FAULT ? Access::Write
+                      : scause == EXC_INST_PAGE_FAULT ? Access::Execute : Access::Read;
+      why = handle_page_fault(p, va, access);
+      if (!why) {
+        if (current_killed()) exit(-1);
+        usertrapret();
+      }
+    }
+    kprintf("pid %d (%s): killed: %s at va 0x%lx, sepc 0x%lx%s%s\n", p->pid, p->name,
+            exception_name(scause & ~SCAUSE_INTERRUPT), va, p->trapframe->epc, why ? ": " : "",
+            why ? why : "");
     set_killed(p);
   }
   if (intr == Interrupt::Timer) sample_this_hart(p->trapframe->epc, p->trapframe->x[1], KAI_TRACE_MODE_USER);

@@ -10,6 +10,10 @@ void kvm_inithart();
 uint64_t kernel_satp();
 
 PageTable uvm_create();
+// The valid leaf PTE for va, or nullptr (nothing mapped there).
+pte_t* uvm_pte(PageTable pt, uint64_t va);
+// Who resolves a fault met by copyin/copyout (mmap.cpp): true if va is now mapped.
+void uvm_set_fault_handler(bool (*fn)(PageTable pt, uint64_t va, bool write));
 // Maps [va, va+size) to consecutive physical pages starting at pa.
 ErrorOr<void> uvm_map(PageTable pt, uint64_t va, uint64_t pa, uint64_t size, uint64_t perm);
 // Removes npages mappings at va (skipping holes), optionally freeing the pages.
@@ -20,5 +24,11 @@ ErrorOr<uint64_t> uvm_alloc(PageTable pt, uint64_t oldsz, uint64_t newsz, uint64
 uint64_t uvm_dealloc(PageTable pt, uint64_t oldsz, uint64_t newsz);
 // Frees the page-table pages themselves (all leaves must be unmapped).
 void uvm_free_tables(PageTable pt);
-// Copies every mapped page of [start, end) from one table into fresh pages in another.
-ErrorOr<void> uvm_copy(PageTable from, PageTable to, uint64_t start, uint64_t end);
+// fork: shares every mapped page of [start, end) with another table,
+// copy-on-write (writable pages become read-only + PTE_COW in both); or,
+// with cow false, copies every page into fresh ones.
+ErrorOr<void> uvm_copy(PageTable from, PageTable to, uint64_t start, uint64_t end, bool cow);
+// A store to va met a PTE_COW page: give this table its own writable copy
+// (or the page itself if nobody else holds it). false: not a COW page, or
+// no memory for the copy.
+bool uvm_resolve_cow(PageTable pt, uint64_t va);

@@ -138,18 +138,32 @@ void kvm_map(uint64_t va, uint64_t pa, uint64_t size, uint64_t perm) {
   }
 }
 
+// Set once at boot by mmap.cpp: resolves a fault the kernel meets while
+// copying to or from user memory (a mapping's page not yet faulted in, a
+// private page still shared). Returns true if the page is now there.
+bool (*user_fault_handler)(PageTable pt, uint64_t va, bool write) = nullptr;
+
+uint64_t user_page_now(PageTable pt, uint64_t va, bool writable) {
+  if (!pt || va >= MAXVA) return 0;
+  pte_t* pte = walk(pt, va, Tables::Existing);
+  if (!pte || !(*pte & PTE_V) || !(*pte & PTE_U)) return 0;
+  if (writable && !(*pte & PTE_W)) return 0;
+  return pte_to_pa(*pte);
+}
+
 // The user page for va if it is mapped with PTE_U (and PTE_W if writable), else 0.
 // Checking PTE_U is what keeps a system call from being turned against the
 // kernel: the trampoline and trapframe pages are in every user table too,
 // but without U, so a read() into the trapframe's address fails with EFAULT
 // instead of overwriting the saved registers. Checking PTE_W keeps the
 // kernel from writing where the program itself may not (its text).
+// A page of a mapping that is not there yet is faulted in first, as the
+// hardware's access would have done.
 uint64_t user_page(PageTable pt, uint64_t va, bool writable) {
-  if (!pt || va >= MAXVA) return 0;
-  pte_t* pte = walk(pt, va, Tables::Existing);
-  if (!pte || !(*pte & PTE_V) || !(*pte & PTE_U)) return 0;
-  if (writable && !(*pte & PTE_W)) return 0;
-  return pte_to_pa(*pte);
+  uint64_t page = user_page_now(pt, va, writable);
+  if (!page && pt && va < MAXVA && user_fault_handler && user_fault_handler(pt, va, writable))
+    page = user_page_now(pt, va, writable);
+  return page;
 }
 
 }  // namespace
@@ -199,6 +213,13 @@ uint64_t kernel_satp() { return make_satp(reinterpret_cast<uint64_t>(kernel_page
 // below change a user table with plain stores and no fence of their own:
 // the next return to user space flushes the TLB. (grow_process in
 // proc.cpp also fences after shrinking, for the hart that runs it.)
+
+void uvm_set_fault_handler(bool (*fn)(PageTable pt, uint64_t va, bool write)) { user_fault_handler = fn; }
+
+pte_t* uvm_pte(PageTable pt, uint64_t va) {
+  pte_t* pte = walk(pt, va, Tables::Existing);
+  return pte && (*pte & PTE_V) ? pte : nullptr;
+}
 
 PageTable uvm_create() {   // zeroed: maps nothing
   return static_cast<PageTable>(mem::take_page(mem::For::Process));
@@ -267,20 +288,37 @@ void free_tables(PageTable pt, int level) {
 
 void uvm_free_tables(PageTable pt) { free_tables(pt, 2); }
 
-// fork's copy: every page copied at once (no copy-on-write), with the same
-// permissions. On failure the pages copied so far are unmapped and freed, so
-// the half-built child holds nothing but its table pages.
-ErrorOr<void> uvm_copy(PageTable from, PageTable to, uint64_t start, uint64_t end) {
+// fork's copy, copy-on-write: no page is copied now. Each page is shared
+// (one more reference, kpage_get); a writable one loses PTE_W in both tables
+// and gains PTE_COW, so the first store of either process traps and
+// uvm_resolve_cow() gives that process its own copy. Only the table pages
+// are new. On failure the pages shared so far are unmapped again (the
+// parent keeps its pages, read-only-COW until it writes them), so the
+// half-built child holds nothing but its table pages.
+//
+// With cow false every page is copied at once instead, as before
+// copy-on-write: fork then needs all the memory up front, but the child can
+// never meet a store it has no memory for (fork in proc.cpp says when).
+ErrorOr<void> uvm_copy(PageTable from, PageTable to, uint64_t start, uint64_t end, bool cow) {
   for (uint64_t a = page_round_down(start); a < end; a += PAGE_SIZE) {
     pte_t* pte = walk(from, a, Tables::Existing);
     if (!pte || !(*pte & PTE_V)) continue;
-    void* page = mem::take_page(mem::For::Process);
-    if (!page) {
-      uvm_unmap(to, page_round_down(start), (a - page_round_down(start)) / PAGE_SIZE, true);
-      return Errno::NoMem;
+    if (!cow) {
+      void* page = mem::take_page(mem::For::Process);
+      uint64_t flags = pte_flags(*pte) & (PTE_R | PTE_W | PTE_X | PTE_U | PTE_COW);
+      if (flags & PTE_COW) flags = (flags & ~PTE_COW) | PTE_W;   // a private copy is writable
+      if (page) memcpy(page, reinterpret_cast<void*>(pte_to_pa(*pte)), PAGE_SIZE);
+      if (!page || uvm_map(to, a, reinterpret_cast<uint64_t>(page), PAGE_SIZE, flags).is_error()) {
+        if (page) kfree(page);
+        uvm_unmap(to, page_round_down(start), (a - page_round_down(start)) / PAGE_SIZE, true);
+        return Errno::NoMem;
+      }
+      continue;
     }
-    memcpy(page, reinterpret_cast<void*>(pte_to_pa(*pte)), PAGE_SIZE);
-    uint64_t flags = pte_flags(*pte) & (PTE_R | PTE_W | PTE_X | PTE_U);
+    if (*pte & PTE_W) *pte = (*pte & ~PTE_W) | PTE_COW;
+    uint64_t flags = pte_flags(*pte) & (PTE_R | PTE_X | PTE_U | PTE_COW);
+    void* page = reinterpret_cast<void*>(pte_to_pa(*pte));
+    kpage_get(page);
     if (uvm_map(to, a, reinterpret_cast<uint64_t>(page), PAGE_SIZE, flags).is_error()) {
       kfree(page);
       uvm_unmap(to, page_round_down(start), (a - page_round_down(start)) / PAGE_SIZE, true);
@@ -288,6 +326,27 @@ ErrorOr<void> uvm_copy(PageTable from, PageTable to, uint64_t start, uint64_t en
     }
   }
   return {};
+}
+
+bool uvm_resolve_cow(PageTable pt, uint64_t va) {
+  pte_t* pte = uvm_pte(pt, va);
+  if (!pte || !(*pte & PTE_COW) || !(*pte & PTE_U)) return false;
+  void* old = reinterpret_cast<void*>(pte_to_pa(*pte));
+  uint64_t flags = (pte_flags(*pte) & ~PTE_COW) | PTE_W;
+  if (kpage_refs(old) == 1) {   // the other holders are gone: the page is ours
+    *pte = pa_to_pte(reinterpret_cast<uint64_t>(old)) | flags;
+    return true;
+  }
+  // The page is the process's already (fork admitted it, mem::admit_growth):
+  // its copy may come from the kernel's reserve rather than kill the process
+  // because another took the free memory since.
+  void* copy = mem::take_page(mem::For::Process);
+  if (!copy) copy = kalloc();
+  if (!copy) return false;
+  memcpy(copy, old, PAGE_SIZE);
+  *pte = pa_to_pte(reinterpret_cast<uint64_t>(copy)) | flags;
+  kfree(old);   // this table's reference to the shared page
+  return true;
 }
 
 // ---------------------------------------------------------------- copies to and from user memory

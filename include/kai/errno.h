@@ -13,6 +13,7 @@
 #define KAI_ECHILD       10
 #define KAI_EAGAIN       11
 #define KAI_ENOMEM       12
+#define KAI_EACCES       13
 #define KAI_EFAULT       14
 #define KAI_EBUSY        16
 #define KAI_EEXIST       17

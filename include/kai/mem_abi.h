@@ -1,6 +1,8 @@
 // meminfo(): the physical page allocator's counts and the memory policy's
-// sizes (kernel/mem_policy.h), in 4 KiB pages. Tests use it to see that
-// memory comes back in full; `free` prints it.
+// sizes (kernel/mem_policy.h), in 4 KiB pages, and the page cache's figures
+// (kernel/fs/page_cache.h). Tests use it to see that memory comes back in
+// full; `free` prints it. free_pages counts the cache's evictable pages as
+// free (an allocation evicts them), so reading a file leaves it unchanged.
 #pragma once
 #include <stdint.h>
 
@@ -10,4 +12,11 @@ struct kai_meminfo {
   uint64_t reserve_pages;        // only the kernel's own allocations go below this
   uint64_t headroom_pages;       // above the reserve: only small processes go below this
   uint64_t small_process_pages;  // a process up to this size may use the headroom
+  uint64_t unused_pages;         // free and not even caching a file page
+  uint64_t cache_pages;          // pages of the page cache
+  uint64_t cache_mapped_pages;   // of which mapped or pinned (not evictable)
+  uint64_t cache_hits;           // page lookups that found the page cached
+  uint64_t cache_misses;         // lookups that read it from the disk
+  uint64_t cache_evictions;      // pages evicted under memory pressure
+  uint64_t cache_disk_bytes;     // bytes read from the disk into the cache
 };

@@ -48,7 +48,12 @@
   X(34, ai_read)    /* streaming: the tokens of a request as they come */   \
   X(35, setsid)     /* a new session led by the caller: returns its id */     \
   X(36, getsid)     /* getsid(pid): the session of pid (0: the caller) */  \
-  X(37, meminfo)    /* meminfo(struct kai_meminfo*): free pages, policy */
+  X(37, meminfo)    /* meminfo(struct kai_meminfo*): free pages, policy */  \
+  X(38, mmap)       /* mmap(addr, len, prot, flags, fd, off): kai/mman_abi.h */ \
+  X(39, munmap)     /* munmap(addr, len) */                                   \
+  X(40, madvise)    /* madvise(addr, len, advice) */                          \
+  X(41, vmstat)     /* vmstat(struct kai_vmstat*): this process's faults */ \
+  X(42, dropcaches) /* evicts every unmapped page-cache page: pages freed */
 
 #ifndef __ASSEMBLER__
 // KAI_SYS_fork = 1, ... and KAI_SYS_COUNT, one more than the highest number

@@ -43,6 +43,7 @@ void iunlock(Inode* ip);
 void iput(Inode* ip);          // inside a Transaction (it may free the inode)
 void iunlockput(Inode* ip);    // inside a Transaction
 Inode* idup(Inode* ip);
+bool iholding(Inode* ip);      // is ip locked by the calling process?
 // Reads up to n bytes at off into dst (user or kernel address); ip locked.
 // Returns bytes read (0 at end of file).
 ErrorOr<uint64_t> readi(Inode* ip, bool user_dst, uint64_t dst, uint64_t off, uint64_t n);

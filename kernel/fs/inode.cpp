@@ -16,6 +16,7 @@
 #include "inode.h"
 #include "bio.h"
 #include "log.h"
+#include "page_cache.h"
 #include "../printf.h"
 #include "../proc.h"
 #include "../sleeplock.h"
@@ -200,6 +201,8 @@ void ilock(Inode* ip) {
 
 void iunlock(Inode* ip) { ip->lock.release(); }
 
+bool iholding(Inode* ip) { return ip->lock.holding(); }
+
 void iput(Inode* ip) {
   itable.lock.acquire();
   if (ip->ref == 1 && ip->valid && ip->nlink == 0 && ip->type != 0) {
@@ -226,6 +229,8 @@ void iunlockput(Inode* ip) {
 
 void itrunc(Inode* ip) {
   ip->gen++;
+  // Its cached pages go (a mapping keeps its page, detached: page_cache.h).
+  page_cache_drop(ip, 0, (ip->size + BSIZE - 1) / BSIZE);
   for (uint32_t i = 0; i < NDIRECT; i++) {
     if (ip->addrs[i]) bfree(ip->dev, ip->addrs[i]);
     ip->addrs[i] = 0;
@@ -286,11 +291,13 @@ ErrorOr<uint64_t> writei(Inode* ip, bool user_src, uint64_t src, uint64_t off, u
       // that did arrive (a short write); one that did not stays invalid.
       if (was_valid) log_write(b.value());
       brelse(b.value());
+      page_cache_drop(ip, bn, bn + 1);   // partly written: let the next read fetch it
       err = r;
       break;
     }
     b.value()->valid = true;
     log_write(b.value());
+    page_cache_update(ip, bn, b.value()->data);   // a reader or a mapping sees the write
     brelse(b.value());
     tot += m;
     off += m;

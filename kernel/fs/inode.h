@@ -73,6 +73,9 @@ struct ReadAhead;
 // device latency overlaps the copying. *ra is created on demand.
 ErrorOr<uint64_t> readi_stream(Inode* ip, ReadAhead** ra, bool user_dst, uint64_t dst, uint64_t off,
                                uint64_t n);
+// The page cache's fill (readahead.cpp): file pages [index, index + count)
+// into the given zeroed pages; returns the bytes read from the device. ip locked.
+ErrorOr<uint64_t> read_file_pages(Inode* ip, uint64_t index, uint8_t* const* pages, uint32_t count);
 // Waits for read-ahead in flight and frees it (at close).
 void readahead_free(ReadAhead* ra);
 

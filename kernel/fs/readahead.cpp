@@ -24,6 +24,7 @@
 #include <new>
 #include "inode.h"
 #include "bio.h"
+#include "page_cache.h"
 #include "../drivers/virtio_blk.h"
 #include "../kalloc.h"
 #include "../mem_policy.h"
@@ -115,9 +116,11 @@ ErrorOr<void> copy_out_fast(bool user_dst, uint64_t dst, const uint8_t* src, uin
   while (n > 0) {
     uint64_t page_end = (dst | (PAGE_SIZE - 1)) + 1;
     uint64_t len = page_end - dst < n ? page_end - dst : n;
+    // The permission check first: it also gives a copy-on-write page its
+    // own copy (mmap.h), so pa below is the page this process may write.
+    TRY(copyout(p->pagetable, dst, src, 1));
     uint64_t pa = user_va_to_pa(p->pagetable, dst);
     if (pa == 0) return Errno::Fault;
-    TRY(copyout(p->pagetable, dst, src, 1));   // permission check (and the first byte)
     copy_fast(reinterpret_cast<void*>(pa), src, len);
     dst += len;
     src += len;
@@ -169,13 +172,14 @@ ErrorOr<uint64_t> read_direct(Inode* ip, bool user_dst, uint64_t dst, uint64_t b
     for (uint64_t va = dst; va < dst + bytes;) {
       uint64_t page_end = (va | (PAGE_SIZE - 1)) + 1;
       uint64_t len = (page_end < dst + bytes ? page_end : dst + bytes) - va;
-      uint64_t pa = user_va_to_pa(p->pagetable, va);
-      if (pa == 0) return Errno::Fault;
       // The device writes this page: make sure the process may write it too
-      // (copyout checks the write permission that user_va_to_pa does not).
+      // (copyout checks the write permission that user_va_to_pa does not,
+      // and gives a copy-on-write page its own copy first).
       uint8_t probe;
       TRY(copyin(p->pagetable, &probe, va, 1));
       TRY(copyout(p->pagetable, va, &probe, 1));
+      uint64_t pa = user_va_to_pa(p->pagetable, va);
+      if (pa == 0) return Errno::Fault;
       if (nseg > 0 && segs[nseg - 1].addr + segs[nseg - 1].len == pa)
         segs[nseg - 1].len += static_cast<uint32_t>(len);
       else
@@ -190,6 +194,108 @@ ErrorOr<uint64_t> read_direct(Inode* ip, bool user_dst, uint64_t dst, uint64_t b
   return bytes;
 }
 
+}  // namespace
+
+// The page cache's fill: file pages [index, index + count) into pages (one
+// each, zeroed). Runs of consecutive disk blocks that are not in the buffer
+// cache go to the device as one request with a segment per page (merged
+// where pages happen to be adjacent); a block the buffer cache holds may be
+// newer than the disk and is copied from there; a hole stays zero. Returns
+// the bytes read from the device.
+ErrorOr<uint64_t> read_file_pages(Inode* ip, uint64_t index, uint8_t* const* pages, uint32_t count) {
+  static_assert(BSIZE == PAGE_SIZE);
+  uint64_t from_disk = 0;
+  BlkSegment* segs = static_cast<BlkSegment*>(mem::take_page(mem::For::Cache));
+  uint32_t seg_cap = PAGE_SIZE / sizeof(BlkSegment);
+  ErrorOr<void> err;
+  MapCursor cur(ip);
+  uint32_t i = 0;
+  while (i < count && !err.is_error()) {
+    auto first = cur.lookup(index + i);
+    if (first.is_error()) {
+      err = first.error();
+      break;
+    }
+    if (first.value() == 0) {   // a hole: zeros
+      i++;
+      continue;
+    }
+    // The run of consecutive disk blocks from here.
+    uint32_t run = 1;
+    while (i + run < count && run < seg_cap) {
+      auto a = cur.lookup(index + i + run);
+      if (a.is_error() || a.value() != first.value() + run) break;
+      run++;
+    }
+    uint32_t direct = segs ? bcached_first(ip->dev, first.value(), run) : 0;
+    if (direct == 0) {   // the buffer cache has the first block: copy it from there
+      auto b = bread(ip->dev, first.value());
+      if (b.is_error()) {
+        err = b.error();
+        break;
+      }
+      memcpy(pages[i], b.value()->data, BSIZE);
+      brelse(b.value());
+      i++;
+      continue;
+    }
+    int nseg = 0;
+    for (uint32_t k = 0; k < direct; k++) {
+      uint64_t pa = reinterpret_cast<uint64_t>(pages[i + k]);
+      if (nseg > 0 && segs[nseg - 1].addr + segs[nseg - 1].len == pa) segs[nseg - 1].len += BSIZE;
+      else segs[nseg++] = {pa, BSIZE};
+    }
+    err = blocks_io(first.value(), direct, segs, nseg, false);
+    from_disk += uint64_t(direct) * BSIZE;
+    i += direct;
+  }
+  if (segs) kfree(segs);
+  if (err.is_error()) return err.error();
+  return from_disk;
+}
+
+namespace {
+// The page-cache path of readi_stream: each page of [off, off + n) from the
+// cache, a miss filling the rest of the request (and `ahead` pages more for
+// a sequential reader) in one device request. Returns bytes copied, or
+// NoMem when not even one page could be cached (the caller then reads past
+// the cache).
+constexpr uint32_t SEQUENTIAL_AHEAD = 32;   // 128 KiB beyond a sequential read
+// A miss reads at least this many pages (exec reads a program a page at a
+// time: one request per 64 KiB instead of one per page).
+constexpr uint32_t MIN_FILL = 16;
+
+ErrorOr<uint64_t> read_cached(Inode* ip, bool user_dst, uint64_t dst, uint64_t off, uint64_t n,
+                              bool sequential) {
+  uint64_t tot = 0;
+  uint64_t last_page = (off + n - 1) / PAGE_SIZE;
+  while (tot < n) {
+    uint64_t index = off / PAGE_SIZE, in_page = off % PAGE_SIZE;
+    uint64_t ahead = last_page - index + 1 + (sequential ? SEQUENTIAL_AHEAD : 0);
+    if (ahead < MIN_FILL) ahead = MIN_FILL;
+    auto page = page_cache_get(ip, index, ahead > 0xffff ? 0xffff : uint32_t(ahead), nullptr);
+    if (page.is_error()) {
+      if (tot > 0) return tot;
+      return page.error();
+    }
+    uint64_t m = PAGE_SIZE - in_page < n - tot ? PAGE_SIZE - in_page : n - tot;
+    auto r = copy_out_fast(user_dst, dst, page.value() + in_page, m);
+    kfree(page.value());
+    if (r.is_error()) {
+      if (tot > 0) return tot;
+      return r.error();
+    }
+    tot += m;
+    off += m;
+    dst += m;
+  }
+  return tot;
+}
+
+// A read into kernel memory this big (the AI service loading a model) goes
+// past the cache: the caller keeps its own copy, a second one would double
+// the memory a model takes.
+constexpr uint64_t KERNEL_BYPASS_BYTES = 1ull << 20;
 }  // namespace
 
 // Two kernel buffers per open file, each filled by one device request for a
@@ -320,6 +426,20 @@ ErrorOr<uint64_t> readi_stream(Inode* ip, ReadAhead** rap, bool user_dst, uint64
                                uint64_t n) {
   if (off >= ip->size || n == 0) return uint64_t(0);
   if (n > ip->size - off) n = ip->size - off;
+  if (page_cache_wanted(ip) && (user_dst || n < KERNEL_BYPASS_BYTES)) {
+    ReadAhead* seq = rap ? *rap : nullptr;
+    bool sequential = rap && (!seq || seq->last_end == off);
+    if (rap && !seq) {
+      void* page = mem::take_page(mem::For::Cache);
+      if (page) *rap = seq = new (page) ReadAhead();
+    }
+    auto got = read_cached(ip, user_dst, dst, off, n, sequential);
+    if (!got.is_error() || got.error() != Errno::NoMem) {
+      if (seq && !got.is_error()) seq->last_end = off + got.value();
+      return got;
+    }
+    // No page to cache into: read past the cache below.
+  }
   uint64_t tot = 0;
   BlkSegment* segs = nullptr;
   ErrorOr<void> err;

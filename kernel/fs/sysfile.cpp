@@ -13,6 +13,7 @@
 // order namex uses, so two calls cannot deadlock. A pointer argument is a
 // UserPtr, reached only through copy_to_user/copy_from_user.
 #include "../param.h"
+#include "../mmap.h"
 #include "../proc.h"
 #include "../string.h"
 #include "../syscall.h"
@@ -113,6 +114,7 @@ SyscallResult sys_read() {
   FdArg f = TRY(argfd(0));
   int64_t n = arg_int(2);
   if (n < 0) return Errno::Invalid;
+  vm_prefault(arg_raw(1), static_cast<uint64_t>(n), true);   // before the file's lock (mmap.h)
   return fileread(f.file, arg_ptr<uint8_t>(1), static_cast<uint64_t>(n));
 }
 
@@ -120,6 +122,7 @@ SyscallResult sys_write() {
   FdArg f = TRY(argfd(0));
   int64_t n = arg_int(2);
   if (n < 0) return Errno::Invalid;
+  vm_prefault(arg_raw(1), static_cast<uint64_t>(n), false);
   return filewrite(f.file, arg_ptr<uint8_t>(1), static_cast<uint64_t>(n));
 }
 

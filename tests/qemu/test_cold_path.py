@@ -200,6 +200,27 @@ def test_cold_equals_warm(guest, name, int8):
     assert cold == warm
 
 
+@pytest.mark.parametrize("name", ["LLAMA", "QWEN"])
+def test_mmap_equals_read(guest, name):
+    """llmrun --mmap uses the bundle's files in place through mmap (kernel/mmap.h):
+    the same tokens as read(), float and int8, with and without --populate;
+    its timing line says so and counts the faults that mapped the weights."""
+    g, _ = guest
+    toks = "1 17 42 99 7"
+    for flag in ("", " --int8"):
+        want, _ = g.ids(f"llmrun --asset-dir /AI/{name} --predict 12{flag} {toks}")
+        for how in ("--mmap", "--populate"):
+            got, out = g.ids(f"llmrun --asset-dir /AI/{name} {how} --timing --predict 12{flag} {toks}")
+            assert got == want, f"{how}{flag}: {got} != read()'s {want}"
+            m = re.search(r" bytes_read=(\d+) .* load=(\S+) major_faults=(\d+) minor_faults=(\d+) disk_bytes=(\d+) ",
+                          out, re.M)
+            assert m, out
+            assert int(m.group(1)) == 0, out                        # nothing read() into private memory
+            assert m.group(2) == ("mmap" if how == "--mmap" else "mmap+populate"), out
+            assert int(m.group(3)) + int(m.group(4)) > 0, out         # the weights came in by faults
+            assert int(m.group(5)) == 0, out                        # read() above left them cached
+
+
 def test_default_asset_dir_from_program_name(guest):
     g, _ = guest
     # /bin/llmrun_qwen reads /AI/QWEN, /bin/llmrun_smol (and llmrun) /AI/SMOL.

@@ -4,7 +4,8 @@
 //            [TOK... | --prompt-file F | --stdin]
 //
 // Cold path: fork + exec of `llmrun --timing` on /AI/NAME, which reads and
-// checks the whole bundle before it can compute. Warm path: ai_submit +
+// checks the whole bundle before it can compute; the page cache is dropped
+// first (dropcaches()), so each cold run reads the disk. Warm path: ai_submit +
 // ai_wait to the kernel service, whose copy of the model is resident. The two
 // alternate K times each (so drift on a noisy host hits both alike), must
 // produce identical tokens, and are summarised as median [min..max].
@@ -88,6 +89,7 @@ bool run_cold(Sample* s, uint32_t* ids, int* n_ids) {
 
   int fds[2];
   if (pipe(fds) < 0) return false;
+  dropcaches();   // cold: the bundle (and llmrun itself) from the disk, not the page cache
   uint64_t t0 = clock_ns();
   int pid = fork();
   if (pid == 0) {

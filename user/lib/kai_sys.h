@@ -10,6 +10,7 @@
 #include <kai/errno.h>
 #include <kai/fs_abi.h>
 #include <kai/mem_abi.h>
+#include <kai/mman_abi.h>
 #include <kai/syscall_numbers.h>
 
 // Short names for the ABI constants (only if nothing else defined them).
@@ -71,6 +72,31 @@ int unlink(const char* path);
 int statfs(struct kai_statfs* st);
 // Free and total physical pages and the memory policy's sizes (<kai/mem_abi.h>).
 int meminfo(struct kai_meminfo* info);
+// Maps a file (or, with KAI_MAP_ANONYMOUS, zero pages) into memory
+// (<kai/mman_abi.h>, docs/virtual-memory.md). Returns the address,
+// or -errno cast to a pointer: test with mmap_failed().
+void* mmap(void* addr, unsigned long len, int prot, int flags, int fd, long offset);
+int munmap(void* addr, unsigned long len);
+int madvise(void* addr, unsigned long len, int advice);
+// Evicts every page-cache page nobody maps; returns the pages freed.
+long dropcaches(void);
+// This process's page-fault counters.
+int vmstat(struct kai_vmstat* st);
+#define PROT_READ KAI_PROT_READ
+#define PROT_WRITE KAI_PROT_WRITE
+#define MAP_SHARED KAI_MAP_SHARED
+#define MAP_PRIVATE KAI_MAP_PRIVATE
+#define MAP_ANONYMOUS KAI_MAP_ANONYMOUS
+#define MAP_POPULATE KAI_MAP_POPULATE
+#define MADV_NORMAL KAI_MADV_NORMAL
+#define MADV_RANDOM KAI_MADV_RANDOM
+#define MADV_SEQUENTIAL KAI_MADV_SEQUENTIAL
+#define MADV_WILLNEED KAI_MADV_WILLNEED
+#define MADV_DONTNEED KAI_MADV_DONTNEED
+static inline long mmap_failed(void* p) {
+  long v = (long)p;
+  return v < 0 && v > -4096 ? v : 0;
+}
 
 // -- the AI service (see <kai/ai_abi.h>)
 int64_t ai_submit(const struct kai_ai_submit* req);

@@ -16,6 +16,7 @@ extern "C" const char* strerror(long err) {
     case KAI_ECHILD: return "No child processes";
     case KAI_EAGAIN: return "Try again";
     case KAI_ENOMEM: return "Out of memory";
+    case KAI_EACCES: return "Permission denied";
     case KAI_EFAULT: return "Bad address";
     case KAI_EBUSY: return "Busy";
     case KAI_EEXIST: return "File exists";

@@ -1,7 +1,7 @@
 // llmrun: generation from token ids (or text) with a kai model bundle.
 //
 //   llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin | --text "..."]
-//          [--int8] [--group G] [--timing] [--align-tick] [--stream]
+//          [--int8] [--group G] [--timing] [--align-tick] [--stream] [--mmap] [--populate]
 //          [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X]
 //          [--repeat-last-n N] [--seed N] [--stop "ID ..."] [--stop-text "TEXT"] [--stop-eos] tok...
 //   Sampling and stopping mean what they mean for `ai` (lib/llm_sample.h:
@@ -26,6 +26,19 @@
 //   every generated token keeps the output a match or a prefix of one; the
 //   request ends by itself when nothing may follow (finish=grammar), and
 //   --timing says grammar=match or grammar=prefix. Not with --speculate.
+//
+//   --mmap: the bundle's files are used in place through mmap (read-only,
+//   MADV_SEQUENTIAL; the bundle's bytes are already the layout the runtime
+//   reads) instead of read() into private memory; --populate (implies
+//   --mmap) faults every page in at load. The default is read(). --timing
+//   ends with load=read|mmap|mmap+populate and the run's major_faults=,
+//   minor_faults= and disk_bytes= (bytes the system read into its page
+//   cache meanwhile; 0 on the host), resident_kib= and shared_kib= (this
+//   process's pages, and those it shares: guest only).
+//   --forks N: the pre-fork server's pattern: load (or map) once, then run
+//   the request in N children forked one after another (copy-on-write:
+//   each starts in page-table time); each child prints its own tokens and
+//   timing line, with fork_us= (the parent's fork() to the child's start).
 //
 // With no prompt it reads lines "<predict> <tok0> <tok1> ..." until "exit",
 // "quit" or end of input. Each request prints one line of generated ids.
@@ -74,6 +87,9 @@ struct Options {
   bool use_stdin = false;
   bool timing = false;
   bool align_tick = false;   // start each request's clock right after a timer tick
+  bool map = false;          // --mmap: the bundle's files used in place (mmap), not read
+  bool populate = false;     // --populate: and every page faulted in at load
+  uint32_t forks = 0;        // --forks N: load once, then run the request in N forked children
   llm::SessionOptions session;
   llm::SpecChoice spec;      // --speculate
   const char* prediction_file = nullptr;
@@ -128,13 +144,24 @@ bool parse_ids(char* text, uint32_t* ids, uint32_t cap, uint32_t* n) {
 // Reads bundle files from a directory into platform memory, on demand.
 class DirBundle : public llm::BundleSource {
  public:
-  explicit DirBundle(const char* dir) : dir_(dir) {}
+  // map: use each file in place through mmap (read-only) instead of reading it.
+  DirBundle(const char* dir, bool map, bool populate) : dir_(dir), map_(map), populate_(populate) {}
   bool get(const char* name, llm::Bytes* outb) override {
     char path[512];
     TextBuf p(path, sizeof path);
     p.str(dir_).str("/").str(name);
     int64_t n = platform::file_size(path);
     if (n < 0) return false;
+    if (map_ && n > 0) {
+      const void* at = platform::map_file(path, uint64_t(n), populate_);
+      if (!at) {
+        io_error_ = true;
+        return false;
+      }
+      outb->data = static_cast<const uint8_t*>(at);
+      outb->size = size_t(n);
+      return true;
+    }
     void* buf = platform::alloc(uint64_t(n));
     if (!buf) {
       char b[160];
@@ -159,6 +186,7 @@ class DirBundle : public llm::BundleSource {
 
  private:
   const char* dir_;
+  bool map_ = false, populate_ = false;
   uint64_t bytes_read_ = 0;
   bool io_error_ = false;
 };
@@ -219,6 +247,9 @@ struct Runner {
   uint32_t context[kMaxTokens + 256];
   const char* name = "";
   uint64_t load_us = 0, init_us = 0, bytes_read = 0;
+  const char* load_kind = "read";
+  platform::VmCounts vm_start;   // at start: the timing line shows what this run added
+  int64_t fork_us = -1;          // --forks: from the parent's fork() to the child's start
   bool timing = false, align_tick = false;
   uint32_t gen[kMaxTokens];
   char line[kMaxTokens * 11 + 16];
@@ -495,6 +526,13 @@ struct Runner {
       tb.str(" finish=").str(finish);
       if (constraint.active()) tb.str(" grammar=").str(constraint.matched() ? "match" : "prefix");
       if (spec.kind != llm::SpecKind::None) tb.str(" drafted=").u64(drafted).str(" accepted=").u64(accepted);
+      platform::VmCounts vm = platform::vm_counts();
+      tb.str(" load=").str(load_kind).str(" major_faults=").u64(vm.major_faults - vm_start.major_faults);
+      tb.str(" minor_faults=").u64(vm.minor_faults - vm_start.minor_faults);
+      tb.str(" disk_bytes=").u64(vm.disk_bytes - vm_start.disk_bytes);
+      platform::Resident res = platform::resident();
+      tb.str(" resident_kib=").u64(res.pages * 4).str(" shared_kib=").u64(res.shared_pages * 4);
+      if (fork_us >= 0) tb.str(" fork_us=").u64(uint64_t(fork_us));
       tb.chr('\n');
       err(b);
     }
@@ -621,6 +659,7 @@ bool compile_constraint(Runner& r, const Options& opt, uint32_t vocab) {
 
 void usage() {
   errln("usage: llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin | --text \"...\"] [--int8] [--group G]");
+  errln("              [--mmap] [--populate] [--forks N]");
   errln("              [--timing] [--align-tick] [--stream] [--temp X] [--top-k N] [--top-p X] [--min-p X]");
   errln("              [--repeat-penalty X] [--repeat-last-n N] [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"]");
   errln("              [--stop-eos] [--speculate ngram:K|predicted:K|oracle:K:A|none] [--adaptive] [--prediction FILE]");
@@ -662,6 +701,15 @@ int llmrun_main(int argc, char** argv) {
       opt.timing = true;
     } else if (llm::str_eq(a, "--align-tick")) {
       opt.align_tick = true;
+    } else if (llm::str_eq(a, "--mmap")) {
+      opt.map = true;
+    } else if (llm::str_eq(a, "--populate")) {
+      opt.map = opt.populate = true;
+    } else if (llm::str_eq(a, "--forks") && has_next) {
+      if (!parse_u32(argv[++i], &opt.forks) || opt.forks == 0 || opt.forks > 64) {
+        errln("--forks needs a number of children from 1 to 64");
+        return 2;
+      }
     } else if (llm::str_eq(a, "--speculate") && has_next) {
       if (!llm::parse_speculate(argv[++i], &opt.spec)) {
         err("--speculate: '");
@@ -740,7 +788,9 @@ int llmrun_main(int argc, char** argv) {
   r.name = model_name(dir, name, sizeof name);
   r.timing = opt.timing;
   r.align_tick = opt.align_tick;
-  DirBundle bundle(dir);
+  DirBundle bundle(dir, opt.map, opt.populate);
+  r.load_kind = opt.populate ? "mmap+populate" : opt.map ? "mmap" : "read";
+  r.vm_start = platform::vm_counts();
   uint64_t t0 = platform::clock_ns();
   auto loaded = r.model.load(bundle);
   if (loaded.is_error()) {
@@ -862,6 +912,30 @@ int llmrun_main(int argc, char** argv) {
 
   if (constrained && !compile_constraint(r, opt, vocab)) return 2;
 
+  if (opt.forks && (opt.prompt_file || opt.use_stdin || opt.text || n_prompt > 0)) {
+    // The pre-fork server's pattern: the model is loaded (or mapped) once,
+    // here; each request runs in a child forked from this process, which
+    // shares its pages copy-on-write (kernel/vm.cpp uvm_copy), so a child
+    // starts in page-table time and its tokens are the parent's own.
+    for (uint32_t k = 0; k < opt.forks; k++) {
+      uint64_t before = platform::clock_ns();
+      int pid = platform::fork_process();
+      if (pid < 0) {
+        errln("--forks: fork failed");
+        return 1;
+      }
+      if (pid == 0) {
+        r.fork_us = int64_t((platform::clock_ns() - before) / 1000);
+        r.vm_start = platform::vm_counts();
+        platform::exit_process(r.run(prompt, n_prompt, opt.predict) ? 0 : 1);
+      }
+      if (platform::wait_process() != 0) {
+        errln("--forks: a child failed");
+        return 1;
+      }
+    }
+    return 0;
+  }
   if (opt.prompt_file || opt.use_stdin || opt.text || n_prompt > 0) return r.run(prompt, n_prompt, opt.predict) ? 0 : 1;
 
   // Interactive: "<predict> <tok...>" per line.

@@ -12,6 +12,28 @@ namespace platform {
 int64_t file_size(const char* path);
 // Reads exactly n bytes (the whole file) into dst; false on any error.
 bool read_file(const char* path, void* dst, uint64_t n);
+// Maps the whole file (n bytes) read-only in place of reading it (llmrun
+// --mmap): the pages are the page cache's, faulted in on first use, or all
+// at once if populate. nullptr on any error (reported).
+const void* map_file(const char* path, uint64_t n, bool populate);
+// Page faults of this process so far and bytes the system read from the
+// disk into its page cache (guest: vmstat() and meminfo(); host: zeros).
+struct VmCounts {
+  uint64_t major_faults = 0, minor_faults = 0, disk_bytes = 0;
+};
+VmCounts vm_counts();
+// Memory this process maps right now: all its pages, and those it shares
+// with another holder (a forked relative or the page cache). Guest only
+// (host: zeros).
+struct Resident {
+  uint64_t pages = 0, shared_pages = 0;
+};
+Resident resident();
+// fork() (0 in the child, the child's id in the parent, < 0 on error), wait
+// for any child (its exit status, or < 0), and leaving a child (llmrun --forks).
+int fork_process();
+int wait_process();
+[[noreturn]] void exit_process(int status);
 // n bytes, 64-byte aligned, or nullptr when memory is exhausted. Never
 // freed: llmrun allocates once per file and once for the session.
 void* alloc(uint64_t n);

@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +26,27 @@ bool read_file(const char* path, void* dst, uint64_t n) {
   bool ok = got == n && fgetc(f) == EOF;
   fclose(f);
   return ok;
+}
+
+const void* map_file(const char* path, uint64_t n, bool populate) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return nullptr;
+  void* p = mmap(nullptr, n, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd, 0);
+  close(fd);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+VmCounts vm_counts() { return {}; }
+Resident resident() { return {}; }
+int fork_process() { return fork(); }
+int wait_process() {
+  int status = 0;
+  if (wait(&status) < 0) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+void exit_process(int status) {
+  fflush(stdout);
+  _exit(status);
 }
 
 void* alloc(uint64_t n) {

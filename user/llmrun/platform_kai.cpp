@@ -78,6 +78,47 @@ bool read_file(const char* path, void* dst, uint64_t n) {
   return ok;
 }
 
+const void* map_file(const char* path, uint64_t n, bool populate) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) {
+    report(path, "cannot open", fd);
+    return nullptr;
+  }
+  void* p = mmap(nullptr, n, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd, 0);
+  close(fd);   // the mapping keeps the file
+  if (long e = mmap_failed(p)) {
+    report(path, "mmap failed", e);
+    return nullptr;
+  }
+  // A weight file is read from start to end, layer after layer: fault far ahead.
+  madvise(p, n, MADV_SEQUENTIAL);
+  return p;
+}
+
+VmCounts vm_counts() {
+  kai_vmstat v{};
+  kai_meminfo m{};
+  vmstat(&v);
+  meminfo(&m);
+  return {v.major_faults, v.minor_faults, m.cache_disk_bytes};
+}
+
+Resident resident() {
+  kai_vmstat v{};
+  vmstat(&v);
+  return {v.resident_pages, v.shared_pages};
+}
+
+int fork_process() { return fork(); }
+
+int wait_process() {
+  int status = 0;
+  if (wait(&status) < 0) return -1;
+  return status;
+}
+
+void exit_process(int status) { exit(status); }
+
 void* alloc(uint64_t n) {
   if (n == 0) n = 64;
   return aligned_alloc(n >= kBigAlloc ? kPage : 64, n);

@@ -72,6 +72,11 @@ constexpr Spec kSpecs[] = {
     {KAI_SYS_clock_ns, {}, 0},
     {KAI_SYS_statfs, {Kind::Ptr}, 1},
     {KAI_SYS_meminfo, {Kind::Ptr}, 1},
+    {KAI_SYS_mmap, {Kind::Ptr, Kind::Len, Kind::Num, Kind::Num}, 4},   // fd and offset: whatever a4, a5 hold
+    {KAI_SYS_munmap, {Kind::Ptr, Kind::Len}, 2},
+    {KAI_SYS_madvise, {Kind::Ptr, Kind::Len, Kind::Num}, 3},
+    {KAI_SYS_vmstat, {Kind::Ptr}, 1},
+    {KAI_SYS_dropcaches, {}, 0},
     {KAI_SYS_ai_submit, {Kind::Ptr}, 1},
     {KAI_SYS_ai_wait, {Kind::Num, Kind::Ptr, Kind::Len, Kind::Ptr}, 4},
     {KAI_SYS_ai_query, {Kind::Num, Kind::Ptr}, 2},

@@ -16,7 +16,7 @@ struct TestGroup { const Test* tests; int count; };
 
 // The tables of the topic files, in the order they run.
 extern const TestGroup processes_tests, memory_tests, pipes_tests, bad_pointer_tests,
-    files_tests, libc_tests, time_tests, sessions_tests;
+    files_tests, libc_tests, time_tests, sessions_tests, vm_tests;
 
 // The failure message of the running test (sent to the parent by main.cpp).
 extern char reason[200];

@@ -20,7 +20,7 @@ namespace {
 
 const TestGroup* const groups[] = {&processes_tests, &memory_tests, &pipes_tests,
                                    &bad_pointer_tests, &files_tests, &libc_tests, &time_tests,
-                                   &sessions_tests};
+                                   &sessions_tests, &vm_tests};
 
 bool selected(const char* name, int argc, char** argv, int first) {
   if (first >= argc) return true;

@@ -1,0 +1,225 @@
+// The page cache (page_cache.h): a hash table of entries over pages, a
+// clock for eviction, and the fill that reads a run of missing pages.
+//
+//   Entry, find, insert, remove    the table (page_lock held)
+//   evict_locked                    the clock
+//   page_cache_get / peek / ...     the entry points
+#include "page_cache.h"
+#include "inode.h"
+#include "layout.h"
+#include "../kalloc.h"
+#include "../mem_policy.h"
+#include "../printf.h"
+#include "../spinlock.h"
+#include "../string.h"
+
+namespace fs {
+namespace {
+
+static_assert(BSIZE == PAGE_SIZE, "one file block is one cached page");
+
+constexpr uint32_t NONE = 0xffffffffu;
+// Pages read in one fill at most (one device request of up to 1 MiB).
+constexpr uint32_t FILL_MAX = 256;
+
+// One cached page. Invariant: an entry is `used` iff it is on its bucket's
+// chain and holds one reference to `page`; a free entry is on the free list.
+struct Entry {
+  uint32_t dev;
+  uint32_t inum;
+  uint64_t index;        // file page number
+  uint8_t* page;
+  uint32_t next;         // bucket chain, or free list
+  bool used;
+  bool referenced;       // the clock's bit: looked up since the hand last passed
+};
+
+Spinlock page_lock{"page_cache"};
+// The table, allocated once by page_cache_init (its size follows the RAM).
+Entry* entries = nullptr;
+uint32_t* buckets = nullptr;
+uint32_t capacity = 0;
+uint32_t nbuckets = 0;        // a power of two
+uint32_t free_head = NONE;
+uint32_t hand = 0;            // the clock's hand
+uint64_t used_count = 0;
+uint64_t hits = 0, misses = 0, evictions = 0, disk_bytes = 0;
+
+uint32_t bucket_of(uint32_t dev, uint32_t inum, uint64_t index) {
+  uint64_t h = (uint64_t(dev) * 0x9e3779b97f4a7c15ull) ^ (uint64_t(inum) * 0xc2b2ae3d27d4eb4full) ^
+               (index * 0x165667b19e3779f9ull);
+  h ^= h >> 29;
+  return static_cast<uint32_t>(h) & (nbuckets - 1);
+}
+
+Entry* find(uint32_t dev, uint32_t inum, uint64_t index) {
+  if (!entries) return nullptr;
+  for (uint32_t i = buckets[bucket_of(dev, inum, index)]; i != NONE; i = entries[i].next) {
+    Entry& e = entries[i];
+    if (e.dev == dev && e.inum == inum && e.index == index) return &e;
+  }
+  return nullptr;
+}
+
+void remove(Entry& e) {
+  uint32_t self = static_cast<uint32_t>(&e - entries);
+  uint32_t* link = &buckets[bucket_of(e.dev, e.inum, e.index)];
+  while (*link != self) link = &entries[*link].next;
+  *link = e.next;
+  e.used = false;
+  e.next = free_head;
+  free_head = self;
+  used_count--;
+  kfree(e.page);   // the cache's reference; a mapping may keep the page (detached)
+  e.page = nullptr;
+}
+
+// The clock: frees up to want pages nobody maps (all such pages if all).
+uint64_t evict_locked(uint64_t want, bool all) {
+  uint64_t freed = 0;
+  for (uint64_t step = 0; step < 2ull * capacity && freed < want; step++) {
+    Entry& e = entries[hand];
+    hand = hand + 1 == capacity ? 0 : hand + 1;
+    if (!e.used || kpage_refs(e.page) > 1) continue;   // mapped or pinned: stays
+    if (e.referenced && !all) {
+      e.referenced = false;   // a second chance
+      continue;
+    }
+    remove(e);
+    evictions++;
+    freed++;
+  }
+  return freed;
+}
+
+// Adds page as (ip, index); false if the table is full of pages in use.
+bool insert(uint32_t dev, uint32_t inum, uint64_t index, uint8_t* page) {
+  if (free_head == NONE && evict_locked(1, false) == 0) return false;
+  uint32_t i = free_head;
+  free_head = entries[i].next;
+  Entry& e = entries[i];
+  e = Entry{dev, inum, index, page, NONE, true, true};
+  uint32_t b = bucket_of(dev, inum, index);
+  e.next = buckets[b];
+  buckets[b] = i;
+  used_count++;
+  return true;
+}
+
+uint64_t reclaim(uint64_t want, bool all) {
+  SpinlockGuard guard(page_lock);
+  return entries ? evict_locked(all ? ~0ull : want, all) : 0;
+}
+
+}  // namespace
+
+void page_cache_init() {
+  // A quarter of the memory at most: the rest stays for processes and the
+  // AI service even when the table is full (it then recycles its own pages).
+  uint64_t cap = kalloc_total_pages() / 4;
+  if (cap > 0x1000000) cap = 0x1000000;
+  nbuckets = 1;
+  while (nbuckets < cap) nbuckets <<= 1;
+  entries = static_cast<Entry*>(kalloc_contiguous(cap * sizeof(Entry)));
+  buckets = static_cast<uint32_t*>(kalloc_contiguous(uint64_t(nbuckets) * sizeof(uint32_t)));
+  if (!entries || !buckets) panic("page_cache_init: out of memory");
+  capacity = static_cast<uint32_t>(cap);
+  for (uint32_t b = 0; b < nbuckets; b++) buckets[b] = NONE;
+  for (uint32_t i = 0; i < capacity; i++) entries[i].next = i + 1 < capacity ? i + 1 : NONE;
+  free_head = 0;
+  kalloc_set_reclaimer(reclaim);
+}
+
+bool page_cache_wanted(Inode* ip) { return entries && ip->type == KAI_T_FILE; }
+
+uint8_t* page_cache_peek(Inode* ip, uint64_t index) {
+  SpinlockGuard guard(page_lock);
+  Entry* e = find(ip->dev, ip->inum, index);
+  if (!e) return nullptr;
+  e->referenced = true;
+  kpage_get(e->page);
+  return e->page;
+}
+
+bool page_cache_has(Inode* ip, uint64_t index) {
+  SpinlockGuard guard(page_lock);
+  return find(ip->dev, ip->inum, index) != nullptr;
+}
+
+ErrorOr<uint8_t*> page_cache_get(Inode* ip, uint64_t index, uint32_t ahead, PageFill* fill) {
+  uint64_t file_pages = (ip->size + PAGE_SIZE - 1) / PAGE_SIZE;
+  if (index >= file_pages) return Errno::Invalid;
+  if (ahead < 1) ahead = 1;
+  if (ahead > FILL_MAX) ahead = FILL_MAX;
+  if (ahead > file_pages - index) ahead = static_cast<uint32_t>(file_pages - index);
+  uint32_t count = 1;
+  {
+    SpinlockGuard guard(page_lock);
+    if (Entry* e = find(ip->dev, ip->inum, index)) {
+      e->referenced = true;
+      kpage_get(e->page);
+      hits++;
+      if (fill) *fill = PageFill{};
+      return e->page;
+    }
+    misses++;
+    // The run to read: up to the next page that is already cached.
+    while (count < ahead && !find(ip->dev, ip->inum, index + count)) count++;
+  }
+  // Pages outside the lock: the allocator may call back to evict.
+  uint8_t* pages[FILL_MAX];
+  uint32_t got = 0;
+  while (got < count) {
+    pages[got] = static_cast<uint8_t*>(mem::take_page(mem::For::Cache));
+    if (!pages[got]) break;
+    got++;
+  }
+  if (got == 0) return Errno::NoMem;
+  auto read = read_file_pages(ip, index, pages, got);
+  if (read.is_error()) {
+    for (uint32_t i = 0; i < got; i++) kfree(pages[i]);
+    return read.error();
+  }
+  // The bytes of the last page past the end of the file read as zeros.
+  uint64_t end = ip->size - index * PAGE_SIZE;
+  if (end < uint64_t(got) * PAGE_SIZE) memset(pages[got - 1] + end % PAGE_SIZE, 0, PAGE_SIZE - end % PAGE_SIZE);
+  SpinlockGuard guard(page_lock);
+  disk_bytes += read.value();
+  if (fill) *fill = PageFill{true, read.value()};
+  // The caller's reference first: if the table has no room, the page is
+  // still good for this one use (an uncached page, freed by its last kfree).
+  uint8_t* mine = pages[0];
+  kpage_get(mine);
+  for (uint32_t i = 0; i < got; i++)
+    if (!insert(ip->dev, ip->inum, index + i, pages[i])) kfree(pages[i]);
+  return mine;
+}
+
+void page_cache_update(Inode* ip, uint64_t index, const uint8_t* block) {
+  SpinlockGuard guard(page_lock);
+  if (Entry* e = find(ip->dev, ip->inum, index)) memcpy(e->page, block, PAGE_SIZE);
+}
+
+void page_cache_drop(Inode* ip, uint64_t first, uint64_t end) {
+  SpinlockGuard guard(page_lock);
+  if (!entries || used_count == 0) return;
+  for (uint64_t i = first; i < end; i++)
+    if (Entry* e = find(ip->dev, ip->inum, i)) remove(*e);
+}
+
+uint64_t page_cache_evict(uint64_t want, bool all) { return reclaim(want, all); }
+
+uint64_t page_cache_pages() {
+  SpinlockGuard guard(page_lock);
+  return used_count;
+}
+
+PageCacheStats page_cache_stats() {
+  SpinlockGuard guard(page_lock);
+  PageCacheStats s{used_count, 0, capacity, hits, misses, evictions, disk_bytes};
+  for (uint32_t i = 0; i < capacity; i++)
+    if (entries[i].used && kpage_refs(entries[i].page) == 1) s.evictable++;
+  return s;
+}
+
+}  // namespace fs

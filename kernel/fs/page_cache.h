@@ -1,0 +1,89 @@
+// The page cache: file pages kept in memory by (device, inode, page index).
+//
+// read() copies from these pages, a page fault in a file mapping (vm/mmap.h)
+// maps them, and a file read twice is read from the disk once. The cache
+// holds only clean copies: write() goes through the buffer cache and the log
+// as before (writei) and then copies the new bytes into the cached page, so
+// the disk (with the buffer cache in front of it) stays the one truth and a
+// cached page can always be dropped.
+//
+// The states a cached page can be in (kpage_refs() is its reference count,
+// kalloc.h: the cache holds one reference, each page table mapping it one,
+// a reader copying from it one while it copies):
+//
+//   absent     not in the cache: the next access is a miss (a major fault)
+//   cached     in the cache, refs == 1: nobody maps it; evictable
+//   in use     in the cache, refs > 1: mapped or being copied; not evictable
+//   detached   dropped from the cache (its file was truncated or deleted)
+//              while still mapped: it lives on for its mappings only, and
+//              is freed by the last unmap
+//
+// Eviction is a clock: each entry has a `referenced` bit, set by every hit;
+// the hand clears set bits and evicts the first cached page whose bit is
+// already clear. It runs when the allocator cannot meet a request
+// (kalloc_set_reclaimer), and when the cache's own table is full. So clean
+// file pages never make an allocation fail.
+//
+// Lock order (outer first): the inode's sleep lock -> the page cache's
+// spinlock -> the allocator's spinlock. Fills and updates of an inode's
+// pages run with its inode locked (the block map cannot change under them),
+// so two fills of the same page cannot race. The cache lock is never held
+// across disk I/O or an allocation (the allocator may call back into the
+// cache to evict). A process's page table is changed only by the process
+// itself (kai processes have one thread), so it needs no lock of its own.
+#pragma once
+#include <stdint.h>
+#include "../error.h"
+
+namespace fs {
+
+struct Inode;
+
+// Sets up the table (sized from the memory) and registers the eviction with
+// the allocator; after kalloc_init() and mem::init().
+void page_cache_init();
+
+// Should reads of ip go through the cache? Regular files only (directories
+// stay on the buffer cache). ip locked.
+bool page_cache_wanted(Inode* ip);
+
+// What one page_cache_get did: a miss (a major fault) or not, and how many
+// bytes it read from the disk.
+struct PageFill {
+  bool major = false;
+  uint64_t disk_bytes = 0;
+};
+// The cached page holding file page `index` of ip (index * 4096 < size),
+// with one reference for the caller (kfree() drops it). On a miss it reads
+// this page and up to ahead - 1 more uncached ones after it in one device
+// request (read-ahead / fault-around). ip locked.
+ErrorOr<uint8_t*> page_cache_get(Inode* ip, uint64_t index, uint32_t ahead, PageFill* fill);
+// The page if it is cached (a reference for the caller), or nullptr: no I/O.
+// Needs no inode lock (a lookup under the cache's own lock).
+uint8_t* page_cache_peek(Inode* ip, uint64_t index);
+// Is the page cached? (No reference, no lock needed.)
+bool page_cache_has(Inode* ip, uint64_t index);
+
+// writei changed file block `index` (its buffer now holds `block`): copy it
+// into the cached page, if any. ip locked.
+void page_cache_update(Inode* ip, uint64_t index, const uint8_t* block);
+// Drops pages [first, end) of ip (truncation, deletion, a failed write). ip locked.
+void page_cache_drop(Inode* ip, uint64_t first, uint64_t end);
+
+// Evicts up to `want` cached pages (or all it can); returns how many.
+uint64_t page_cache_evict(uint64_t want, bool all);
+
+struct PageCacheStats {
+  uint64_t pages;        // pages in the cache
+  uint64_t evictable;    // of which nobody maps or pins
+  uint64_t capacity;     // most pages the table can hold
+  uint64_t hits;         // lookups that found the page
+  uint64_t misses;       // lookups that had to read it
+  uint64_t evictions;
+  uint64_t disk_bytes;   // bytes read from the disk into the cache
+};
+PageCacheStats page_cache_stats();
+// Pages in the cache: a quick upper bound on what eviction can free.
+uint64_t page_cache_pages();
+
+}  // namespace fs

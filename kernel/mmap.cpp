@@ -1,0 +1,539 @@
+// Memory mappings and page faults (mmap.h).
+//
+//   find_area, find_gap          the process's table of mappings
+//   fault_in                     one page of one mapping: the fault path
+//   handle_page_fault, copy_fault   the two ways into it (a trap, a copy)
+//   vm_fork, vm_release_all, vm_prefault
+//   sys_mmap, sys_munmap, sys_madvise, sys_vmstat
+#include "mmap.h"
+#include <kai/mman_abi.h>
+#include "fs/file.h"
+#include "fs/fs.h"
+#include "fs/page_cache.h"
+#include "kalloc.h"
+#include "mem_policy.h"
+#include "memlayout.h"
+#include "process.h"
+#include "riscv.h"
+#include "string.h"
+#include "syscall.h"
+#include "user_ptr.h"
+#include "uvm.h"
+
+using namespace riscv;
+
+namespace {
+
+// Where mappings go: above the highest program break, below the stack.
+constexpr uint64_t MAP_BASE = USER_HEAP_LIMIT;
+constexpr uint64_t MAP_TOP = USER_STACK_BOTTOM - (1ull << 30);
+// Pages read by one major fault (one disk request), by advice.
+constexpr uint32_t FILL_NORMAL = 16;       // 64 KiB
+constexpr uint32_t FILL_SEQUENTIAL = 256;  // 1 MiB
+// A fault also maps the cached pages of its aligned block of this many.
+constexpr uint64_t FAULT_AROUND = 16;
+
+VmArea* find_area(Process* p, uint64_t va) {
+  for (VmArea& a : p->vmas)
+    if (a.used() && va >= a.start && va < a.end) return &a;
+  return nullptr;
+}
+
+// A free range of len bytes: at hint if it fits there, else the lowest.
+uint64_t find_gap(Process* p, uint64_t hint, uint64_t len) {
+  auto clash = [&](uint64_t at) -> const VmArea* {
+    for (const VmArea& a : p->vmas)
+      if (a.used() && at < a.end && a.start < at + len) return &a;
+    return nullptr;
+  };
+  if (hint && hint % PAGE_SIZE == 0 && hint >= MAP_BASE && hint <= MAP_TOP - len && !clash(hint)) return hint;
+  uint64_t at = MAP_BASE;
+  while (at <= MAP_TOP - len) {
+    const VmArea* c = clash(at);
+    if (!c) return at;
+    at = c->end;
+  }
+  return 0;
+}
+
+uint64_t file_pages(uint64_t size) { return (size + PAGE_SIZE - 1) / PAGE_SIZE; }
+
+// Maps the cached pages of the file around va (its aligned block of
+// FAULT_AROUND pages, within the area) that are not mapped yet: read-only,
+// so a private area's first store still copies. A cached page is within the
+// file (truncation drops pages from the cache), so no size check is needed.
+void fault_around(PageTable pt, const VmArea& a, uint64_t va) {
+  uint64_t from = va - (va - a.start) % (FAULT_AROUND * PAGE_SIZE);
+  for (uint64_t v = from; v < from + FAULT_AROUND * PAGE_SIZE && v < a.end; v += PAGE_SIZE) {
+    uint64_t index = (a.offset + (v - a.start)) / PAGE_SIZE;
+    if (v == va || uvm_pte(pt, v)) continue;
+    uint8_t* page = fs::page_cache_peek(a.ip, index);
+    if (!page) continue;
+    if (uvm_map(pt, v, reinterpret_cast<uint64_t>(page), PAGE_SIZE, PTE_R | PTE_U).is_error()) {
+      kfree(page);
+      return;
+    }
+  }
+}
+
+// ---- read-ahead for sequential mappings
+// A major fault waits for the disk, and a process that computes between its
+// faults (a model's forward pass over its weights) would otherwise leave the
+// disk idle meanwhile. So a minor fault in a MADV_SEQUENTIAL mapping asks a kernel
+// thread, "prefetch", to read the file's next window (FILL_SEQUENTIAL pages)
+// into the page cache while the process goes on; when the process gets
+// there, its faults are minor (or wait for the inode lock the thread holds
+// while its request is in flight). Advice only: a full queue drops the job.
+struct PrefetchJob {
+  fs::Inode* ip = nullptr;   // one reference, dropped when done
+  uint64_t index = 0;        // first file page of the window
+};
+constexpr int PREFETCH_QUEUE = 8;
+Spinlock prefetch_lock{"prefetch"};
+PrefetchJob prefetch_queue[PREFETCH_QUEUE];   // (prefetch_lock)
+int prefetch_head = 0, prefetch_count = 0;    // (prefetch_lock)
+PrefetchJob prefetch_running;                 // (prefetch_lock) being read now
+bool prefetch_started = false;                // (prefetch_lock)
+char prefetch_chan;                           // its address: the thread's sleep channel
+
+void prefetch_thread(void*) {
+  for (;;) {
+    PrefetchJob job;
+    {
+      SpinlockGuard guard(prefetch_lock);
+      while (prefetch_count == 0) sleep(&prefetch_chan, prefetch_lock);
+      job = prefetch_queue[prefetch_head];
+      prefetch_head = (prefetch_head + 1) % PREFETCH_QUEUE;
+      prefetch_count--;
+      prefetch_running = job;
+    }
+    fs::ilock(job.ip);
+    if (job.index < file_pages(fs::inode_size(job.ip))) {
+      auto got = fs::page_cache_get(job.ip, job.index, FILL_SEQUENTIAL, nullptr);
+      if (!got.is_error()) kfree(got.value());
+    }
+    fs::iunlock(job.ip);
+    {
+      fs::Transaction tx;
+      fs::iput(job.ip);
+    }
+    SpinlockGuard guard(prefetch_lock);
+    prefetch_running = PrefetchJob{};
+  }
+}
+
+// Queues the window of ip starting at index unless it is cached, queued or
+// being read already.
+void prefetch(fs::Inode* ip, uint64_t index) {
+  if (fs::page_cache_has(ip, index)) return;
+  bool start = false;
+  {
+    SpinlockGuard guard(prefetch_lock);
+    if (prefetch_running.ip == ip && prefetch_running.index == index) return;
+    for (int i = 0; i < prefetch_count; i++) {
+      const PrefetchJob& j = prefetch_queue[(prefetch_head + i) % PREFETCH_QUEUE];
+      if (j.ip == ip && j.index == index) return;
+    }
+    if (prefetch_count == PREFETCH_QUEUE) return;
+    prefetch_queue[(prefetch_head + prefetch_count) % PREFETCH_QUEUE] = {fs::idup(ip), index};
+    prefetch_count++;
+    start = !prefetch_started;
+    prefetch_started = true;
+    wakeup(&prefetch_chan);
+  }
+  if (start && kthread_create("prefetch", prefetch_thread, nullptr).is_error()) {
+    SpinlockGuard guard(prefetch_lock);
+    prefetch_started = false;   // try again at the next fault (the job waits in the queue)
+  }
+}
+
+// After a fault at file page index of a sequential area: the next window.
+void prefetch_after(const VmArea& a, uint64_t index) {
+  if (a.advice == KAI_MADV_SEQUENTIAL) prefetch(a.ip, (index / FILL_SEQUENTIAL + 1) * FILL_SEQUENTIAL);
+}
+
+// Maps a file page (one reference, the caller's) at va: the page itself,
+// read-only, or a private copy for a store. nullptr, or why it failed.
+const char* map_file_page(Process* p, uint64_t va, uint8_t* page, bool write) {
+  uint64_t perm = PTE_R | PTE_U;
+  if (write) {   // a store to a private area (shared writable ones are refused by mmap): copy
+    void* copy = mem::take_page(mem::For::Process);
+    if (!copy) {
+      kfree(page);
+      return "out of memory for a private copy";
+    }
+    memcpy(copy, page, PAGE_SIZE);
+    kfree(page);
+    page = static_cast<uint8_t*>(copy);
+    perm |= PTE_W;
+  }
+  if (uvm_map(p->pagetable, va, reinterpret_cast<uint64_t>(page), PAGE_SIZE, perm).is_error()) {
+    kfree(page);
+    return "out of memory for a page table";
+  }
+  return nullptr;
+}
+
+// Maps page va of area a for an access (write or not) that the area's
+// protection allows. nullptr, or why it failed.
+const char* fault_in(Process* p, const VmArea& a, uint64_t va, bool write) {
+  va = page_round_down(va);
+  PageTable pt = p->pagetable;
+  uint64_t writable = (a.prot & KAI_PROT_WRITE) ? PTE_W : 0;
+  if (pte_t* pte = uvm_pte(pt, va)) {
+    // Present: only a store to a page mapped read-only in a writable
+    // private area faults here. The page is shared (with the page cache, or
+    // with a forked relative): copy it, unless this mapping is its only holder.
+    if (!write || (*pte & PTE_W)) return nullptr;   // already resolved
+    void* old = reinterpret_cast<void*>(pte_to_pa(*pte));
+    if (kpage_refs(old) == 1) {
+      *pte |= PTE_W;
+    } else {
+      void* copy = mem::take_page(mem::For::Process);
+      if (!copy) return "out of memory for a private copy";
+      memcpy(copy, old, PAGE_SIZE);
+      *pte = pa_to_pte(reinterpret_cast<uint64_t>(copy)) | (pte_flags(*pte) | PTE_W);
+      kfree(old);
+    }
+    p->vm.minor_faults++;
+    return nullptr;
+  }
+  if (!a.ip) {   // anonymous: a zeroed page
+    void* page = mem::take_page(mem::For::Process);
+    if (!page) return "out of memory";
+    if (uvm_map(pt, va, reinterpret_cast<uint64_t>(page), PAGE_SIZE, PTE_R | writable | PTE_U).is_error()) {
+      kfree(page);
+      return "out of memory for a page table";
+    }
+    p->vm.minor_faults++;
+    return nullptr;
+  }
+  uint64_t off = a.offset + (va - a.start);
+  // A minor fault needs no inode lock: a cached page is within the file, and
+  // the lock may be held by the prefetch thread while its request is in flight.
+  if (uint8_t* cached = fs::page_cache_peek(a.ip, off / PAGE_SIZE)) {
+    if (const char* why = map_file_page(p, va, cached, write)) return why;
+    p->vm.minor_faults++;
+    if (a.advice != KAI_MADV_RANDOM) fault_around(pt, a, va);
+    prefetch_after(a, off / PAGE_SIZE);
+    return nullptr;
+  }
+  fs::ilock(a.ip);
+  uint64_t size = fs::inode_size(a.ip);
+  if (off >= page_round_up(size)) {
+    fs::iunlock(a.ip);
+    return "access beyond the end of the mapped file";
+  }
+  fs::PageFill fill;
+  uint32_t ahead = a.advice == KAI_MADV_SEQUENTIAL ? FILL_SEQUENTIAL : a.advice == KAI_MADV_RANDOM ? 1 : FILL_NORMAL;
+  auto got = fs::page_cache_get(a.ip, off / PAGE_SIZE, ahead, &fill);
+  if (got.is_error()) {
+    fs::iunlock(a.ip);
+    return got.error() == Errno::NoMem ? "out of memory for the page cache" : "I/O error reading the mapped file";
+  }
+  if (const char* why = map_file_page(p, va, got.value(), write)) {
+    fs::iunlock(a.ip);
+    return why;
+  }
+  if (fill.major) p->vm.major_faults++;
+  else p->vm.minor_faults++;
+  p->vm.disk_bytes += fill.disk_bytes;
+  if (a.advice != KAI_MADV_RANDOM) fault_around(pt, a, va);
+  fs::iunlock(a.ip);
+  // No prefetch after a major fault: a program that touches one page of
+  // each file (a loader checking headers) would keep the disk busy with
+  // windows nobody reads soon. A minor fault in a window is a reader
+  // streaming through it: that one asks for the next.
+  return nullptr;
+}
+
+// The protection check every fault makes first.
+const char* check_access(const VmArea* a, Access access) {
+  if (!a) return "no mapping at this address";
+  if (access == Access::Execute) return "execute in a mapping (mappings are never executable)";
+  if (a->prot == KAI_PROT_NONE) return "access to a PROT_NONE mapping";
+  if (access == Access::Write && !(a->prot & KAI_PROT_WRITE)) return "write to a read-only mapping";
+  return nullptr;
+}
+
+// vm.cpp's copy-fault handler: the kernel copying to or from the current
+// process's memory found a page of a mapping missing (or shared, for a write).
+bool copy_fault(PageTable pt, uint64_t va, bool write) {
+  Process* p = current_process();
+  if (!p || p->pagetable != pt) return false;   // exec's new table, or another process
+  VmArea* a = find_area(p, va);
+  if (!a) return write && uvm_resolve_cow(pt, va);   // the program, heap or stack after fork
+  if (check_access(a, write ? Access::Write : Access::Read)) return false;
+  if (a->ip && fs::iholding(a->ip)) return false;   // would deadlock: EFAULT instead
+  return fault_in(p, *a, va, write) == nullptr;
+}
+
+void release(Process* p, PageTable pt, VmArea& a) {
+  uvm_unmap(pt, a.start, (a.end - a.start) / PAGE_SIZE, true);
+  fs::Inode* ip = a.ip;
+  a = VmArea{};
+  if (ip) {
+    fs::Transaction tx;   // the last reference to an unlinked file frees it
+    fs::iput(ip);
+  }
+}
+
+}  // namespace
+
+void vm_init() { uvm_set_fault_handler(copy_fault); }
+
+const char* handle_page_fault(Process* p, uint64_t va, Access access) {
+  VmArea* a = find_area(p, va);
+  if (!a && access == Access::Write && uvm_pte(p->pagetable, page_round_down(va))) {
+    // A store to the program, heap or stack: a page fork shares copy-on-write.
+    if (uvm_resolve_cow(p->pagetable, page_round_down(va))) {
+      p->vm.minor_faults++;
+      return nullptr;
+    }
+    pte_t* pte = uvm_pte(p->pagetable, page_round_down(va));
+    return (*pte & PTE_COW) ? "out of memory for a copy-on-write page" : "write to a read-only page";
+  }
+  if (const char* why = check_access(a, access)) return why;
+  return fault_in(p, *a, va, access == Access::Write);
+}
+
+ErrorOr<void> vm_fork(Process* parent, Process* child) {
+  int done = 0;
+  ErrorOr<void> result;
+  for (; done < NVMA && !result.is_error(); done++) {
+    const VmArea& a = parent->vmas[done];
+    if (!a.used()) continue;
+    for (uint64_t va = a.start; va < a.end; va += PAGE_SIZE) {
+      pte_t* pte = uvm_pte(parent->pagetable, va);
+      if (!pte) continue;
+      uint64_t flags = pte_flags(*pte) & (PTE_R | PTE_W | PTE_U);
+      void* page = reinterpret_cast<void*>(pte_to_pa(*pte));
+      if ((a.flags & KAI_MAP_SHARED) || !(flags & PTE_W)) {
+        kpage_get(page);   // shared, or read-only: one page for both
+      } else {
+        void* copy = mem::take_page(mem::For::Process);   // a private written page
+        if (!copy) {
+          result = Errno::NoMem;
+          break;
+        }
+        memcpy(copy, page, PAGE_SIZE);
+        page = copy;
+      }
+      if (uvm_map(child->pagetable, va, reinterpret_cast<uint64_t>(page), PAGE_SIZE, flags).is_error()) {
+        kfree(page);
+        result = Errno::NoMem;
+        break;
+      }
+    }
+  }
+  if (result.is_error()) {
+    for (int i = 0; i < done; i++) {
+      const VmArea& a = parent->vmas[i];
+      if (a.used()) uvm_unmap(child->pagetable, a.start, (a.end - a.start) / PAGE_SIZE, true);
+    }
+    return result;
+  }
+  for (int i = 0; i < NVMA; i++) {
+    child->vmas[i] = parent->vmas[i];
+    if (child->vmas[i].ip) fs::idup(child->vmas[i].ip);
+  }
+  child->vm = VmCounters{};
+  return {};
+}
+
+void vm_release_all(Process* p, PageTable pt) {
+  for (VmArea& a : p->vmas)
+    if (a.used()) release(p, pt, a);
+}
+
+void vm_prefault(uint64_t va, uint64_t n, bool write) {
+  Process* p = current_process();
+  if (!p || !p->pagetable || n == 0 || va + n < va) return;
+  for (const VmArea& a : p->vmas) {
+    if (!a.used() || a.end <= va || va + n <= a.start) continue;
+    uint64_t from = page_round_down(va > a.start ? va : a.start);
+    uint64_t to = va + n < a.end ? va + n : a.end;
+    if (check_access(&a, write ? Access::Write : Access::Read)) continue;
+    for (uint64_t v = from; v < to; v += PAGE_SIZE) {
+      pte_t* pte = uvm_pte(p->pagetable, v);
+      if (pte && (!write || (*pte & PTE_W))) continue;
+      if (fault_in(p, a, v, write)) break;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- system calls
+
+// mmap(addr, len, prot, flags, fd, offset): the address of the new mapping.
+// EINVAL: len 0, offset not page-aligned or negative, unknown prot or flags
+// bits, not exactly one of MAP_SHARED / MAP_PRIVATE. EBADF: fd is not open
+// (file mappings). ENODEV: fd is not a regular file, or MAP_SHARED with
+// PROT_WRITE (stores through a shared map are not written back yet).
+// EACCES: fd not open for reading. ENOMEM: no free slot or address range.
+SyscallResult sys_mmap() {
+  Process* p = current_process();
+  uint64_t hint = arg_raw(0), len = arg_raw(1);
+  int64_t prot = arg_int(2), flags = arg_int(3), fd = arg_int(4), offset = arg_int(5);
+  if (len == 0 || len > MAP_TOP - MAP_BASE) return Errno::Invalid;
+  if (prot & ~int64_t(KAI_PROT_READ | KAI_PROT_WRITE)) return Errno::Invalid;
+  if (flags & ~int64_t(KAI_MAP_SHARED | KAI_MAP_PRIVATE | KAI_MAP_ANONYMOUS | KAI_MAP_POPULATE))
+    return Errno::Invalid;
+  int64_t kind = flags & (KAI_MAP_SHARED | KAI_MAP_PRIVATE);
+  if (kind != KAI_MAP_SHARED && kind != KAI_MAP_PRIVATE) return Errno::Invalid;
+  bool anonymous = flags & KAI_MAP_ANONYMOUS;
+  fs::File* f = nullptr;
+  if (!anonymous) {
+    if (offset < 0 || offset % PAGE_SIZE) return Errno::Invalid;
+    if (fd < 0 || fd >= NOFILE || !p->ofile[fd]) return Errno::BadFd;
+    f = p->ofile[fd];
+    if (f->kind != fs::File::Kind::Inode) return Errno::NoDevice;
+    fs::ilock(f->ip);
+    bool regular = fs::inode_type(f->ip) == KAI_T_FILE;
+    fs::iunlock(f->ip);
+    if (!regular) return Errno::NoDevice;
+    if (!f->readable) return Errno::Access;
+    if (kind == KAI_MAP_SHARED && (prot & KAI_PROT_WRITE)) return f->writable ? Errno::NoDevice : Errno::Access;
+    if (uint64_t(offset) + len < uint64_t(offset)) return Errno::Invalid;
+  }
+  len = page_round_up(len);
+  VmArea* slot = nullptr;
+  for (VmArea& a : p->vmas)
+    if (!a.used()) {
+      slot = &a;
+      break;
+    }
+  if (!slot) return Errno::NoMem;
+  uint64_t start = find_gap(p, hint, len);
+  if (!start) return Errno::NoMem;
+  *slot = VmArea{start, start + len, uint32_t(prot), uint32_t(kind | (anonymous ? KAI_MAP_ANONYMOUS : 0)),
+                 KAI_MADV_NORMAL, anonymous ? nullptr : fs::idup(f->ip), anonymous ? 0 : uint64_t(offset)};
+  if (flags & KAI_MAP_POPULATE) {
+    // Read ahead in big runs, then map every page (stops at the end of the
+    // file or on the first failure, as Linux's populate does).
+    slot->advice = KAI_MADV_SEQUENTIAL;
+    bool write = (prot & KAI_PROT_WRITE) && anonymous;
+    for (uint64_t va = start; va < start + len; va += PAGE_SIZE) {
+      if (uvm_pte(p->pagetable, va)) continue;
+      if (fault_in(p, *slot, va, write)) break;
+    }
+    slot->advice = KAI_MADV_NORMAL;
+  }
+  return start;
+}
+
+// munmap(addr, len): unmaps every page of [addr, addr + len) (a part of a
+// mapping leaves the rest mapped; a range with nothing mapped is fine).
+// EINVAL: addr not page-aligned, len 0, or the range outside the mapping area.
+SyscallResult sys_munmap() {
+  Process* p = current_process();
+  uint64_t addr = arg_raw(0), len = arg_raw(1);
+  if (addr % PAGE_SIZE || len == 0 || addr < MAP_BASE || len > MAP_TOP - addr) return Errno::Invalid;
+  uint64_t end = page_round_up(addr + len);
+  // A hole in the middle of a mapping needs a second slot: find it first.
+  for (const VmArea& a : p->vmas) {
+    if (a.used() && a.start < addr && end < a.end) {
+      bool have = false;
+      for (const VmArea& b : p->vmas) have |= !b.used();
+      if (!have) return Errno::NoMem;
+    }
+  }
+  for (VmArea& a : p->vmas) {
+    if (!a.used() || a.end <= addr || end <= a.start) continue;
+    uint64_t lo = addr > a.start ? addr : a.start;
+    uint64_t hi = end < a.end ? end : a.end;
+    if (lo == a.start && hi == a.end) {
+      release(p, p->pagetable, a);
+      continue;
+    }
+    uvm_unmap(p->pagetable, lo, (hi - lo) / PAGE_SIZE, true);   // part of the mapping goes
+    if (lo == a.start) {
+      a.offset += hi - a.start;
+      a.start = hi;
+    } else if (hi == a.end) {
+      a.end = lo;
+    } else {
+      for (VmArea& b : p->vmas) {
+        if (b.used()) continue;
+        b = a;
+        b.offset += hi - a.start;
+        b.start = hi;
+        if (b.ip) fs::idup(b.ip);
+        break;
+      }
+      a.end = lo;
+    }
+  }
+  sfence_vma();
+  return uint64_t(0);
+}
+
+// madvise(addr, len, advice): NORMAL, RANDOM and SEQUENTIAL set how far a
+// fault reads ahead in the mappings the range touches; WILLNEED reads the
+// range's file pages into the page cache now; DONTNEED unmaps the range's
+// pages (the next touch faults: file pages come back from the cache, a
+// private page's changes and anonymous data are gone).
+// EINVAL: addr not page-aligned, len 0, unknown advice. ENOMEM: part of the
+// range is not mapped.
+SyscallResult sys_madvise() {
+  Process* p = current_process();
+  uint64_t addr = arg_raw(0), len = arg_raw(1);
+  int64_t advice = arg_int(2);
+  if (addr % PAGE_SIZE || len == 0 || addr + len < addr) return Errno::Invalid;
+  if (advice < KAI_MADV_NORMAL || advice > KAI_MADV_DONTNEED) return Errno::Invalid;
+  uint64_t end = page_round_up(addr + len);
+  for (uint64_t v = addr; v < end; v += PAGE_SIZE) {
+    VmArea* a = find_area(p, v);
+    if (!a) return Errno::NoMem;
+    v = a->end - PAGE_SIZE;   // skip to the next area
+  }
+  for (VmArea& a : p->vmas) {
+    if (!a.used() || a.end <= addr || end <= a.start) continue;
+    uint64_t lo = addr > a.start ? addr : a.start;
+    uint64_t hi = end < a.end ? end : a.end;
+    if (advice == KAI_MADV_DONTNEED) {
+      uvm_unmap(p->pagetable, lo, (hi - lo) / PAGE_SIZE, true);
+    } else if (advice == KAI_MADV_WILLNEED) {
+      if (!a.ip) continue;
+      fs::ilock(a.ip);
+      uint64_t pages = file_pages(fs::inode_size(a.ip));
+      for (uint64_t index = (a.offset + lo - a.start) / PAGE_SIZE;
+           index < (a.offset + hi - a.start) / PAGE_SIZE && index < pages; index++) {
+        fs::PageFill fill;
+        auto got = fs::page_cache_get(a.ip, index, FILL_SEQUENTIAL, &fill);
+        if (got.is_error()) break;   // advice: a failure is not an error
+        kfree(got.value());
+        p->vm.disk_bytes += fill.disk_bytes;
+      }
+      fs::iunlock(a.ip);
+    } else {
+      a.advice = uint32_t(advice);
+    }
+  }
+  sfence_vma();
+  return uint64_t(0);
+}
+
+SyscallResult sys_vmstat() {
+  Process* p = current_process();
+  kai_vmstat st{p->vm.major_faults, p->vm.minor_faults, p->vm.disk_bytes, 0, 0, 0};
+  auto count = [&](uint64_t from, uint64_t to, bool mapping) {
+    for (uint64_t v = page_round_down(from); v < to; v += PAGE_SIZE) {
+      pte_t* pte = uvm_pte(p->pagetable, v);
+      if (!pte || !(*pte & PTE_U)) continue;
+      st.resident_pages++;
+      st.mapped_pages += mapping;
+      st.shared_pages += kpage_refs(reinterpret_cast<void*>(pte_to_pa(*pte))) > 1;
+    }
+  };
+  count(0, p->sz, false);
+  count(USER_STACK_BOTTOM, USER_STACK_TOP, false);
+  for (const VmArea& a : p->vmas)
+    if (a.used()) count(a.start, a.end, true);
+  TRY(copy_to_user(arg_ptr<kai_vmstat>(0), &st));
+  return uint64_t(0);
+}
+
+// dropcaches(): evicts every page-cache page nobody maps (a cold start on
+// purpose: coldwarm's cold runs, Linux's /proc/sys/vm/drop_caches). Returns
+// the pages freed. Any process may: it costs the others speed, never data.
+SyscallResult sys_dropcaches() { return fs::page_cache_evict(0, true); }
