@@ -27,6 +27,12 @@ Every k sees the same predictions for a given A and seed, and with k = 1
 each pass checks exactly one draft, so that row's accepted/drafted is the
 acceptance the predictions really have (A_eff; a short answer is a small
 sample); the last column uses it.
+With --real-time R the tool boots without exact mode (the guest clock is
+the host's: real time, so run it on a quiet host and nothing else), still
+one hart, and runs R rounds that alternate plain decoding with k = 4 at
+A = 0.8 (each oracle seed) and the adaptive 0..8 at A = 0.8: each round's
+ratio compares runs seconds apart, so slow drifts of the host cancel; the
+table gives every round's ratio and their median.
 Writes a markdown table (and prints it). Standard library only."""
 import argparse
 import os
@@ -106,6 +112,81 @@ def seeded(outputs, predict, k, a, seeds, adaptive=False):
     return sum(t for t, _, _ in got) / len(got), sum(d for _, d, _ in got), sum(x for _, _, x in got)
 
 
+def plot_lab(path, pass_ns, points, adaptive_points):
+    """TPOT / plain against acceptance: the model's curve r(k+1) / E(A, k)
+    for each k (lines) and the measured runs at their real acceptance (dots:
+    fixed k; crosses: adaptive). The curves cross 1.0 at the break-even A."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from benchlib.plots import pyplot, save_png
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    grid = [i / 100 for i in range(101)]
+    colours = {}
+    for k in sorted({k for k, _, _ in points}):
+        r = pass_ns[k + 1][1] / pass_ns[1][1]
+        line, = ax.plot(grid, [r / tokens_per_pass(a, k) for a in grid], label=f"k = {k} (model)")
+        colours[k] = line.get_color()
+    for k, a, ratio in points:
+        ax.plot([a], [ratio], "o", color=colours[k])
+    for a, ratio in adaptive_points:
+        ax.plot([a], [ratio], "kx", markersize=8)
+    ax.plot([], [], "kx", label="adaptive 0..K (measured)")
+    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+    ax.set_ylim(0, 2.2)
+    ax.set_xlabel("acceptance A (measured: accepted / drafted at k = 1)")
+    ax.set_ylabel("TPOT / plain decoding")
+    ax.set_title("Speculative decoding, exact mode (dots: measured)")
+    ax.legend(fontsize=8)
+    save_png(fig, path)
+
+
+def real_time_rounds(args):
+    """Paired, alternating real-time runs: plain, k = 4 (every seed), adaptive."""
+    a = args.concurrent_accept
+    seeds = list(seeds_for(a, args.seeds))
+    plain = ai_command(args.predict, 0, 0)
+    fixed = [ai_command(args.predict, 4, a, seed=x) for x in seeds]
+    adaptive = [ai_command(args.predict, 8, a, True, x) for x in seeds]
+    rows = []
+    started = time.time()
+    with qemu_run.Session(args.image, args.kernel, smp=1, memory="1G", snapshot=True, boot_timeout=600,
+                          deterministic=False) as s:
+        if not s.booted:
+            raise SystemExit("spec_lab: boot failed\n" + s.transcript)
+        assert s.wait_log(r"ai: model SMOL (ready|failed)", timeout=900), s.transcript
+
+        def run(cmd):
+            start = s.mark()
+            if not s.command(cmd, timeout=3600):
+                raise SystemExit(f"spec_lab: `{cmd}` timed out\n" + s.transcript[start:])
+            return parse_timing(s.transcript[start:])[0]
+        run(plain)   # warm the translation cache before the first measured round
+        for r in range(args.real_time):
+            p1 = run(plain)
+            f = sum(run(c) for c in fixed) / len(fixed)
+            ad = sum(run(c) for c in adaptive) / len(adaptive)
+            p2 = run(plain)
+            base = (p1 + p2) / 2   # plain before and after: the pair brackets the drafted runs
+            rows.append((base, f, ad))
+            print(f"[{time.time() - started:6.0f} s] round {r + 1}: plain {base:.0f} us, k=4 {f / base:.3f}, "
+                  f"adaptive {ad / base:.3f}", file=sys.stderr, flush=True)
+        s.halt()
+
+    def median(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+    lines = [f"Real time (host clock, `-smp 1`, not exact mode), SMOL shape, int8, one request, "
+             f"--predict {args.predict}, prompt `{PROMPT}`, A = {a:g}, oracle seeds 0..{len(seeds) - 1}; "
+             f"{args.real_time} rounds, each plain / k = 4 / adaptive 0..8 / plain; "
+             f"{time.strftime('%Y-%m-%d', time.gmtime())}.", "",
+             "| round | plain TPOT us (mean of the pair) | k = 4 / plain | adaptive / plain |", "|---|---|---|---|"]
+    for i, (base, f, ad) in enumerate(rows):
+        lines.append(f"| {i + 1} | {base:.0f} | {f / base:.3f} | {ad / base:.3f} |")
+    lines.append(f"| median | {median([b for b, _, _ in rows]):.0f} | {median([f / b for b, f, _ in rows]):.3f} | "
+                 f"{median([ad / b for b, _, ad in rows]):.3f} |")
+    return "\n".join(lines) + "\n", started
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--image", default=os.path.join(ROOT, "build", "fs-smol.img"))
@@ -119,8 +200,24 @@ def main():
                     help="also run this many requests at once, plain and with --concurrent-ks at --concurrent-accept")
     ap.add_argument("--concurrent-ks", default="2,5,8")
     ap.add_argument("--concurrent-accept", type=float, default=0.8)
+    ap.add_argument("--real-time", type=int, default=0, metavar="ROUNDS",
+                    help="instead of the exact-mode lab: ROUNDS paired real-time rounds (plain, k = 4, "
+                         "adaptive, plain) at --concurrent-accept, one hart; needs a quiet host")
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "spec_lab.md"))
+    ap.add_argument("--plot", default=os.path.join(ROOT, "build", "spec_lab.png"),
+                    help="the exact-mode lab's plot: TPOT / plain against A, model and measured")
     args = ap.parse_args()
+    if args.real_time:
+        if not os.path.exists(args.image):
+            raise SystemExit(f"spec_lab: {args.image} missing: run `make fsimg-smol`")
+        table, started = real_time_rounds(args)
+        os.makedirs(os.path.dirname(args.out), exist_ok=True)
+        with open(args.out, "w") as f:
+            f.write(table)
+        print(table)
+        print(f"spec_lab: {args.real_time} real-time rounds in {time.time() - started:.0f} s; table in {args.out}",
+              file=sys.stderr)
+        return
     ks = [int(k) for k in args.ks.split(",")]
     accepts = [float(a) for a in args.accept.split(",")]
     if not os.path.exists(args.image):
@@ -165,6 +262,7 @@ def main():
               "| k | break-even A | A asked | accepted/drafted | TPOT us | TPOT / plain | model at A | A_eff | model at A_eff |",
               "|---|---|---|---|---|---|---|---|---|"]
     a_eff = {}
+    points, adaptive_points = [], []
     if 1 in ks:
         for a in accepts:
             _, drafted, accepted = seeded(outputs, args.predict, 1, a, args.seeds)
@@ -177,11 +275,13 @@ def main():
             tpot, drafted, accepted = seeded(outputs, args.predict, k, a, args.seeds)
             measured_a = f"{accepted}/{drafted}" if drafted else "0/0"
             eff = a_eff.get(a, a)
+            points.append((k, eff, tpot / plain_tpot))
             lines.append(f"| {k} | {break_even(r, k):.2f} | {a:g} | {measured_a} | {tpot:.0f} | "
                          f"{tpot / plain_tpot:.2f} | {r / tokens_per_pass(a, k):.2f} | {eff:.2f} | "
                          f"{r / tokens_per_pass(eff, k):.2f} |")
     for a in accepts:
         tpot, drafted, accepted = seeded(outputs, args.predict, max(ks), a, args.seeds, adaptive=True)
+        adaptive_points.append((a_eff.get(a, a), tpot / plain_tpot))
         lines.append(f"| 0..{max(ks)} adaptive | | {a:g} | {accepted}/{drafted} | {tpot:.0f} | "
                      f"{tpot / plain_tpot:.2f} | | | |")
     if args.concurrent:
@@ -196,6 +296,9 @@ def main():
                 outputs[concurrent_command(args.predict, k, args.concurrent_accept, c)], c)
             lines.append(f"| {k} | {accepted}/{drafted} | {tpot:.0f} | {tpot / base:.2f} | {tpot / plain_tpot:.2f} |")
     table = "\n".join(lines) + "\n"
+    if args.plot:
+        plot_lab(args.plot, pass_ns, points, adaptive_points)
+        table += f"\nPlot: {args.plot}\n"
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         f.write(table)
