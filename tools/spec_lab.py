@@ -3,7 +3,7 @@
 
     python3 tools/spec_lab.py [--image build/fs-smol.img] [--ks 0,1,2,4,8]
                               [--accept 0,0.5,0.8,1] [--predict 16] [--seeds N]
-                              [--concurrent C [--concurrent-ks 2,5,8] [--concurrent-accept A]]
+                              [--concurrent C,... [--concurrent-ks 2,5,8] [--concurrent-accept A]]
                               [--out build/spec_lab.md]
 
 Boots kai in exact mode (qemu_run --deterministic: the guest clock counts
@@ -16,7 +16,7 @@ hart, and measures in one boot:
     moving in 0..max(k)): the kernel's TPOT, drafts and accepted drafts of
     one request; with --seeds N, N corruption patterns (`ai --seed`) per
     acceptance strictly between 0 and 1, averaged;
-  * with --concurrent C: C such requests at once (the shell's `&` and
+  * with --concurrent C,...: for each C, C such requests at once (the shell's `&` and
     `wait`), plain and with each of --concurrent-ks drafts: how much of
     the gain is left when other requests already fill the pass.
 The model: a pass of k+1 positions costs r(k+1) plain steps and yields, when
@@ -196,8 +196,9 @@ def main():
     ap.add_argument("--predict", type=int, default=16)
     ap.add_argument("--seeds", type=int, default=1,
                     help="corruption patterns of the oracle per (k, A), averaged (--seed 0..N-1)")
-    ap.add_argument("--concurrent", type=int, default=0,
-                    help="also run this many requests at once, plain and with --concurrent-ks at --concurrent-accept")
+    ap.add_argument("--concurrent", default="",
+                    help="also run C requests at once for each C of this list (e.g. 2,4,8), plain and with "
+                         "--concurrent-ks at --concurrent-accept")
     ap.add_argument("--concurrent-ks", default="2,5,8")
     ap.add_argument("--concurrent-accept", type=float, default=0.8)
     ap.add_argument("--real-time", type=int, default=0, metavar="ROUNDS",
@@ -222,14 +223,17 @@ def main():
     accepts = [float(a) for a in args.accept.split(",")]
     if not os.path.exists(args.image):
         raise SystemExit(f"spec_lab: {args.image} missing: run `make fsimg-smol`")
+    if args.concurrent and not re.fullmatch(r"\d+(,\d+)*", args.concurrent):
+        raise SystemExit(f"spec_lab: --concurrent: '{args.concurrent}' is not a list of client counts like 2,4,8")
     cases = [f"perfbench --case decode@{b}" for b in range(1, max(ks) + 2)]
     runs = [ai_command(args.predict, 0, 0)]
     runs += [ai_command(args.predict, k, a, seed=x) for k in ks if k > 0 for a in accepts
              for x in seeds_for(a, args.seeds)]
     runs += [ai_command(args.predict, max(ks), a, True, x) for a in accepts for x in seeds_for(a, args.seeds)]
-    cks = [int(k) for k in args.concurrent_ks.split(",")] if args.concurrent else []
-    if args.concurrent:
-        runs += [concurrent_command(args.predict, k, args.concurrent_accept, args.concurrent) for k in [0] + cks]
+    clients = [int(c) for c in args.concurrent.split(",")] if args.concurrent else []
+    cks = [int(k) for k in args.concurrent_ks.split(",")] if clients else []
+    for c in clients:
+        runs += [concurrent_command(args.predict, k, args.concurrent_accept, c) for k in [0] + cks]
     outputs = {}
     started = time.time()
     with qemu_run.Session(args.image, args.kernel, smp=1, memory="1G", snapshot=True, boot_timeout=600,
@@ -284,8 +288,7 @@ def main():
         adaptive_points.append((a_eff.get(a, a), tpot / plain_tpot))
         lines.append(f"| 0..{max(ks)} adaptive | | {a:g} | {accepted}/{drafted} | {tpot:.0f} | "
                      f"{tpot / plain_tpot:.2f} | | | |")
-    if args.concurrent:
-        c = args.concurrent
+    for c in clients:
         base, _, _ = parse_all_timings(outputs[concurrent_command(args.predict, 0, 0, c)], c)
         lines += ["", f"{c} requests at once (`ai ... & ... & wait`, each its own prompt and seed), "
                   f"A = {args.concurrent_accept:g}: mean TPOT of the {c}.", "",
