@@ -46,7 +46,7 @@ BatchLayout batch_layout(const Config& c, uint32_t m) {
   L.cross = L.take(size_t(max_cols(c)) / 2 * 8 + 8);
   L.acts = L.take(m * sizeof(ActVec));
   L.att = L.take(size_t(kMaxParts) * floats_row(c.runtime_seq_len) * f);   // one row per part
-  L.tmp = L.take(size_t(c.lin_v_dim) * f);
+  L.tmp = L.take(size_t(kMaxParts) * floats_row(c.lin_v_dim) * f);       // one row per part
   L.best = L.take(size_t(kMaxParts + 1) * m * sizeof(ArgMax));
   L.which = L.take(m * 4);
   L.pos = L.take(m * 4);
@@ -97,6 +97,7 @@ ErrorOr<void, Error> Batch::init(const Model& model, void* mem, size_t size, uin
   att_ = F(L.att);
   att_stride_ = floats_row(c.runtime_seq_len);
   tmp_ = F(L.tmp);
+  tmp_stride_ = floats_row(c.lin_v_dim);
   part_best_ = reinterpret_cast<ArgMax*>(base + L.best);
   which_ = reinterpret_cast<uint32_t*>(base + L.which);
   pos_ = reinterpret_cast<uint32_t*>(base + L.pos);

@@ -144,6 +144,9 @@ class Batch {
   // One (item, head) pair of attention (llm_forward.cpp).
   struct HeadJob;
   static void attend_head(Batch& b, const void* job, uint32_t pair, uint32_t part);
+  // One DeltaNet value head for every item of the pass, in item order.
+  struct DeltaJob;
+  static void delta_head(Batch& b, const void* job, uint32_t head, uint32_t part);
   WorkCounts& work(uint32_t item) const;
 
   const Model* model_ = nullptr;
@@ -183,7 +186,8 @@ class Batch {
   // Per pass, shared by the items (used one item at a time):
   float* att_ = nullptr;      // [kMaxParts][att_stride_] attention scores of one head, per part
   size_t att_stride_ = 0;
-  float* tmp_ = nullptr;      // [lin_v_dim] DeltaNet S^T k then delta
+  float* tmp_ = nullptr;      // [kMaxParts][tmp_stride_] DeltaNet S^T k then delta, per part
+  size_t tmp_stride_ = 0;
   ArgMax* part_best_ = nullptr;  // [kMaxParts + 1][max_items] classifier winners per row range, then overall
   uint32_t* which_ = nullptr;    // [max_items] items that want a next token (argmax ones, then logits ones)
 };

@@ -52,6 +52,65 @@ void Batch::attend_head(Batch& b, const void* arg, uint32_t pair, uint32_t part)
   }
 }
 
+// What every value head of one DeltaNet block shares.
+struct Batch::DeltaJob {
+  const LayerView* L;
+  uint32_t slot;
+};
+
+// DeltaNet value head j for every item, in item order: decay, the delta
+// rule's update of the state S (d_k x d_v) and the read with the query, then
+// the gated RMSNorm, into head j's slice of ao. Heads are independent (each
+// has its own state and its own slice of ao; they only read q, k, v, z, ab),
+// so they can run on any hart in any order; within a head the items must go
+// in order, because a later token of a prompt chunk updates the state its
+// predecessor left. tmp is the part's own row.
+void Batch::delta_head(Batch& b, const void* arg, uint32_t j, uint32_t part) {
+  const auto& job = *static_cast<const DeltaJob*>(arg);
+  const LayerView& L = *job.L;
+  const Config& c = *b.cfg_;
+  uint32_t nv = c.lin_v_heads, dk = c.lin_k_dim, dv = c.lin_v_dim, kd = c.key_dim();
+  uint32_t per_k = nv / c.lin_k_heads;
+  float* tmp = b.tmp_ + part * b.tmp_stride_;
+  for (uint32_t i = 0; i < b.n_; i++) {
+    Session& s = *b.items_[i].session;
+    const float* qkv = b.q_ + i * b.q_stride_;
+    const float* ab = b.ab_ + i * b.ab_stride_;
+    float beta = sigmoid_f(ab[nv + j]);
+    float g = -exp_f(L.a_log[j]) * softplus_f(ab[j] + L.dt_bias[j]);
+    float decay = exp_f(g);
+    const float* kh = qkv + kd + (j / per_k) * dk;
+    const float* qh = qkv + (j / per_k) * dk;
+    const float* vh = qkv + 2 * kd + j * dv;
+    float* S = s.ssm_state(job.slot, j);  // S[d_k][d_v]
+    // Decay: the state forgets at a learned, input-dependent rate.
+    for (size_t e = 0; e < size_t(dk) * dv; e++) S[e] *= decay;
+    // Delta rule: what S predicts for k (S^T k) is corrected towards v.
+    zero_floats(tmp, dv);
+    for (uint32_t r = 0; r < dk; r++) {
+      const float* row = S + size_t(r) * dv;
+      float kr = kh[r];
+      for (uint32_t d = 0; d < dv; d++) tmp[d] += row[d] * kr;
+    }
+    for (uint32_t d = 0; d < dv; d++) tmp[d] = (vh[d] - tmp[d]) * beta;
+    // S += k delta^T; out = S^T q (read with the query)
+    float* out = b.ao_ + i * b.ao_stride_ + j * dv;
+    zero_floats(out, dv);
+    for (uint32_t r = 0; r < dk; r++) {
+      float* row = S + size_t(r) * dv;
+      float kr = kh[r], qr = qh[r];
+      for (uint32_t d = 0; d < dv; d++) {
+        row[d] += kr * tmp[d];
+        out[d] += row[d] * qr;
+      }
+    }
+    // Gated RMSNorm: rmsnorm(out) * norm * silu(z)
+    rmsnorm(out, out, L.gnorm, dv, c.rms_eps);
+    const float* z = b.z_ + i * b.z_stride_ + j * dv;
+    for (uint32_t d = 0; d < dv; d++) out[d] *= silu_f(z[d]);
+  }
+}
+
 void Batch::attention(const LayerView& L, uint32_t slot, const ActVec* a) {
   const Config& c = *cfg_;
   uint32_t hd = c.head_dim, kvd = c.kv_dim();
@@ -103,12 +162,12 @@ void Batch::deltanet(const LayerView& L, uint32_t slot, const ActVec* a) {
                         {&L.in_b, ab_ + nv, ab_stride_}};
   project_all(in, 4, a);
   float qscale = 1.0f / sqrt_f(float(dk));
-  uint32_t per_k = nv / nk;
+  // First, item by item in order, the conv (its window is per session: a
+  // later token of a chunk shifts in after its predecessor) and the norms.
   for (uint32_t i = 0; i < n_; i++) {
     Session& s = *items_[i].session;
     WorkCounts& wc = work(i);
     float* qkv = q_ + i * q_stride_;
-    const float* ab = ab_ + i * ab_stride_;
     // Causal depthwise conv: the state holds the last K inputs, oldest first.
     float* st = s.conv_state(slot);
     for (uint32_t ch = 0; ch < cd; ch++) {
@@ -125,50 +184,17 @@ void Batch::deltanet(const LayerView& L, uint32_t slot, const ActVec* a) {
     // state update stays bounded whatever the input scale.
     float* qv = qkv;
     float* kv = qkv + kd;
-    const float* vv = qkv + 2 * kd;
     for (uint32_t h = 0; h < nk; h++) {
       float* qh = qv + h * dk;
       l2norm(qh, dk, 1e-6f);
       for (uint32_t d = 0; d < dk; d++) qh[d] *= qscale;
       l2norm(kv + h * dk, dk, 1e-6f);
     }
-    float* ao = ao_ + i * ao_stride_;
-    for (uint32_t j = 0; j < nv; j++) {
-      float beta = sigmoid_f(ab[nv + j]);
-      float g = -exp_f(L.a_log[j]) * softplus_f(ab[j] + L.dt_bias[j]);
-      float decay = exp_f(g);
-      const float* kh = kv + (j / per_k) * dk;
-      const float* qh = qv + (j / per_k) * dk;
-      const float* vh = vv + j * dv;
-      float* S = s.ssm_state(slot, j);  // S[d_k][d_v]
-      // Decay: the state forgets at a learned, input-dependent rate.
-      for (size_t e = 0; e < size_t(dk) * dv; e++) S[e] *= decay;
-      // Delta rule: what S predicts for k (S^T k) is corrected towards v.
-      zero_floats(tmp_, dv);
-      for (uint32_t r = 0; r < dk; r++) {
-        const float* row = S + size_t(r) * dv;
-        float kr = kh[r];
-        for (uint32_t d = 0; d < dv; d++) tmp_[d] += row[d] * kr;
-      }
-      for (uint32_t d = 0; d < dv; d++) tmp_[d] = (vh[d] - tmp_[d]) * beta;
-      // S += k delta^T; out = S^T q (read with the query)
-      float* out = ao + j * dv;
-      zero_floats(out, dv);
-      for (uint32_t r = 0; r < dk; r++) {
-        float* row = S + size_t(r) * dv;
-        float kr = kh[r], qr = qh[r];
-        for (uint32_t d = 0; d < dv; d++) {
-          row[d] += kr * tmp_[d];
-          out[d] += row[d] * qr;
-        }
-      }
-      wc.macs += 3 * uint64_t(dk) * dv;
-      // Gated RMSNorm: rmsnorm(out) * norm * silu(z)
-      rmsnorm(out, out, L.gnorm, dv, c.rms_eps);
-      const float* z = z_ + i * z_stride_ + j * dv;
-      for (uint32_t d = 0; d < dv; d++) out[d] *= silu_f(z[d]);
-    }
+    wc.macs += 3 * uint64_t(dk) * dv * nv;   // counted here: the heads may run at once on several harts
   }
+  // Then the recurrence, head by head on the row team's harts.
+  DeltaJob job{&L, slot};
+  for_each(nv, delta_head, &job, 3 * uint64_t(dk) * dv * nv * n_);
   const ActVec* o = prepare(ao_, ao_stride_, c.value_dim());
   project(L.out, o, xb2_, dim_stride_);
 }
