@@ -5,6 +5,7 @@
 #include "kai.h"
 #include "kai_ai.h"
 #include "kai_options.h"
+#include "aitests.h"
 
 static int passed, failed;
 static char model[KAI_AI_MODEL_NAME_MAX];
@@ -586,7 +587,7 @@ static void test_exit_cleanup() {
   close(fds[1]);
 }
 
-int main(int argc, char** argv) {
+int aitest_main(int argc, char** argv) {
   const char* want = nullptr;
   CommandLine args("aitest", "aitest [MODEL]", argc, argv);
   while (args.next())

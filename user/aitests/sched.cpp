@@ -9,6 +9,7 @@
 #include "kai.h"
 #include "kai_ai.h"
 #include "kai_options.h"
+#include "aitests.h"
 
 namespace {
 
@@ -83,7 +84,7 @@ Order queued_order(uint32_t predict_1, uint32_t prio_1, uint32_t predict_2, uint
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int aisched_main(int argc, char** argv) {
   const char* want = nullptr;
   CommandLine args("aisched", "aisched MODEL", argc, argv);
   while (args.next())

@@ -24,6 +24,7 @@
 #include "kai.h"
 #include "kai_ai.h"
 #include "kai_options.h"
+#include "aitests.h"
 #include "llm_speculate.h"
 
 static constexpr uint32_t kMaxClients = 16;
@@ -100,7 +101,7 @@ static long run(const Job& j, uint32_t* out, kai_ai_result* res, bool speculativ
   exit(!same ? 1 : (batch_x100 > 100 ? 0 : 2));
 }
 
-int main(int argc, char** argv) {
+int aibatch_main(int argc, char** argv) {
   uint32_t clients = 8;
   const char* name = nullptr;
   CommandLine args("aibatch", "aibatch MODEL [--clients N] [--speculate SPEC]", argc, argv);

@@ -14,6 +14,7 @@
 #include "kai.h"
 #include "kai_ai.h"
 #include "kai_options.h"
+#include "aitests.h"
 
 namespace {
 
@@ -226,7 +227,7 @@ void test_kill_storm(uint32_t clients) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int aistorm_main(int argc, char** argv) {
   const char* want = nullptr;
   uint32_t clients = 100, seed = 1;
   CommandLine args("aistorm", "aistorm --model M [--clients N] [--seed S]", argc, argv);

@@ -16,6 +16,7 @@
 #include "kai.h"
 #include "kai_ai.h"
 #include "kai_options.h"
+#include "aitests.h"
 
 namespace {
 
@@ -61,7 +62,7 @@ bool all_running_with_tokens() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int aipriority_main(int argc, char** argv) {
   CommandLine args("aipriority", "aipriority [--model M] [--requests N] [--prompt P] [--predict K] [--int8]", argc,
                    argv);
   while (args.next()) {

@@ -18,6 +18,7 @@
 #include "kai.h"
 #include "kai_ai.h"
 #include "kai_options.h"
+#include "aitests.h"
 
 namespace {
 
@@ -73,7 +74,7 @@ uint64_t run_one(const Options& o, uint32_t i, uint32_t vocab, uint32_t* cached,
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int aiprefix_main(int argc, char** argv) {
   Options o;
   CommandLine args("aiprefix", "aiprefix [--model M] [--requests N] [--prefix P] [--tail T] [--predict K] "
                    "[--concurrent] [--int8] [--seed S]", argc, argv);

@@ -20,6 +20,7 @@
 #include "kai.h"
 #include "kai_ai.h"
 #include "kai_options.h"
+#include "aitests.h"
 
 namespace {
 
@@ -44,7 +45,7 @@ void make_prompt(uint32_t i, uint32_t len, uint32_t vocab, uint32_t* p) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int aipreempt_main(int argc, char** argv) {
   Options o;
   CommandLine args("aipreempt", "aipreempt [--model M] [--requests N] [--prompt P] [--predict K]", argc, argv);
   while (args.next()) {
