@@ -505,7 +505,7 @@ vm-lab: kernel user $(B)/fs-smol.img
 # ---------------------------------------------------------------- code layout
 # Checks that no instruction straddles a page and no hot loop leaves its page
 # in the kernel and every user program (tools/check_layout.py; make test runs
-# it too, in tests/tools/test_layout.py). --calls also lists hot innermost
+# it too, in tests/tools/test_check_layout.py). --calls also lists hot innermost
 # loops that call a function.
 .PHONY: check-layout
 check-layout: kernel user
