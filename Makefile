@@ -86,7 +86,7 @@ $(KERNEL_ELF): $(KERNEL_OBJS) kernel/kernel.ld
 
 # ---------------------------------------------------------------- user programs
 # Every user/bin/NAME.cpp (the commands), user/bench/NAME.cpp (the
-# benchmarks) and user/test/NAME.cpp (the test drivers) becomes the program
+# benchmarks) and user/test/NAME.cpp (the other test drivers) becomes the program
 # /bin/NAME in the image: the folders sort the sources by kind, the shell
 # finds them all by name.
 ULIB_SRCS  := $(wildcard user/lib/*.cpp user/lib/*.S)
@@ -108,6 +108,15 @@ UPROGS       += $(LLMRUN_PROGS)
 # usertests: one program built from the topic files of user/usertests/.
 USERTESTS_OBJS := $(patsubst %,$(B)/%.o,$(wildcard user/usertests/*.cpp))
 UPROGS         += $(B)/user/bin/usertests
+
+# aitests: the AI service's test drivers, one program built from the topic
+# files of user/aitests/. Each driver keeps its command name: /bin/aiprefix
+# and the others are hard links to /bin/aitests (main.cpp dispatches on
+# argv[0]); tools/mkfsimg.py stores host files that are one file as one inode.
+AITESTS_OBJS  := $(patsubst %,$(B)/%.o,$(wildcard user/aitests/*.cpp))
+AITESTS_NAMES := aitest aibatch aisched aipriority aiprefix aipreempt aistorm
+AITESTS_LINKS := $(patsubst %,$(B)/user/bin/%,$(AITESTS_NAMES))
+UPROGS        += $(B)/user/bin/aitests $(AITESTS_LINKS)
 
 user: $(UPROGS)
 
@@ -135,6 +144,10 @@ $(TEST_PROGS): $(B)/user/bin/%: $(B)/user/test/%.cpp.o $(B)/user/libkai.a user/u
 	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $< $(B)/user/libkai.a -lgcc
 $(B)/user/bin/usertests: $(USERTESTS_OBJS) $(B)/user/libkai.a user/user.ld
 	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $(USERTESTS_OBJS) $(B)/user/libkai.a -lgcc
+$(B)/user/bin/aitests: $(AITESTS_OBJS) $(B)/user/libkai.a user/user.ld
+	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $(AITESTS_OBJS) $(B)/user/libkai.a -lgcc
+$(AITESTS_LINKS): $(B)/user/bin/aitests
+	ln -f $< $@
 $(LLMRUN_PROGS): $(LLMRUN_OBJS) $(B)/user/libkai.a user/user.ld
 	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $(LLMRUN_OBJS) $(B)/user/libkai.a -lgcc
 
@@ -492,7 +505,7 @@ vm-lab: kernel user $(B)/fs-smol.img
 # ---------------------------------------------------------------- code layout
 # Checks that no instruction straddles a page and no hot loop leaves its page
 # in the kernel and every user program (tools/check_layout.py; make test runs
-# it too, in tests/tools/test_layout.py). --calls also lists hot innermost
+# it too, in tests/tools/test_check_layout.py). --calls also lists hot innermost
 # loops that call a function.
 .PHONY: check-layout
 check-layout: kernel user

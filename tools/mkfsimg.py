@@ -195,11 +195,25 @@ def build_tree(progs, add_dirs):
     root = Node(T_DIR)
     bindir = ensure_dir(root, ["bin"], "/bin")
     ensure_dir(root, ["dev"], "/dev")
+    # Programs that are one file on the host (hard links or symbolic links
+    # to it, as build/user/bin/aiprefix is to aitests) are one inode in the
+    # image too, with a directory entry per name: a program that dispatches
+    # on argv[0] is stored once.
+    same_file = {}
     for p in progs:
         if not os.path.isfile(p):
             raise FsError(f"program {p} does not exist")
         name = os.path.basename(p)
+        st = os.stat(p)
+        first = same_file.get((st.st_dev, st.st_ino))
+        if first is not None:
+            check_name(name, "/bin/" + name)
+            if name in bindir.children:
+                raise FsError(f"/bin/{name} given twice")
+            bindir.children[name] = first
+            continue
         add_file(bindir, name, p, "/bin/" + name)
+        same_file[(st.st_dev, st.st_ino)] = bindir.children[name]
     for spec in add_dirs:
         if "=" not in spec:
             raise FsError(f"--add-dir wants GUEST=HOST, got '{spec}'")
@@ -216,7 +230,8 @@ def build_tree(progs, add_dirs):
 
 def build(args):
     root = build_tree(args.progs, args.add_dir or [])
-    nodes = list(walk(root))
+    # A node under several names (a hard link) is one inode: listed once.
+    nodes = list({id(n): (p, n) for p, n in walk(root)}.values())
     ninodes_used = len(nodes)
     data_blocks = 0
     for _, n in nodes:

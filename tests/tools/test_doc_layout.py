@@ -24,9 +24,9 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_doc_links as links  # noqa: E402
+import doc_files as docs  # noqa: E402   (the files and patterns test_doc_links.py reads too)
 
-ROOT = links.ROOT
+ROOT = docs.ROOT
 NOTEBOOK = os.path.join("docs", "notebook")
 LIMIT = 600
 # Notes allowed more lines than LIMIT, and why (none now: a note that grows
@@ -50,7 +50,7 @@ def in_notebook(path):
 
 
 def reference_notes():
-    return [p for p in links.markdown_files(ROOT)
+    return [p for p in docs.markdown_files(ROOT)
             if not in_notebook(p) and (rel(p) == "README.md" or rel(p).startswith("docs/"))]
 
 
@@ -65,8 +65,8 @@ def dated_headings(path):
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read()
     out = []
-    for number, line in links.markdown_lines(text):
-        m = links.HEADING.match(line)
+    for number, line in docs.markdown_lines(text):
+        m = docs.HEADING.match(line)
         if m and DATE.search(m.group(2)):
             out.append((f"{rel(path)}:{number}", m.group(2)))
     return out
@@ -103,15 +103,11 @@ def notebook_without_preamble(paths):
 def source_dates(path):
     """(file:line, date) of the dates in a source file that are not part of
     a cited notebook section's name."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return []
-    if "\0" in text:
+    text = docs.source_text(path)
+    if text is None:
         return []
     allowed = []
-    for m in links.CITATION.finditer(text):
+    for m in docs.CITATION.finditer(text):
         if not m.group(1).startswith("docs/notebook/"):
             continue
         end = m.end()
@@ -131,7 +127,7 @@ def source_dates(path):
 def source_files():
     out = []
     for d in SOURCE_DIRS:
-        out += [p for p in links.files(os.path.join(ROOT, d), SOURCE_SUFFIXES) if p.endswith(SOURCE_SUFFIXES)]
+        out += [p for p in docs.files(os.path.join(ROOT, d), SOURCE_SUFFIXES) if p.endswith(SOURCE_SUFFIXES)]
     return out
 
 

@@ -32,20 +32,14 @@ import re
 import sys
 import urllib.parse
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MARKDOWN_DIRS = ("docs", "models")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from doc_files import CITATION, HEADING, ROOT, files, markdown_files, markdown_lines, source_text  # noqa: E402
+
 SOURCE_DIRS = ("kernel", "lib", "user", "tools", "tests")
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".h", ".hpp", ".S", ".s", ".ld", ".py", ".sh", ".mk", ".txt")
-SKIP_DIRS = {".git", "__pycache__", "build", "results", ".pytest_cache", "node_modules"}
-
-FENCE = re.compile(r"^\s*(```|~~~)")
-HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$")
 CODE_SPAN = re.compile(r"(`+)(.+?)\1")
-# A note named in a source or in prose: docs/NAME.md (in docs/, also
-# NAME.md), then #anchor, or a section name in quotes after ", " or " ".
-CITATION = re.compile(r"(?<![\w/.-])(docs/(?:[\w.-]+/)*[\w.-]+\.md)(?:#([\w-]+)|(,?[ \t]+\"|,?[ \t]*\n))?")
 DOC_CITATION = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.md)(?:#([\w-]+)|(,?[ \t]+\"))?")
 # A repository path with a file suffix, as sources and notes name them.
 REPO_PATH = re.compile(r"(?<![\w/.-])((?:kernel|lib|user|tools|tests|include|docs)/[\w/.-]*\w\."
@@ -65,17 +59,6 @@ def github_anchor(heading):
     text = re.sub(r"<[^>]+>", "", text).strip().lower()
     text = re.sub(r"[^\w\- ]", "", text)                           # punctuation (not - and _)
     return text.replace(" ", "-")
-
-
-def markdown_lines(text):
-    """(line number, line) of text outside fenced code blocks."""
-    fenced = False
-    for number, line in enumerate(text.splitlines(), 1):
-        if FENCE.match(line):
-            fenced = not fenced
-            continue
-        if not fenced:
-            yield number, line
 
 
 @functools.lru_cache(maxsize=None)
@@ -186,12 +169,8 @@ def markdown_problems(path):
 
 def source_problems(path):
     """(file:line, problem) of the docs/NAME.md citations of one source file."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return []
-    if "\0" in text:
+    text = source_text(path)
+    if text is None:
         return []
     rel = os.path.relpath(path, ROOT)
     out = []
@@ -240,29 +219,16 @@ def path_problems(path):
     return out
 
 
-def files(top, suffixes):
-    for d, dirs, names in os.walk(top):
-        dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and not x.startswith("."))
-        for name in sorted(names):
-            if name.endswith(suffixes) or name == "Makefile":
-                yield os.path.join(d, name)
-
-
-def markdown_files(root=ROOT):
-    out = [os.path.join(root, "README.md")] if os.path.exists(os.path.join(root, "README.md")) else []
-    for d in MARKDOWN_DIRS:
-        out += [p for p in files(os.path.join(root, d), (".md",)) if p.endswith(".md")]
-    return out
-
-
 def source_files(root=ROOT):
     out = [os.path.join(root, "Makefile")] if os.path.exists(os.path.join(root, "Makefile")) else []
     for d in SOURCE_DIRS:
         out += list(files(os.path.join(root, d), SOURCE_SUFFIXES))
     # This file's examples of broken citations are not citations, nor are
-    # test_doc_layout.py's (made-up notes in a temporary tree).
-    examples = {os.path.realpath(__file__),
-                os.path.realpath(os.path.join(os.path.dirname(__file__), "test_doc_layout.py"))}
+    # test_doc_layout.py's (made-up notes in a temporary tree) or the
+    # patterns' descriptions in doc_files.py.
+    here = os.path.dirname(__file__)
+    examples = {os.path.realpath(__file__), os.path.realpath(os.path.join(here, "test_doc_layout.py")),
+                os.path.realpath(os.path.join(here, "doc_files.py"))}
     return [p for p in out if os.path.realpath(p) not in examples]
 
 

@@ -1,6 +1,7 @@
 """Tests of tools/mkfsimg.py: building, checking, corruption detection, errors."""
 import hashlib
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -114,6 +115,46 @@ def test_default_size_has_slack(image):
     # at least 64 MiB free for writing
     assert os.path.getsize(image) >= 64 << 20
     assert chk.geo.nblocks * m.BSIZE == os.path.getsize(image)
+
+
+def test_programs_that_are_one_host_file_are_one_inode(tmp_path):
+    """build/user/bin/aiprefix is a hard link to aitests (one program that
+    dispatches on argv[0]): the image stores it once, with a link per name."""
+    prog = tmp_path / "aitests"
+    prog.write_bytes(b"\x7fELF" + bytes(range(256)) * 40)
+    os.link(prog, tmp_path / "aiprefix")
+    os.symlink("aitests", tmp_path / "aistorm")
+    other = tmp_path / "init"
+    other.write_bytes(prog.read_bytes())   # same bytes, another file: its own inode
+    img = tmp_path / "fs.img"
+    r = run("--out", img, "--size", "8M", prog, tmp_path / "aiprefix", tmp_path / "aistorm", other)
+    assert r.returncode == 0, r.stderr
+    r = run("--check", img)
+    assert r.returncode == 0, r.stdout + r.stderr
+    chk = open_checker(img)
+    inos = {name: lookup(chk, f"/bin/{name}") for name in ["aitests", "aiprefix", "aistorm", "init"]}
+    assert inos["aitests"] == inos["aiprefix"] == inos["aistorm"] != inos["init"]
+    assert chk.inode(inos["aitests"])["nlink"] == 3
+    assert chk.inode(inos["init"])["nlink"] == 1
+    want = hashlib.sha256(prog.read_bytes()).hexdigest()
+    assert file_hash(img, "/bin/aistorm")[0] == want == file_hash(img, "/bin/init")[0]
+    # Stored once: with three copies instead, the image has two inodes and
+    # two programs' blocks fewer free.
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    for name in ["aitests", "aiprefix", "aistorm"]:
+        (copies / name).write_bytes(prog.read_bytes())
+    img2 = tmp_path / "copies.img"
+    r = run("--out", img2, "--size", "8M", *(copies / n for n in ["aitests", "aiprefix", "aistorm"]), other)
+    assert r.returncode == 0, r.stderr
+
+    def free(image):
+        out = run("--check", image, "--quiet").stdout
+        blocks, inodes = re.search(r"\((\d+) free\), \d+ inodes \((\d+) free\)", out).groups()
+        return int(blocks), int(inodes)
+    (b1, i1), (b2, i2) = free(img), free(img2)
+    assert i1 - i2 == 2
+    assert b1 - b2 == 2 * m.ceil_div(prog.stat().st_size, m.BSIZE)
 
 
 def test_300mib_file(tmp_path):

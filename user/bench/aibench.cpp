@@ -34,6 +34,7 @@
 // on standard error as records arrive (the host driver shows it).
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_options.h"
 #include "kai_prompt.h"
 #include "llm_math.h"
 
@@ -51,8 +52,6 @@ struct Options {
   int die_after = -1, die_clients = 1;
   int long_predict = 0, long_share = 0;   // the mix: PCT percent of requests ask for long_predict
   bool align_tick = false;
-  const char* prompt_file = nullptr;      // --prompt-file F
-  bool use_stdin = false;                 // --stdin
   int inflight = 1;   // requests each closed-loop client keeps submitted at once
 };
 
@@ -100,13 +99,12 @@ uint32_t vocab;
 uint32_t given[KAI_AI_MAX_PROMPT];
 uint32_t given_len;
 
-void usage() {
-  fprintf(2, "usage: aibench [--model NAME] [--clients C] [--requests R] [--prompt P | --prompt-file F | --stdin]\n"
-             "               [--predict N] [--long-predict N2 --long-share PCT] [--think MS | --rate RPS]\n"
-             "               [--seed S] [--priority P] [--int8] [--csv] [--align-tick] [--progress]\n"
-             "               [--die-after N [--die-clients K]] [--inflight K]\n");
-  exit(2);
-}
+// The synopsis CommandLine prints after an unknown option.
+constexpr const char* kUsage =
+    "aibench [--model NAME] [--clients C] [--requests R] [--prompt P | --prompt-file F | --stdin]\n"
+    "               [--predict N] [--long-predict N2 --long-share PCT] [--think MS | --rate RPS]\n"
+    "               [--seed S] [--priority P] [--int8] [--csv] [--align-tick] [--progress]\n"
+    "               [--die-after N [--die-clients K]] [--inflight K]";
 
 // P distinct token ids for request (client, index), reproducible from the seed.
 void make_prompt(int client, int index, uint32_t* out) {
@@ -266,74 +264,45 @@ void print_stat(const char* name, uint64_t* v, int n) {
          (unsigned long)(n ? v[n - 1] / 1000 : 0));
 }
 
-// One numeric option (number_option in kai_stdlib.h: exits naming a bad one).
-int number_arg(const char* option, const char* value, uint32_t lo, uint32_t hi) {
-  return static_cast<int>(number_option("aibench", option, value, lo, hi));
-}
-
 void parse_args(int argc, char** argv) {
   bool prompt_length_given = false;
-  for (int i = 1; i < argc; i++) {
-    const char* a = argv[i];
-    bool has = i + 1 < argc;
-    if (strcmp(a, "--csv") == 0) opt.csv = true;
-    else if (strcmp(a, "--progress") == 0) opt.progress = true;
-    else if (strcmp(a, "--int8") == 0) opt.flags |= KAI_AI_INT8;
-    else if (strcmp(a, "--align-tick") == 0) opt.align_tick = true;
-    else if (strcmp(a, "--stdin") == 0) opt.use_stdin = true;
-    else if (!has) {
-      fprintf(2, "aibench: %s: unknown option or missing value\n", a);
-      usage();
-    }
-    else if (strcmp(a, "--model") == 0) {
-      const char* v = argv[++i];
-      if (strlen(v) >= sizeof(opt.model)) {
-        fprintf(2, "aibench: --model: '%s' is longer than %d characters\n", v, KAI_AI_MODEL_NAME_MAX - 1);
-        exit(2);
-      }
-      strcpy(opt.model, v);
-    }
-    else if (strcmp(a, "--prompt-file") == 0) opt.prompt_file = argv[++i];
-    else if (strcmp(a, "--long-predict") == 0) opt.long_predict = number_arg(a, argv[++i], 1, KAI_AI_MAX_OUTPUT);
-    else if (strcmp(a, "--long-share") == 0) opt.long_share = number_arg(a, argv[++i], 0, 100);
-    else if (strcmp(a, "--clients") == 0) opt.clients = number_arg(a, argv[++i], 1, 64);
-    else if (strcmp(a, "--requests") == 0) opt.requests = number_arg(a, argv[++i], 1, 1024);
-    else if (strcmp(a, "--prompt") == 0) {
-      opt.prompt = number_arg(a, argv[++i], 1, KAI_AI_MAX_PROMPT);
-      prompt_length_given = true;
-    }
-    else if (strcmp(a, "--predict") == 0) opt.predict = number_arg(a, argv[++i], 1, KAI_AI_MAX_OUTPUT);
-    else if (strcmp(a, "--think") == 0) opt.think_ms = number_arg(a, argv[++i], 0, 3600000);
-    else if (strcmp(a, "--priority") == 0) opt.priority = number_arg(a, argv[++i], 0, KAI_AI_MAX_PRIORITY);
-    else if (strcmp(a, "--rate") == 0) {
+  PromptChoice prompt;
+  uint32_t seed = 1;
+  CommandLine args("aibench", kUsage, argc, argv);
+  while (args.next()) {
+    const char* rate = nullptr;
+    if (args.number("--prompt", 1, KAI_AI_MAX_PROMPT, &opt.prompt)) prompt_length_given = true;
+    else if (args.number("--seed", 0, 0xffffffffu, &seed)) opt.seed = seed;
+    else if (args.text("--rate", &rate)) {
       uint32_t milli;
-      const char* v = argv[++i];
-      if (parse_milli(v, 1000000, &milli) < 0 || milli == 0) {
-        fprintf(2, "aibench: --rate: '%s' is not a rate from 0.001 to 1000 requests per second\n", v);
+      if (parse_milli(rate, 1000000, &milli) < 0 || milli == 0) {
+        fprintf(2, "aibench: --rate: '%s' is not a rate from 0.001 to 1000 requests per second\n", rate);
         exit(2);
       }
       opt.rate = milli / 1000.0;
     }
-    else if (strcmp(a, "--seed") == 0) opt.seed = number_arg(a, argv[++i], 0, 0xffffffffu);
-    else if (strcmp(a, "--die-after") == 0) opt.die_after = number_arg(a, argv[++i], 0, 1024);
-    else if (strcmp(a, "--die-clients") == 0) opt.die_clients = number_arg(a, argv[++i], 1, 64);
-    else if (strcmp(a, "--inflight") == 0) opt.inflight = number_arg(a, argv[++i], 1, 32);
-    else {
-      fprintf(2, "aibench: unknown option %s\n", a);
-      usage();
-    }
+    else if (args.flag("--csv", &opt.csv) || args.flag("--progress", &opt.progress) ||
+             args.flag_bits("--int8", KAI_AI_INT8, &opt.flags) || args.flag("--align-tick", &opt.align_tick) ||
+             args.model(opt.model) || args.prompt(&prompt) ||
+             args.number("--long-predict", 1, KAI_AI_MAX_OUTPUT, &opt.long_predict) ||
+             args.number("--long-share", 0, 100, &opt.long_share) || args.number("--clients", 1, 64, &opt.clients) ||
+             args.number("--requests", 1, 1024, &opt.requests) ||
+             args.number("--predict", 1, KAI_AI_MAX_OUTPUT, &opt.predict) ||
+             args.number("--think", 0, 3600000, &opt.think_ms) ||
+             args.number("--priority", 0, KAI_AI_MAX_PRIORITY, &opt.priority) ||
+             args.number("--die-after", 0, 1024, &opt.die_after) ||
+             args.number("--die-clients", 1, 64, &opt.die_clients) || args.number("--inflight", 1, 32, &opt.inflight))
+      continue;
+    else args.unknown();
   }
   if ((opt.long_predict > 0) != (opt.long_share > 0)) {
     fprintf(2, "aibench: --long-predict and --long-share go together (a share of 1 to 100 percent)\n");
     exit(2);
   }
-  if ((opt.prompt_file != nullptr) + opt.use_stdin + prompt_length_given > 1) {
-    fprintf(2, "aibench: give the prompt one way: --prompt, --prompt-file or --stdin\n");
-    exit(2);
-  }
-  if (opt.prompt_file || opt.use_stdin) {
-    long n = read_prompt_ids("aibench", opt.prompt_file, given, KAI_AI_MAX_PROMPT);
-    if (n < 0) exit(2);
+  long n = read_prompt_choice("aibench", prompt, given, KAI_AI_MAX_PROMPT, "--prompt, --prompt-file or --stdin",
+                              prompt_length_given);
+  if (n < 0) exit(2);
+  if (n > 0) {
     given_len = static_cast<uint32_t>(n);
     opt.prompt = static_cast<int>(n);
   }

@@ -13,6 +13,7 @@
 //          gaps_during=G long_prefill_us=P budget=T ratio_p95=R
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_options.h"
 
 namespace {
 
@@ -64,25 +65,13 @@ uint64_t percentile(uint64_t* v, uint32_t n, uint32_t pct) {
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; i++) {
-    const char* a = argv[i];
-    uint32_t* field = strcmp(a, "--clients") == 0 ? &o.clients
-                      : strcmp(a, "--predict") == 0 ? &o.predict
-                      : strcmp(a, "--long") == 0 ? &o.long_len : nullptr;
-    if (strcmp(a, "--int8") == 0) o.flags |= KAI_AI_INT8;
-    else if (strcmp(a, "--model") == 0 && i + 1 < argc) {
-      if (strlcpy(o.model, argv[++i], sizeof o.model) >= sizeof o.model) {
-        fprintf(2, "%s: --model: '%s' is longer than %d characters\n", "aihol", argv[i], int(sizeof o.model) - 1);
-        return 2;
-      }
-    }
-    else if (field && i + 1 < argc) {
-      uint32_t max = field == &o.clients ? kMaxClients : field == &o.predict ? kMaxTokens - 1 : KAI_AI_MAX_PROMPT;
-      *field = number_option("aihol", a, argv[++i], 1, max);
-    } else {
-      fprintf(2, "aihol: unexpected argument '%s'\nusage: aihol [--model M] [--clients K] [--predict N] [--long L] [--int8]\n", a);
-      return 2;
-    }
+  CommandLine args("aihol", "aihol [--model M] [--clients K] [--predict N] [--long L] [--int8]", argc, argv);
+  while (args.next()) {
+    if (args.model(o.model) || args.number("--clients", 1, kMaxClients, &o.clients) ||
+        args.number("--predict", 1, kMaxTokens - 1, &o.predict) ||
+        args.number("--long", 1, KAI_AI_MAX_PROMPT, &o.long_len) || args.flag_bits("--int8", KAI_AI_INT8, &o.flags))
+      continue;
+    args.unknown();
   }
   char name[KAI_AI_MODEL_NAME_MAX];
   kai_ai_model_info mi{};

@@ -28,6 +28,7 @@
 // business, tools/disk_models.py: the guest cannot tell).
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_options.h"
 #include "kai_prompt.h"
 
 namespace {
@@ -194,63 +195,22 @@ void row(const char* name, const Sample* cold, const Sample* warm, int n, uint64
   else printf("         -\n");
 }
 
-void usage() {
-  fprintf(2, "usage: coldwarm [--model NAME] [--runs K] [--predict N] [--int8] [--csv] [--disk LABEL]\n"
-             "                [TOK... | --prompt-file F | --stdin]\n");
-  exit(2);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* prompt_file = nullptr;
-  bool use_stdin = false;
-  for (int i = 1; i < argc; i++) {
-    const char* a = argv[i];
-    if (strcmp(a, "--int8") == 0) int8 = true;
-    else if (strcmp(a, "--csv") == 0) csv = true;
-    else if (strcmp(a, "--stdin") == 0) use_stdin = true;
-    else if (strcmp(a, "--model") == 0 || strcmp(a, "--runs") == 0 || strcmp(a, "--predict") == 0 ||
-             strcmp(a, "--disk") == 0 || strcmp(a, "--prompt-file") == 0) {
-      if (i + 1 >= argc) {
-        fprintf(2, "coldwarm: %s needs a value\n", a);
-        return 2;
-      }
-      const char* v = argv[++i];
-      if (strcmp(a, "--model") == 0) {
-        if (strlen(v) >= sizeof(model)) {
-          fprintf(2, "coldwarm: --model: '%s' is longer than %d characters\n", v, int(sizeof(model)) - 1);
-          return 2;
-        }
-        strcpy(model, v);
-      }
-      else if (strcmp(a, "--runs") == 0) runs = int(number_option("coldwarm", a, v, 1, kMaxRuns));
-      else if (strcmp(a, "--predict") == 0) predict = number_option("coldwarm", a, v, 1, kMaxGen);
-      else if (strcmp(a, "--disk") == 0) disk_label = v;
-      else prompt_file = v;
-    }
-    else if (a[0] == '-' && a[1] == '-') {
-      fprintf(2, "coldwarm: unknown option %s\n", a);
-      usage();
-    }
-    else if (n_prompt < KAI_AI_MAX_PROMPT) {
-      if (!parse_prompt_token("coldwarm", n_prompt, a, &prompt[n_prompt])) return 2;
-      n_prompt++;
-    }
-    else {
-      fprintf(2, "coldwarm: more than %d prompt tokens\n", KAI_AI_MAX_PROMPT);
-      return 2;
-    }
+  PromptChoice choice;
+  CommandLine args("coldwarm", "coldwarm [--model NAME] [--runs K] [--predict N] [--int8] [--csv] [--disk LABEL]\n"
+                               "                [TOK... | --prompt-file F | --stdin]", argc, argv);
+  while (args.next()) {
+    if (args.flag("--int8", &int8) || args.flag("--csv", &csv) || args.model(model) ||
+        args.number("--runs", 1, kMaxRuns, &runs) || args.number("--predict", 1, kMaxGen, &predict) ||
+        args.text("--disk", &disk_label) || args.prompt(&choice, prompt, KAI_AI_MAX_PROMPT))
+      continue;
+    args.unknown();
   }
-  if ((n_prompt > 0) + (prompt_file != nullptr) + use_stdin > 1) {
-    fprintf(2, "coldwarm: give the prompt one way: token ids, --prompt-file or --stdin\n");
-    return 2;
-  }
-  if (prompt_file || use_stdin) {
-    long got = read_prompt_ids("coldwarm", prompt_file, prompt, KAI_AI_MAX_PROMPT);
-    if (got < 0) return 2;
-    n_prompt = uint32_t(got);
-  }
+  long got = read_prompt_choice("coldwarm", choice, prompt, KAI_AI_MAX_PROMPT, "token ids, --prompt-file or --stdin");
+  if (got < 0) return 2;
+  n_prompt = uint32_t(got);
   kai_ai_model_info mi{};
   if (ai_open_model("coldwarm", model, 600, model, &mi) < 0) return 1;
   if (n_prompt == 0) prompt[n_prompt++] = 1;

@@ -13,6 +13,7 @@
 //   lateness: samples=N max_us=A p99_us=B mean_us=C over_2_ticks=K requests=R
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_options.h"
 
 namespace {
 
@@ -51,19 +52,12 @@ int main(int argc, char** argv) {
   uint32_t seconds = 10, predict = 8;
   const char* model = nullptr;
   bool int8 = false;
-  for (int i = 1; i < argc; i++) {
-    const char* a = argv[i];
-    bool ok = true;
-    if (!strcmp(a, "--seconds") && i + 1 < argc) seconds = number_option("lateness", a, argv[++i], 1, 3600);
-    else if (!strcmp(a, "--predict") && i + 1 < argc) predict = number_option("lateness", a, argv[++i], 1, KAI_AI_MAX_OUTPUT);
-    else if (!strcmp(a, "--load") && i + 1 < argc) model = argv[++i];
-    else if (!strcmp(a, "--int8")) int8 = true;
-    else ok = false;
-    if (!ok) {
-      fprintf(2, "lateness: bad argument '%s'\nusage: lateness [--seconds S] [--load MODEL] [--int8] [--predict N]\n",
-              argv[i]);
-      return 2;
-    }
+  CommandLine args("lateness", "lateness [--seconds S] [--load MODEL] [--int8] [--predict N]", argc, argv);
+  while (args.next()) {
+    if (args.number("--seconds", 1, 3600, &seconds) || args.number("--predict", 1, KAI_AI_MAX_OUTPUT, &predict) ||
+        args.model(&model, "--load") || args.flag("--int8", &int8))
+      continue;
+    args.unknown();
   }
   int fds[2] = {-1, -1};
   int loader = -1;

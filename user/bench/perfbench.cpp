@@ -19,6 +19,7 @@
 #include <kai/ai_trace.h>
 
 #include "kai.h"
+#include "kai_options.h"
 #include "llm.h"
 
 namespace {
@@ -161,24 +162,22 @@ int main(int argc, char** argv) {
   bool quick = false;
   bool one_case = false, one_decode = false;
   uint32_t one_size = 0;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--asset-dir") == 0 && i + 1 < argc) dir = argv[++i];
-    else if (strcmp(argv[i], "--float") == 0) b.opt.matvec = llm::MatvecKind::Float;
-    else if (strcmp(argv[i], "--group") == 0 && i + 1 < argc) b.opt.int8_group = number_option("perfbench", argv[i], argv[i + 1], 0, 65536), i++;
-    else if (strcmp(argv[i], "--quick") == 0) quick = true;
-    else if (strcmp(argv[i], "--profile") == 0) b.profile = true;
-    else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) b.repeat = number_option("perfbench", argv[i], argv[i + 1], 1, 1000), i++;
-    else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
-      if (!parse_case(argv[++i], &one_decode, &one_size)) {
-        fprintf(2, "perfbench: --case: '%s' is not decode@B (B = 1..16) or prefill@N (N = 1..255)\n", argv[i]);
+  CommandLine args("perfbench", "perfbench [--asset-dir D] [--float] [--group G] [--quick] [--repeat R] [--case C] "
+                   "[--profile]", argc, argv);
+  while (args.next()) {
+    const char* c = nullptr;
+    if (args.flag("--float")) b.opt.matvec = llm::MatvecKind::Float;
+    else if (args.text("--asset-dir", &dir) || args.number("--group", 0, 65536, &b.opt.int8_group) ||
+             args.flag("--quick", &quick) || args.flag("--profile", &b.profile) ||
+             args.number("--repeat", 1, 1000, &b.repeat))
+      continue;
+    else if (args.text("--case", &c)) {
+      if (!parse_case(c, &one_decode, &one_size)) {
+        fprintf(2, "perfbench: --case: '%s' is not decode@B (B = 1..16) or prefill@N (N = 1..255)\n", c);
         return 2;
       }
       one_case = true;
-    } else {
-      fprintf(2, "perfbench: unexpected argument '%s'\n", argv[i]);
-      fprintf(2, "usage: perfbench [--asset-dir D] [--float] [--group G] [--quick] [--repeat R] [--case C] [--profile]\n");
-      return 2;
-    }
+    } else args.unknown();
   }
   DirBundle files(dir);
   auto loaded = b.model.load(files);

@@ -4,6 +4,8 @@
 // or are killed. One line per check, then "N passed, M failed".
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_options.h"
+#include "aitests.h"
 
 static int passed, failed;
 static char model[KAI_AI_MODEL_NAME_MAX];
@@ -585,12 +587,12 @@ static void test_exit_cleanup() {
   close(fds[1]);
 }
 
-int main(int argc, char** argv) {
-  if (argc > 2) {
-    fprintf(2, "aitest: unexpected argument '%s'\nusage: aitest [MODEL]\n", argv[2]);
-    return 2;
-  }
-  const char* want = argc > 1 ? argv[1] : "";
+int aitest_main(int argc, char** argv) {
+  const char* want = nullptr;
+  CommandLine args("aitest", "aitest [MODEL]", argc, argv);
+  while (args.next())
+    if (!args.positional(&want)) args.unknown();
+  if (want == nullptr) want = "";
   int r = ai_wait_model_ready(want, 600, model, &minfo);
   if (r < 0) {
     printf("FAIL model %s: %s\n", want[0] ? want : "(first)", strerror(r));

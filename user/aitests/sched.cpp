@@ -8,6 +8,8 @@
 // aging bound it found. One line per check, then "N passed, M failed".
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_options.h"
+#include "aitests.h"
 
 namespace {
 
@@ -82,13 +84,17 @@ Order queued_order(uint32_t predict_1, uint32_t prio_1, uint32_t predict_2, uint
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (argc != 2) {
+int aisched_main(int argc, char** argv) {
+  const char* want = nullptr;
+  CommandLine args("aisched", "aisched MODEL", argc, argv);
+  while (args.next())
+    if (!args.positional(&want)) args.unknown();
+  if (want == nullptr) {
     fprintf(2, "usage: aisched MODEL\n");
     return 2;
   }
   kai_ai_model_info mi;
-  if (ai_open_model("aisched", argv[1], 300, model, &mi) < 0) return 1;
+  if (ai_open_model("aisched", want, 300, model, &mi) < 0) return 1;
   kai_ai_info info;
   ai_info(&info);
   if (info.n_workers != 1) {

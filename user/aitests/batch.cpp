@@ -23,6 +23,8 @@
 // says how many tokens were drafted for it and accepted.
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_options.h"
+#include "aitests.h"
 #include "llm_speculate.h"
 
 static constexpr uint32_t kMaxClients = 16;
@@ -99,25 +101,19 @@ static long run(const Job& j, uint32_t* out, kai_ai_result* res, bool speculativ
   exit(!same ? 1 : (batch_x100 > 100 ? 0 : 2));
 }
 
-int main(int argc, char** argv) {
+int aibatch_main(int argc, char** argv) {
   uint32_t clients = 8;
   const char* name = nullptr;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc) {
-      clients = number_option("aibatch", "--clients", argv[++i], 1, kMaxClients);
-    } else if (strcmp(argv[i], "--speculate") == 0 && i + 1 < argc) {
-      const char* v = argv[++i];
-      if (!llm::parse_speculate(v, &spec)) {
-        fprintf(2, "aibatch: --speculate: '%s' is not ngram:K, predicted:K, oracle:K:A or none\n", v);
-        return 2;
-      }
-      speculate = true;
-    } else if (argv[i][0] == '-' || name) {
-      fprintf(2, "aibatch: unexpected argument '%s'\nusage: aibatch MODEL [--clients N] [--speculate SPEC]\n", argv[i]);
+  CommandLine args("aibatch", "aibatch MODEL [--clients N] [--speculate SPEC]", argc, argv);
+  while (args.next()) {
+    const char* v = nullptr;
+    if (args.number("--clients", 1, kMaxClients, &clients) || args.positional(&name)) continue;
+    if (!args.text("--speculate", &v)) args.unknown();
+    if (!llm::parse_speculate(v, &spec)) {
+      fprintf(2, "aibatch: --speculate: '%s' is not ngram:K, predicted:K, oracle:K:A or none\n", v);
       return 2;
-    } else {
-      name = argv[i];
     }
+    speculate = true;
   }
   kai_ai_model_info mi{};
   if (ai_open_model("aibatch", name ? name : "", 300, model, &mi) < 0) return 1;

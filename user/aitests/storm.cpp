@@ -13,6 +13,8 @@
 // One line per check ("ok ..." / "FAIL ..."), then "N passed, M failed".
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_options.h"
+#include "aitests.h"
 
 namespace {
 
@@ -225,19 +227,14 @@ void test_kill_storm(uint32_t clients) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int aistorm_main(int argc, char** argv) {
   const char* want = nullptr;
   uint32_t clients = 100, seed = 1;
-  for (int i = 1; i < argc; i++) {
-    bool ok = i + 1 < argc;
-    if (ok && !strcmp(argv[i], "--model")) want = argv[++i];
-    else if (ok && !strcmp(argv[i], "--clients")) clients = number_option("aistorm", argv[i], argv[i + 1], 1, 100000), i++;
-    else if (ok && !strcmp(argv[i], "--seed")) seed = number_option("aistorm", argv[i], argv[i + 1], 0, 100000), i++;
-    else ok = false;
-    if (!ok) {
-      fprintf(2, "aistorm: bad argument '%s'\nusage: aistorm --model M [--clients N] [--seed S]\n", argv[i]);
-      return 2;
-    }
+  CommandLine args("aistorm", "aistorm --model M [--clients N] [--seed S]", argc, argv);
+  while (args.next()) {
+    if (args.model(&want) || args.number("--clients", 1, 100000, &clients) || args.number("--seed", 0, 100000, &seed))
+      continue;
+    args.unknown();
   }
   if (!want) {
     fprintf(2, "aistorm: --model is required\n");

@@ -15,6 +15,8 @@
 // or FAIL lines; exit status 0 only when everything holds.
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_options.h"
+#include "aitests.h"
 
 namespace {
 
@@ -36,12 +38,6 @@ struct Job {
 
 Options opt;
 Job jobs[kMaxRequests + 1];
-
-[[noreturn]] void usage(const char* bad) {
-  if (bad) fprintf(2, "aipriority: bad option %s\n", bad);
-  fprintf(2, "usage: aipriority [--model M] [--requests N] [--prompt P] [--predict K] [--int8]\n");
-  exit(2);
-}
 
 void make_job(uint32_t i, uint32_t vocab) {
   Job& j = jobs[i];
@@ -66,20 +62,15 @@ bool all_running_with_tokens() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  for (int i = 1; i < argc; i++) {
-    const char* a = argv[i];
-    if (strcmp(a, "--int8") == 0) opt.flags |= KAI_AI_INT8;
-    else if (i + 1 >= argc) usage(a);
-    else if (strcmp(a, "--model") == 0) {
-      if (strlcpy(opt.model, argv[++i], sizeof opt.model) >= sizeof opt.model) {
-        fprintf(2, "aipriority: --model: '%s' is longer than %d characters\n", argv[i], int(sizeof opt.model) - 1);
-        return 2;
-      }
-    } else if (strcmp(a, "--requests") == 0) opt.requests = number_option("aipriority", a, argv[++i], 2, kMaxRequests);
-    else if (strcmp(a, "--prompt") == 0) opt.prompt = number_option("aipriority", a, argv[++i], 1, KAI_AI_MAX_PROMPT);
-    else if (strcmp(a, "--predict") == 0) opt.predict = number_option("aipriority", a, argv[++i], 2, 512);
-    else usage(a);
+int aipriority_main(int argc, char** argv) {
+  CommandLine args("aipriority", "aipriority [--model M] [--requests N] [--prompt P] [--predict K] [--int8]", argc,
+                   argv);
+  while (args.next()) {
+    if (args.flag_bits("--int8", KAI_AI_INT8, &opt.flags) || args.model(opt.model) ||
+        args.number("--requests", 2, kMaxRequests, &opt.requests) ||
+        args.number("--prompt", 1, KAI_AI_MAX_PROMPT, &opt.prompt) || args.number("--predict", 2, 512, &opt.predict))
+      continue;
+    args.unknown();
   }
   char name[KAI_AI_MODEL_NAME_MAX];
   kai_ai_model_info mi{};

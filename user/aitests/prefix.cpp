@@ -17,6 +17,8 @@
 // integration tests compare them across boots and with the host runner.
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_options.h"
+#include "aitests.h"
 
 namespace {
 
@@ -72,33 +74,18 @@ uint64_t run_one(const Options& o, uint32_t i, uint32_t vocab, uint32_t* cached,
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int aiprefix_main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; i++) {
-    const char* a = argv[i];
-    uint32_t* field = strcmp(a, "--requests") == 0 ? &o.requests
-                      : strcmp(a, "--prefix") == 0 ? &o.prefix
-                      : strcmp(a, "--tail") == 0   ? &o.tail
-                      : strcmp(a, "--predict") == 0 ? &o.predict
-                      : strcmp(a, "--seed") == 0    ? &o.seed : nullptr;
-    if (strcmp(a, "--concurrent") == 0) o.concurrent = true;
-    else if (strcmp(a, "--int8") == 0) o.flags |= KAI_AI_INT8;
-    else if (strcmp(a, "--model") == 0 && i + 1 < argc) {
-      if (strlcpy(o.model, argv[++i], sizeof o.model) >= sizeof o.model) {
-        fprintf(2, "%s: --model: '%s' is longer than %d characters\n", "aiprefix", argv[i], int(sizeof o.model) - 1);
-        return 2;
-      }
-    }
-    else if (field && i + 1 < argc) {
-      uint32_t max = field == &o.requests ? kMax : field == &o.predict ? 64 : field == &o.seed ? 1000000 : KAI_AI_MAX_PROMPT;
-      uint32_t min = field == &o.tail || field == &o.seed ? 0 : 1;
-      *field = number_option("aiprefix", a, argv[++i], min, max);
-      o.sampled = o.sampled || field == &o.seed;
-    } else {
-      fprintf(2, "aiprefix: unexpected argument '%s'\nusage: aiprefix [--model M] [--requests N] [--prefix P] "
-                 "[--tail T] [--predict K] [--concurrent] [--int8] [--seed S]\n", a);
-      return 2;
-    }
+  CommandLine args("aiprefix", "aiprefix [--model M] [--requests N] [--prefix P] [--tail T] [--predict K] "
+                   "[--concurrent] [--int8] [--seed S]", argc, argv);
+  while (args.next()) {
+    if (args.number("--seed", 0, 1000000, &o.seed)) o.sampled = true;
+    else if (args.model(o.model) || args.number("--requests", 1, kMax, &o.requests) ||
+             args.number("--prefix", 1, KAI_AI_MAX_PROMPT, &o.prefix) ||
+             args.number("--tail", 0, KAI_AI_MAX_PROMPT, &o.tail) || args.number("--predict", 1, 64, &o.predict) ||
+             args.flag("--concurrent", &o.concurrent) || args.flag_bits("--int8", KAI_AI_INT8, &o.flags))
+      continue;
+    else args.unknown();
   }
   char name[KAI_AI_MODEL_NAME_MAX];
   kai_ai_model_info mi{};

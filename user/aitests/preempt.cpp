@@ -19,6 +19,8 @@
 // One summary line: "aipreempt: N requests, P preemptions, oldest preempted 0".
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_options.h"
+#include "aitests.h"
 
 namespace {
 
@@ -43,27 +45,14 @@ void make_prompt(uint32_t i, uint32_t len, uint32_t vocab, uint32_t* p) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int aipreempt_main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; i++) {
-    const char* a = argv[i];
-    uint32_t* field = strcmp(a, "--requests") == 0 ? &o.requests
-                      : strcmp(a, "--prompt") == 0  ? &o.prompt
-                      : strcmp(a, "--predict") == 0 ? &o.predict : nullptr;
-    if (strcmp(a, "--model") == 0 && i + 1 < argc) {
-      if (strlcpy(o.model, argv[++i], sizeof o.model) >= sizeof o.model) {
-        fprintf(2, "aipreempt: --model: '%s' is longer than %d characters\n", argv[i], int(sizeof o.model) - 1);
-        return 2;
-      }
-    } else if (field && i + 1 < argc) {
-      uint32_t lo = field == &o.requests ? 2 : 1;
-      uint32_t hi = field == &o.requests ? kMax : field == &o.predict ? kMaxPredict : KAI_AI_MAX_PROMPT;
-      *field = number_option("aipreempt", a, argv[++i], lo, hi);
-    } else {
-      fprintf(2, "aipreempt: unexpected argument '%s'\nusage: aipreempt [--model M] [--requests N] [--prompt P] "
-                 "[--predict K]\n", a);
-      return 2;
-    }
+  CommandLine args("aipreempt", "aipreempt [--model M] [--requests N] [--prompt P] [--predict K]", argc, argv);
+  while (args.next()) {
+    if (args.model(o.model) || args.number("--requests", 2, kMax, &o.requests) ||
+        args.number("--prompt", 1, KAI_AI_MAX_PROMPT, &o.prompt) || args.number("--predict", 1, kMaxPredict, &o.predict))
+      continue;
+    args.unknown();
   }
   char name[KAI_AI_MODEL_NAME_MAX];
   kai_ai_model_info mi{};
