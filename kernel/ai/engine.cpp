@@ -202,11 +202,9 @@ ErrorOr<EngineModel*, Error> engine_load(const char* dir, ModelSummary* summary)
     return Error::make(Errno::Invalid, loaded.error().message);   // it names the file and field
   }
   auto context_set = em->model.set_context(context, rope_bytes ? reinterpret_cast<float*>(cursor) : nullptr);
-  if (context_set.is_error())   // ROP.BIN follows another rule: the bundle's length stays
-    kprintf("ai: %s: %s\n", dir, context_set.error().message);
-  else if (context != cfg.runtime_seq_len)
-    kprintf("ai: %s: context %u positions (ROP.BIN has %u rows%s)\n", dir, context, cfg.runtime_seq_len,
-            rope_bytes ? ", the rest computed" : "");
+  // ROP.BIN follows another rule: the bundle's length stays, and the log
+  // says why (aistat's seq= shows the context either way).
+  if (context_set.is_error()) kprintf("ai: %s: %s\n", dir, context_set.error().message);
   fill_summary(em->model.config(), summary);
   read_eos_ids(dir, summary);
   summary->bytes = total;

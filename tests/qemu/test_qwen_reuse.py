@@ -16,7 +16,10 @@ recurrent-state checkpoints kept in the KV pool (kernel/ai/kv_checkpoint.h):
   64 rows, the rest are computed), so requests of more than 64 positions
   run, with the host runner's tokens (its default context is the same);
   `ai.context=64` brings the bundle's length back, and a request longer than
-  the context is refused with a message naming it.
+  the context is refused with a message naming it;
+- a finished request leaves a checkpoint at the end of its prompt and
+  output (less the last token): a prompt that continues it resumes there;
+- checkpoints stay in their session domain, as prefix blocks do.
 
 What each request is compared with: the host runner alone, never an output
 of the kernel under test."""
@@ -92,6 +95,10 @@ def check_aiprefix(cmd, out, bundle):
     return cached
 
 
+def prefix_tokens(stat):
+    return int(re.search(r"prefix_tokens=(\d+)", stat).group(1))
+
+
 def test_checkpoints_reuse_prefixes_exactly(image):
     img, bundle = image
     s = boot(img)
@@ -125,6 +132,19 @@ def test_checkpoints_reuse_prefixes_exactly(image):
                           ("aiprefix --model QWEN --prefix 200 --tail 5 --predict 64 --requests 2 --seed 5", 192)]:
             cached = check_aiprefix(cmd, run_in_session(s, cmd, 300), bundle)
             assert cached[1] == want, (cmd, cached)
+        # A finished request leaves a checkpoint at the end of its whole
+        # sequence, prompt and output, less the last token (a chat's next
+        # turn continues it): a prompt that continues the sequence resumes
+        # there, after the output's blocks, also cached.
+        prompt = [(t * 5 + 2) % 384 for t in range(30)]
+        answer = host_run(bundle, prompt, 20, False, None)
+        cont = prompt + answer + [7, 8, 9]
+        tokens_before = prefix_tokens(run_in_session(s, "aistat", 30))
+        for p, n in [(prompt, 20), (cont, 6)]:
+            out = run_in_session(s, f"ai --model QWEN --predict {n} " + " ".join(map(str, p)), 60)
+            got = next(l for l in out.splitlines() if re.fullmatch(r"\d+( \d+)*", l.strip()))
+            assert [int(t) for t in got.split()] == host_run(bundle, p, n, False, None), (p, out)
+        assert prefix_tokens(run_in_session(s, "aistat", 30)) - tokens_before == len(prompt) + len(answer) - 1
         # Concurrent requests of one prefix: whatever they find, the tokens hold.
         cmd = "aiprefix --model QWEN --prefix 33 --tail 5 --predict 12 --requests 5 --concurrent --int8"
         check_aiprefix(cmd, run_in_session(s, cmd, 120), bundle)
@@ -179,3 +199,23 @@ def test_a_pool_too_small_for_a_checkpoint_serves_without_reuse(image):
     finally:
         s.__exit__(None, None, None)
 
+
+def test_checkpoints_stay_in_their_session_domain(image):
+    """Checkpoints follow the prefix cache's domain rules (sharing.h; by
+    default a Unix session): the same prompt from a process in another
+    session (setsid) finds none of the shell session's checkpoints, and the
+    shell's session then finds its own. A 40-token prompt (checkpoints at 32
+    and 39, anchored on its blocks) and a 10-token one (at 9, below the
+    first block: only the domain's tag keys it)."""
+    img, bundle = image
+    s = boot(img)
+    try:
+        hits = 0
+        for prefix in (40, 10):
+            cmd = f"aiprefix --model QWEN --prefix {prefix} --tail 0 --predict 4 --requests 1"
+            cached = [check_aiprefix(cmd, run_in_session(s, c, 120), bundle)[0] for c in (cmd, f"setsid {cmd}", cmd)]
+            assert cached == [0, 0, prefix - 1], (cmd, cached)
+            hits += 1
+        assert re.search(rf"prefix_hits={hits} ", run_in_session(s, "aistat", 30))
+    finally:
+        s.__exit__(None, None, None)
