@@ -1,4 +1,5 @@
 #include "llm_model.h"
+#include "llm_rope.h"
 
 namespace llm {
 namespace {
@@ -180,8 +181,44 @@ ErrorOr<void, Error> Model::load(BundleSource& src) {
   emb_ = emb;
   nrm_ = reinterpret_cast<const float*>(nrm);
   rop_ = ropf;
+  bundle_rows_ = c.runtime_seq_len;
   bytes_ = total;
   loaded_ = true;
+  return {};
+}
+
+ErrorOr<void, Error> Model::set_context(uint32_t context, float* table) {
+  if (!loaded_) return Error::make(ErrorCode::BadValue).str("context: no model loaded");
+  if (context == 0 || context > cfg_.seq_len || context > kMaxRuntimeSeqLen)
+    return Error::make(ErrorCode::BadValue).str("context ").num(context).str(" is not in 1..").num(
+        cfg_.seq_len < kMaxRuntimeSeqLen ? cfg_.seq_len : kMaxRuntimeSeqLen);
+  if (context <= bundle_rows_) {
+    cfg_.runtime_seq_len = context;   // the bundle's table has every row
+    return {};
+  }
+  if (table == nullptr) return Error::make(ErrorCode::BadValue).str("context: no memory for the RoPE table");
+  uint32_t rot = cfg_.rot_dim();
+  // The bundle's own rows (always those: a shorter context gives the same
+  // numbers), checked against the computation at its last row.
+  const float* bundle = rop_ == table ? nullptr : rop_;
+  if (bundle != nullptr) {
+    for (uint64_t i = 0; i < uint64_t(bundle_rows_) * rot; i++) table[i] = bundle[i];
+  }
+  if (bundle_rows_ > 0) {
+    // Computed into the next row's place (overwritten below): no stack array.
+    float* row = table + size_t(bundle_rows_) * rot;
+    rope_row_compute(cfg_, bundle_rows_ - 1, row);
+    const float* last = table + size_t(bundle_rows_ - 1) * rot;
+    for (uint32_t i = 0; i < rot; i++) {
+      float d = row[i] - last[i];
+      if (d > 1e-5f || d < -1e-5f)
+        return Error::make(ErrorCode::BadValue).str("ROP.BIN: row ").num(bundle_rows_ - 1).str(
+            " is not cos/sin of pos * rope_theta^(-2i/rot); context stays ").num(bundle_rows_);
+    }
+  }
+  for (uint32_t pos = bundle_rows_; pos < context; pos++) rope_row_compute(cfg_, pos, table + size_t(pos) * rot);
+  rop_ = table;
+  cfg_.runtime_seq_len = context;
   return {};
 }
 

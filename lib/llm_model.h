@@ -75,6 +75,21 @@ class Model {
   // pointers into the bytes `src` returned.
   ErrorOr<void, Error> load(BundleSource& src);
 
+  // Sets the context, the positions one request may use, to `context`
+  // (llm_rope.h's context_for gives it): config().runtime_seq_len becomes
+  // it, so sessions, batches and KV pools are sized by it. Up to the
+  // bundle's runtime_seq_len the bundle's ROP.BIN serves; a longer context
+  // needs `table`, rope_table_floats(context) floats that the caller keeps
+  // for the model's lifetime: it gets the bundle's rows, then computed ones
+  // (llm_rope.h), after checking that the bundle's last row is what the
+  // computation gives (a bundle whose table follows another rule keeps its
+  // own length: the error says so). A context beyond seq_len is an error.
+  uint64_t rope_table_floats(uint32_t context) const {
+    return context > bundle_rows_ ? uint64_t(context) * cfg_.rot_dim() : 0;
+  }
+  ErrorOr<void, Error> set_context(uint32_t context, float* table);
+  uint32_t bundle_rope_rows() const { return bundle_rows_; }
+
   bool loaded() const { return loaded_; }
   const Config& config() const { return cfg_; }
   const char* family_name() const { return cfg_.is_qwen() ? "qwen3.5" : "llama"; }
@@ -90,7 +105,8 @@ class Model {
   Config cfg_;
   const uint8_t* emb_ = nullptr;
   const float* nrm_ = nullptr;
-  const float* rop_ = nullptr;
+  const float* rop_ = nullptr;      // [runtime_seq_len][rot_dim]: ROP.BIN or a longer table
+  uint32_t bundle_rows_ = 0;        // rows of ROP.BIN (the bundle's runtime_seq_len)
   const uint8_t* layers_[kMaxLayers] = {};
   uint64_t bytes_ = 0;
   bool loaded_ = false;

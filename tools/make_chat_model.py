@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """tiny-chat: a tiny synthetic model that carries a chat template, for tests.
 
-    make_chat_model.py --out DIR [--dtype q8|f32] [--source-out DIR]
+    make_chat_model.py --out DIR [--dtype q8|f32] [--source-out DIR] [--shape tiny-llama|tiny-qwen]
 
 Writes what a Hugging Face chat model ships beside its weights, in small:
 a byte-level BPE tokenizer.json whose added special tokens are ChatML's
@@ -9,7 +9,10 @@ a byte-level BPE tokenizer.json whose added special tokens are ChatML's
 tokenizer_config.json with SmolLM2-Instruct's chat template, and then the
 bundle: random weights of the tiny-llama shape (tools/make_model.py) with a
 longer context, TOK.BIN and CHAT.TXT (tools/chat_template.py), exactly as
-tools/export_model.py would export them.
+tools/export_model.py would export them. --shape tiny-qwen gives the same
+tokenizer and template to tiny-qwen's hybrid shape (Gated DeltaNet and
+gated attention, ROP.BIN of 64 rows): tiny-qwen-chat, for chat turns that
+resume from recurrent-state checkpoints.
 
 The weights are random, so the model's answers are noise; but its
 `<|im_end|>` embedding row is scaled up (END_OF_TURN_GAIN), and with the
@@ -48,6 +51,12 @@ CORPUS = ("system user assistant You are a helpful AI assistant named SmolLM, tr
           "Thank you, that is all. Once upon a time there was a little robot who liked to talk.")
 
 CONFIG = dict(M.PRESETS["tiny-llama"], runtime_seq_len=320)
+# tiny-qwen's shape keeps its 64-row ROP.BIN: the kernel's context (1024 by
+# default for Qwen) computes the rest.
+SHAPES = {"tiny-llama": CONFIG, "tiny-qwen": dict(M.PRESETS["tiny-qwen"])}
+# tiny-qwen's shape with x3 answers <|im_end|> at once; with x1.5 its answers
+# are ordinary tokens (its turns end at --predict).
+GAINS = {"tiny-llama": END_OF_TURN_GAIN, "tiny-qwen": 1.5}
 
 
 def learn_merges(text, n):
@@ -107,11 +116,13 @@ def write_source(src_dir, cfg):
 
 
 class ChatSynth(M.Synth):
+    gain = END_OF_TURN_GAIN
+
     def embedding(self):
         for ci, chunk in enumerate(super().embedding()):
             if ci == 0:
                 chunk = chunk.copy()
-                chunk[END_OF_TURN] = B.round_bf16(chunk[END_OF_TURN] * np.float32(END_OF_TURN_GAIN))
+                chunk[END_OF_TURN] = B.round_bf16(chunk[END_OF_TURN] * np.float32(self.gain))
             yield chunk
 
 
@@ -121,14 +132,15 @@ def main(argv=None):
     ap.add_argument("--dtype", choices=["q8", "f32"], default="q8")
     ap.add_argument("--source-out", help="where tokenizer.json and tokenizer_config.json go "
                     "(default: DIR-source beside DIR)")
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="tiny-llama")
     a = ap.parse_args(argv)
-    kw = dict(CONFIG, weight_format=B.FMT_F32 if a.dtype == "f32" else B.FMT_Q8)
+    kw = dict(SHAPES[a.shape], weight_format=B.FMT_F32 if a.dtype == "f32" else B.FMT_Q8)
     cfg = B.Config(**kw)
     src_dir = a.source_out or os.path.abspath(a.out).rstrip("/") + "-source"
     tok_path = write_source(src_dir, cfg)
     os.makedirs(a.out, exist_ok=True)
-    extra = {"source": "synthetic tiny-chat (tools/make_chat_model.py): tiny-llama weights, seed 2, "
-                       f"<|im_end|> embedding x{END_OF_TURN_GAIN}",
+    extra = {"source": f"synthetic tiny-chat (tools/make_chat_model.py): {a.shape} weights, seed 2, "
+                       f"<|im_end|> embedding x{GAINS[a.shape]}",
              "tokenizer": X.write_tok(tok_path, a.out, cfg.vocab_size),
              "chat_template": CT.export(tok_path, a.out, "make_chat_model")}
     if not os.path.exists(os.path.join(a.out, "CHAT.TXT")):
@@ -136,7 +148,9 @@ def main(argv=None):
         return 1
     tok = T.load(tok_path)
     text = "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n"
-    pmt, exp = X.write_bundle(ChatSynth(cfg, 2), a.out, tok.encode(text), 16, tok, extra, text)
+    synth = ChatSynth(cfg, 2)
+    synth.gain = GAINS[a.shape]
+    pmt, exp = X.write_bundle(synth, a.out, tok.encode(text), 16, tok, extra, text)
     print(f"wrote {a.out}: prompt {' '.join(map(str, pmt))} -> {' '.join(map(str, exp))}")
     return 0
 

@@ -2,6 +2,8 @@
 // files from the file system into one contiguous kernel region, validates
 // them with the same llm::Model code as the cold path, and runs requests.
 #include "engine.h"
+#include "llm_rope.h"
+#include "settings.h"
 #include <new>
 #include "llm.h"
 #include "../fs/fs.h"
@@ -150,6 +152,9 @@ void read_eos_ids(const char* dir, ModelSummary* summary) {
 ErrorOr<void, Error> engine_probe(const char* dir, ModelSummary* summary) {
   llm::Config cfg;
   TRY(read_config(dir, &cfg));
+  // Requests are checked against the context the load will set (should the
+  // load keep the bundle's length instead, its summary replaces this one).
+  cfg.runtime_seq_len = llm::context_for(cfg, boot_context);
   fill_summary(cfg, summary);
   read_eos_ids(dir, summary);
   return {};
@@ -161,8 +166,12 @@ ErrorOr<EngineModel*, Error> engine_load(const char* dir, ModelSummary* summary)
   static char names[llm::kMaxLayers + 8][12];   // only the loader thread uses it
   static uint64_t sizes[llm::kMaxLayers + 8];
   int n_files = bundle_files(cfg, names);
+  // A context longer than ROP.BIN's rows needs a RoPE table of its own,
+  // placed after the files in the same region.
+  uint32_t context = llm::context_for(cfg, boot_context);
+  uint64_t rope_bytes = context > cfg.runtime_seq_len ? uint64_t(context) * cfg.rot_dim() * 4 : 0;
 
-  uint64_t total = align_up(sizeof(EngineModel), kFileAlign);
+  uint64_t total = align_up(sizeof(EngineModel), kFileAlign) + align_up(rope_bytes, kFileAlign);
   for (int i = 0; i < n_files; i++) {
     auto size = file_size(dir, names[i]);
     if (size.is_error()) return Error::make(size.error(), names[i], "missing");
@@ -192,7 +201,11 @@ ErrorOr<EngineModel*, Error> engine_load(const char* dir, ModelSummary* summary)
     kfree_contiguous(region, total);
     return Error::make(Errno::Invalid, loaded.error().message);   // it names the file and field
   }
-  fill_summary(cfg, summary);
+  auto context_set = em->model.set_context(context, rope_bytes ? reinterpret_cast<float*>(cursor) : nullptr);
+  // ROP.BIN follows another rule: the bundle's length stays, and the log
+  // says why (aistat's seq= shows the context either way).
+  if (context_set.is_error()) kprintf("ai: %s: %s\n", dir, context_set.error().message);
+  fill_summary(em->model.config(), summary);
   read_eos_ids(dir, summary);
   summary->bytes = total;
   return em;

@@ -120,6 +120,12 @@ uint32_t lookup(const ModelKv& k, uint32_t parent, uint32_t pgen, const uint32_t
   return kNoBlock;
 }
 
+const uint32_t* key_tokens(const PrefixKey& key, uint32_t from, uint32_t n, uint32_t* scratch) {
+  if (from + n <= key.prompt_len) return key.prompt + from;
+  for (uint32_t i = 0; i < n; i++) scratch[i] = key.token(from + i);
+  return scratch;
+}
+
 uint32_t kv_blocks_for(uint32_t positions) { return (positions + kv_block_size - 1) / kv_block_size; }
 
 void kv_init_model(int m, const llm::Config& c, const char* name, uint32_t max_requests) {
@@ -227,9 +233,9 @@ int32_t kv_admit(const PrefixKey& key, uint32_t context, uint32_t positions, Blo
   uint32_t hits[kMaxKvBlocks];
   uint32_t n_hits = 0, hits_in_lru = 0;
   if (k.reuses_prefixes) {
-    uint32_t parent = kNoBlock;
-    for (uint32_t i = 0; (i + 1) * B <= key.prompt_len && (i + 1) * B < context; i++) {
-      uint32_t b = lookup(k, parent, parent_tag(k, parent, key), key.prompt + i * B);
+    uint32_t parent = kNoBlock, scratch[256];
+    for (uint32_t i = 0; (i + 1) * B <= key.len() && (i + 1) * B < context; i++) {
+      uint32_t b = lookup(k, parent, parent_tag(k, parent, key), key_tokens(key, i * B, B, scratch));
       if (b == kNoBlock) break;
       hits[n_hits++] = b;
       hits_in_lru += k.refs[b] == 0;
@@ -286,18 +292,36 @@ void kv_publish(const PrefixKey& key, uint32_t fed, BlockTable& table) {
   ModelKv& k = pools[key.model];
   if (!k.paged || !k.reuses_prefixes) return;
   uint32_t B = k.pool.block_size;
-  uint32_t full = (fed < key.prompt_len ? fed : key.prompt_len) / B;   // whole prompt blocks computed
+  // Whole blocks computed: of the prompt, and of the output for a key
+  // that carries it (a recurrent model's requests).
+  uint32_t full = (fed < key.len() ? fed : key.len()) / B;
+  uint32_t scratch[256];
   for (uint32_t i = table.registered; i < full && i < table.n; i++) {
     uint32_t b = table.block[i];
     uint32_t parent = i > 0 ? table.block[i - 1] : kNoBlock;
-    const uint32_t* toks = key.prompt + i * B;
+    const uint32_t* toks = key_tokens(key, i * B, B, scratch);
     // Already cached (a shared hit), or the same prefix cached by someone
     // else meanwhile: ours stays private and is freed at the end. A block
     // after a private one is not registered either: no lookup from the
     // start of a prompt could reach it.
     bool parent_cached = parent == kNoBlock || k.cached[parent];
     uint32_t pgen = parent_tag(k, parent, key);
-    if (!k.cached[b] && parent_cached && lookup(k, parent, pgen, toks) == kNoBlock) {
+    uint32_t twin = !k.cached[b] && parent_cached ? lookup(k, parent, pgen, toks) : kNoBlock;
+    if (twin != kNoBlock && k.recurrent) {
+      // A recurrent request recomputes every position after the checkpoint
+      // it resumed from, so its blocks there are private copies of cached
+      // ones (the previous turn of a chat left them). It takes the cached
+      // block instead (the same rows: positions are computed alike in any
+      // pass) and frees its copy, so that the chain of cached blocks goes
+      // on past it and its later blocks and checkpoints can be cached. Its
+      // session maps the table again before its next pass.
+      if (k.refs[twin]++ == 0) lru_remove(k, twin);
+      table.block[i] = twin;
+      put_block(k, b);
+      table.registered = i + 1;
+      continue;
+    }
+    if (!k.cached[b] && parent_cached && twin == kNoBlock) {
       k.cached[b] = 1;
       k.parent[b] = parent;
       k.parent_gen[b] = pgen;

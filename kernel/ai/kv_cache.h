@@ -75,7 +75,19 @@ struct PrefixKey {
   uint32_t domain;
   const uint32_t* prompt;
   uint32_t prompt_len;
+  // The tokens generated after the prompt so far (a recurrent model's
+  // requests: their blocks and checkpoints past the prompt are cached too,
+  // so that the next turn of a chat, whose prompt holds this whole
+  // sequence, resumes near its end). Position i of the sequence is token(i).
+  const uint32_t* output = nullptr;
+  uint32_t output_len = 0;
+  uint32_t len() const { return prompt_len + output_len; }
+  uint32_t token(uint32_t i) const { return i < prompt_len ? prompt[i] : output[i - prompt_len]; }
 };
+
+// Tokens [from, from + n) of key's sequence as one array: a pointer into
+// the prompt when they all lie there, else copied into scratch[n].
+const uint32_t* key_tokens(const PrefixKey& key, uint32_t from, uint32_t n, uint32_t* scratch);
 
 // What the first block of a prompt is keyed by, in place of a parent
 // block: its cache domain (sharing.h) and the activation kind (int8 and

@@ -23,12 +23,15 @@ void release(ModelKv& k, uint32_t c) {
   k.n_ckpt--;
 }
 
-// Is Cached checkpoint c the one of (anchor, tag, pos, prompt tokens)?
-bool matches(const ModelKv& k, uint32_t c, uint32_t anchor, uint32_t tag, uint32_t pos, const uint32_t* prompt) {
+// Is Cached checkpoint c the one of (anchor, tag, pos, key's tokens)?
+bool matches(const ModelKv& k, uint32_t c, uint32_t anchor, uint32_t tag, uint32_t pos, const PrefixKey& key) {
   const Checkpoint& r = k.ckpt[c];
   if (r.state != CkptState::Cached || r.anchor != anchor || r.anchor_tag != tag || r.pos != pos) return false;
   uint32_t B = k.pool.block_size, from = pos / B * B;
-  return memcmp(tail_of(k, c), prompt + from, (pos - from) * sizeof(uint32_t)) == 0;
+  const uint32_t* tail = tail_of(k, c);
+  for (uint32_t i = from; i < pos; i++)
+    if (tail[i - from] != key.token(i)) return false;
+  return true;
 }
 
 // The anchor of position pos in a request's table, and its key tag (the
@@ -38,9 +41,9 @@ uint32_t anchor_in(const BlockTable& t, uint32_t pos, uint32_t B) {
   return j > 0 ? t.block[j - 1] : kNoBlock;
 }
 
-uint32_t find(const ModelKv& k, uint32_t anchor, uint32_t tag, uint32_t pos, const uint32_t* prompt) {
+uint32_t find(const ModelKv& k, uint32_t anchor, uint32_t tag, uint32_t pos, const PrefixKey& key) {
   for (uint32_t c = 0; c < kMaxCheckpoints; c++)
-    if (matches(k, c, anchor, tag, pos, prompt)) return c;
+    if (matches(k, c, anchor, tag, pos, key)) return c;
   return kNoCkpt;
 }
 
@@ -55,9 +58,9 @@ bool anchor_cached(const ModelKv& k, uint32_t anchor) { return anchor == kNoBloc
 bool cached_anchor(const ModelKv& k, const PrefixKey& key, uint32_t own, uint32_t pos, uint32_t* anchor) {
   *anchor = own;
   if (anchor_cached(k, own)) return true;
-  uint32_t B = k.pool.block_size, parent = kNoBlock;
+  uint32_t B = k.pool.block_size, parent = kNoBlock, scratch[256];
   for (uint32_t i = 0; i < pos / B; i++) {
-    parent = lookup(k, parent, parent_tag(k, parent, key), key.prompt + i * B);
+    parent = lookup(k, parent, parent_tag(k, parent, key), key_tokens(key, i * B, B, scratch));
     if (parent == kNoBlock) return false;
   }
   *anchor = parent;
@@ -77,10 +80,10 @@ uint32_t ckpt_find_deepest(const ModelKv& k, const PrefixKey& key, const uint32_
     uint32_t best = kNoCkpt;
     for (uint32_t c = 0; c < kMaxCheckpoints; c++) {
       const Checkpoint& r = k.ckpt[c];
-      // Its tokens are prompt tokens, and at least one position is left to
+      // Its tokens are the key's, and at least one position is left to
       // compute (the newest token's logits).
-      if (r.state != CkptState::Cached || r.pos / B != j || r.pos > key.prompt_len || r.pos >= context) continue;
-      if (!matches(k, c, anchor, tag, r.pos, key.prompt)) continue;
+      if (r.state != CkptState::Cached || r.pos / B != j || r.pos > key.len() || r.pos >= context) continue;
+      if (!matches(k, c, anchor, tag, r.pos, key)) continue;
       if (best == kNoCkpt || r.pos > k.ckpt[best].pos) best = c;
     }
     if (best != kNoCkpt) {
@@ -150,11 +153,24 @@ uint32_t kv_next_checkpoint(const PrefixKey& key, const BlockTable& table, uint3
     // Already cached under the same key: no need to stop there.
     uint32_t anchor;
     if (cached_anchor(k, key, anchor_in(table, pos, B), pos, &anchor) &&
-        find(k, anchor, parent_tag(k, anchor, key), pos, key.prompt) != kNoCkpt)
+        find(k, anchor, parent_tag(k, anchor, key), pos, key) != kNoCkpt)
       continue;
     return pos;
   }
   return 0;
+}
+
+uint32_t kv_final_checkpoint(const PrefixKey& key, const BlockTable& table, uint32_t fed) {
+  const ModelKv& k = pools[key.model];
+  if (!k.paged || !k.recurrent || !k.reuses_prefixes || fed == 0 || fed > key.len()) return kNoCkpt;
+  // A bet on a next turn that may never come: only free blocks, never a
+  // cached prefix or checkpoint that a preempted or waiting request counts on.
+  if (k.n_free < k.blocks_per_ckpt) return kNoCkpt;
+  uint32_t B = k.pool.block_size, anchor;
+  if (cached_anchor(k, key, anchor_in(table, fed, B), fed, &anchor) &&
+      find(k, anchor, parent_tag(k, anchor, key), fed, key) != kNoCkpt)
+    return kNoCkpt;   // this sequence's state at fed is cached already
+  return kv_ckpt_reserve(key, table, fed);
 }
 
 uint32_t kv_ckpt_reserve(const PrefixKey& key, const BlockTable& table, uint32_t pos) {
@@ -180,7 +196,7 @@ uint32_t kv_ckpt_reserve(const PrefixKey& key, const BlockTable& table, uint32_t
   r.pos = pos;
   r.anchor = anchor_in(table, pos, k.pool.block_size);
   uint32_t from = pos / k.pool.block_size * k.pool.block_size;
-  memcpy(tail_of(k, c), key.prompt + from, (pos - from) * sizeof(uint32_t));
+  for (uint32_t i = from; i < pos; i++) tail_of(k, c)[i - from] = key.token(i);
   k.n_ckpt++;
   return c;
 }
@@ -196,7 +212,7 @@ void kv_ckpt_publish(const PrefixKey& key, BlockTable& table, uint32_t id) {
     return;
   }
   uint32_t tag = parent_tag(k, r.anchor, key);
-  if (find(k, r.anchor, tag, r.pos, key.prompt) != kNoCkpt) {   // an equal one is cached already
+  if (find(k, r.anchor, tag, r.pos, key) != kNoCkpt) {   // an equal one is cached already
     release(k, id);
     return;
   }

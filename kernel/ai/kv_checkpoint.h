@@ -65,6 +65,16 @@ uint32_t kv_next_checkpoint(const PrefixKey& key, const BlockTable& table, uint3
 // and table (pos == the position the coming pass ends at). kNoCkpt if none
 // can be had without preempting anyone. Lock held.
 uint32_t kv_ckpt_reserve(const PrefixKey& key, const BlockTable& table, uint32_t pos);
+// At a request's end (its last token chosen; positions [0, fed) computed
+// and no rollback pending): reserves a checkpoint at fed, keyed by the
+// whole sequence, prompt and output (PrefixKey::output). The next turn of a
+// chat, whose prompt is this sequence plus the template's tail and a new
+// message, resumes there: chat templates rewrite the end of a turn, so the
+// state one token before the last (often the end-of-turn id) is the one
+// that still matches. It takes only free blocks (it is a bet on a next
+// turn: it evicts no cached prefix or checkpoint). kNoCkpt: none (reuse
+// off, an equal one is cached, or too few free blocks). Lock held.
+uint32_t kv_final_checkpoint(const PrefixKey& key, const BlockTable& table, uint32_t fed);
 // After the pass and kv_publish(): the Writing checkpoint `id` becomes
 // Cached if its anchor is now in the prefix cache (and no equal one is),
 // else it goes back. Lock held.

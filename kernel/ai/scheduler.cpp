@@ -79,8 +79,17 @@ void must_hold_lock(const char* who) {
   if (!lock.holding()) panic("ai: %s without ai::lock", who);
 }
 
+// A recurrent model's key carries the output too: its blocks and its final
+// checkpoint are cached, so a chat's next turn resumes near this one's end.
+// (A Llama model's output blocks are not cached: its next turn recomputes
+// the answer, as before.)
 PrefixKey prefix_key(const Request& r) {
-  return PrefixKey{r.model, (r.flags & KAI_AI_INT8) != 0, r.domain, r.prompt, r.prompt_len};
+  PrefixKey key{r.model, (r.flags & KAI_AI_INT8) != 0, r.domain, r.prompt, r.prompt_len};
+  if (models[r.model].summary.config.n_linear_layers() > 0) {
+    key.output = r.output;
+    key.output_len = r.n_generated;
+  }
+  return key;
 }
 
 // Gives back the slot's hold on checkpoints: the pin of the one it was to
@@ -97,6 +106,7 @@ void clear_slot(BatchSlot& s) {
   s.count = 0;
   s.drafts = 0;
   s.rewind = false;
+  s.finishing = false;
 }
 
 // Sampled or greedy: the ABI's thousandths become the sampler's floats
@@ -597,6 +607,14 @@ bool accept(WorkerBatch& w, BatchSlot& s, uint64_t now) {
     s.ckpt_write = kNoCkpt;
   }
   if (stop) {
+    // A recurrent model's state at the end of the sequence, for the next
+    // turn of a conversation: the worker copies it after this commit, then
+    // finish_checkpointed() publishes it and completes the request (its
+    // tokens and blocks stay put until then).
+    if (s.recurrent && !s.rewind && (s.ckpt_write = kv_final_checkpoint(prefix_key(*r), r->kv, r->fed)) != kNoCkpt) {
+      s.finishing = true;
+      return true;
+    }
     complete(r, stop_reason(*r));
     clear_slot(s);
     return true;
@@ -606,6 +624,25 @@ bool accept(WorkerBatch& w, BatchSlot& s, uint64_t now) {
 }
 
 }  // namespace
+
+bool has_finishing(const WorkerBatch& w) {
+  for (const auto& s : w.slots)
+    if (s.request != nullptr && s.finishing) return true;
+  return false;
+}
+
+void finish_checkpointed(WorkerBatch& w) {
+  must_hold_lock("finish_checkpointed");
+  for (auto& s : w.slots) {
+    Request* r = s.request;
+    if (r == nullptr || !s.finishing) continue;
+    kv_ckpt_publish(prefix_key(*r), r->kv, s.ckpt_write);   // held by r until complete() lets its blocks go
+    s.ckpt_write = kNoCkpt;
+    s.finishing = false;
+    complete(r, stop_reason(*r));
+    clear_slot(s);
+  }
+}
 
 void commit(WorkerBatch& w) {
   must_hold_lock("commit");

@@ -5,6 +5,8 @@
 //     lock; plan = schedule(w); unlock;
 //     run the plan (one batched forward pass per group, sampling);
 //     lock; commit(w); unlock;
+//     (a finishing recurrent request: copy its final checkpoint;
+//      lock; finish_checkpointed(w); unlock)
 // schedule() decides (who stops, who is admitted, who grows or is
 // preempted, which tokens go through the model); commit() applies the
 // outcome (progress, published tokens, finished requests). Both run with
@@ -69,6 +71,10 @@ struct BatchSlot {
   // the worker after the pass, published or given back by commit).
   uint32_t ckpt_read = kNoCkpt;
   uint32_t ckpt_write = kNoCkpt;
+  // Its request has chosen its last token and waits for its final
+  // checkpoint (ckpt_write, kv_final_checkpoint) to be copied: the worker
+  // copies it after commit(), then finish_checkpointed() completes it.
+  bool finishing = false;
   bool failed;               // the run failed for it (error says why); commit fails the request
   Error error;
 };
@@ -152,6 +158,12 @@ const Plan& schedule(WorkerBatch& w);
 // after its last published token. Registers newly full prompt blocks,
 // finishes what is complete, and counts the iteration.
 void commit(WorkerBatch& w);
+// A recurrent model's request that chose its last token in commit() may
+// wait for its final checkpoint (BatchSlot::finishing): the worker copies
+// the checkpoints of such slots (no lock), then finish_checkpointed()
+// publishes each and completes its request (lock held).
+bool has_finishing(const WorkerBatch& w);
+void finish_checkpointed(WorkerBatch& w);
 
 // A run that failed for one slot before its pass (its session could not be
 // begun): removes its items from the plan. Worker-private, no lock.

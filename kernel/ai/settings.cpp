@@ -7,11 +7,13 @@
 #include "requests.h"
 #include "proposer.h"
 #include "platform.h"
+#include "llm_config.h"
 
 namespace ai {
 
 uint32_t boot_workers = 1;
 uint32_t boot_harts = 0;
+uint32_t boot_context = 0;
 
 // One row per setting: name, range, meaning, get, set.
 const Setting kSettings[] = {
@@ -27,6 +29,8 @@ const Setting kSettings[] = {
      [] { return boot_harts; }, [](uint32_t v) { boot_harts = v; }},
     {"ai.kv_mb", 1, 65536, "megabytes of KV blocks per model",
      [] { return kv_mb; }, [](uint32_t v) { kv_mb = v; }},
+    {"ai.context", 0, llm::kMaxRuntimeSeqLen, "positions per request (0: 1024 for Qwen, the bundle's for Llama)",
+     [] { return boot_context; }, [](uint32_t v) { boot_context = v; }},
     {"ai.kv_block", 1, 256, "positions per KV block",
      [] { return kv_block_size; }, [](uint32_t v) { kv_block_size = v; }},
     {"ai.kv_blocks", 0, 1u << 20, "exactly this many KV blocks per model (0: from ai.kv_mb)",

@@ -24,6 +24,11 @@ struct Setting {
 // Read only at start(): how many workers, and harts per worker's row team
 // (0 until start() sets the default, every hart).
 extern uint32_t boot_workers, boot_harts;
+// Read when a model is probed and loaded (engine.cpp): ai.context=N,
+// positions per request for every model; 0, the default, is
+// llm::context_for's choice (1024 for Qwen, the bundle's runtime_seq_len
+// for Llama; lib/llm_rope.h says why). The models' summaries carry the result.
+extern uint32_t boot_context;
 
 // The table, in the order the docs list it.
 extern const Setting kSettings[];

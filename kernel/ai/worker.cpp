@@ -205,8 +205,16 @@ WorkerBatch batches[kMaxWorkers];
     prepare_sessions(w);
     forward_all(w);
     save_checkpoints(w);
+    {
+      SpinlockGuard guard(lock);
+      commit(w);
+      if (!has_finishing(w)) continue;
+    }
+    // Requests that ended here wait for their final checkpoint (commit
+    // reserved it): copied without the lock, as any checkpoint.
+    save_checkpoints(w);
     SpinlockGuard guard(lock);
-    commit(w);
+    finish_checkpointed(w);
   }
 }
 

@@ -529,14 +529,17 @@ void Sim::run_and_commit(uint32_t w, bool fail_begin) {
     }
   }
   // As the worker's save_checkpoints(): the state at the pass's end.
-  for (uint32_t i = 0; i < ai::kMaxBatch; i++) {
-    ai::BatchSlot& s = wb.slots[i];
-    if (s.request == nullptr || s.ckpt_write == ai::kNoCkpt || s.failed) continue;
-    const ai::Request& r = *s.request;
-    std::vector<uint32_t> state(pos_[w][i]);
-    for (uint32_t q = 0; q < pos_[w][i]; q++) state[q] = rows_[r.model][size_t(r.kv.block[q / B]) * B + q % B];
-    ckpt_state_[{r.model, s.ckpt_write}] = state;
-  }
+  auto save_checkpoints = [&] {
+    for (uint32_t i = 0; i < ai::kMaxBatch; i++) {
+      ai::BatchSlot& s = wb.slots[i];
+      if (s.request == nullptr || s.ckpt_write == ai::kNoCkpt || s.failed) continue;
+      const ai::Request& r = *s.request;
+      std::vector<uint32_t> state(pos_[w][i]);
+      for (uint32_t q = 0; q < pos_[w][i]; q++) state[q] = rows_[r.model][size_t(r.kv.block[q / B]) * B + q % B];
+      ckpt_state_[{r.model, s.ckpt_write}] = state;
+    }
+  };
+  save_checkpoints();
   // Step 3.
   SpinlockGuard guard(ai::lock);
   auto before = snapshot();
@@ -544,6 +547,14 @@ void Sim::run_and_commit(uint32_t w, bool fail_begin) {
   // A rollback gives back the whole blocks past the new end.
   for (const auto& s : wb.slots)
     if (s.request != nullptr && s.rewind) SIM_REQUIRE(s.request->kv.n == ai::kv_blocks_for(s.request->fed));
+  // As the worker: requests that ended wait for their final checkpoint
+  // (the session is at fed), then complete.
+  if (ai::has_finishing(wb)) {
+    for (uint32_t i = 0; i < ai::kMaxBatch; i++)
+      if (wb.slots[i].request && wb.slots[i].finishing) SIM_REQUIRE(pos_[w][i] == wb.slots[i].request->fed);
+    save_checkpoints();
+    ai::finish_checkpointed(wb);
+  }
   for (int i = 0; i < ai::kQueueCapacity; i++) {
     const ai::Request& r = ai::slots[i];
     if (before[i].state == ai::RequestState::Running && r.state != ai::RequestState::Running) {

@@ -186,7 +186,9 @@ def test_scheduling_boot_options(image):
     with qemu_run.Session(img, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=180,
                           append="ai.workers=1 ai.policy=priority ai.aging_ms=5000 ai.max_per_process=4") as s:
         assert s.booted, s.transcript
-        assert s.wait_log(r"ai: model LLAMA (ready|failed)", timeout=180)
+        # Every model loaded: no loader line may cut into aictl's output.
+        for name in bundles:
+            assert s.wait_log(rf"ai: model {name} (ready|failed)", timeout=180)
         start = s.mark()
         assert s.command("aictl", timeout=30)
         assert "policy=priority aging_ms=5000 max_per_process=4" in s.transcript[start:], s.transcript[start:]
@@ -194,7 +196,8 @@ def test_scheduling_boot_options(image):
     with qemu_run.Session(img, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=180,
                           append="ai.policy=bogus ai.max_per_process=0") as s:
         assert s.booted, s.transcript
-        assert s.wait_log(r"ai: model LLAMA (ready|failed)", timeout=180)
+        for name in bundles:
+            assert s.wait_log(rf"ai: model {name} (ready|failed)", timeout=180)
         start = s.mark()
         assert s.command("aictl", timeout=30)
         assert "policy=fcfs aging_ms=20000 max_per_process=8" in s.transcript[start:], s.transcript[start:]

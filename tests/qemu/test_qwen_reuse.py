@@ -11,7 +11,15 @@ recurrent-state checkpoints kept in the KV pool (kernel/ai/kv_checkpoint.h):
 - a preempted request (a pool too small for all of them) resumes from a
   checkpoint of its own prompt and still gets its solo tokens;
 - a pool too small for one checkpoint beside a full-length request serves
-  anyway, without reuse, and says so at boot.
+  anyway, without reuse, and says so at boot;
+- the context: by default 1024 positions for Qwen (the bundle's ROP.BIN has
+  64 rows, the rest are computed), so requests of more than 64 positions
+  run, with the host runner's tokens (its default context is the same);
+  `ai.context=64` brings the bundle's length back, and a request longer than
+  the context is refused with a message naming it;
+- a finished request leaves a checkpoint at the end of its prompt and
+  output (less the last token): a prompt that continues it resumes there;
+- checkpoints stay in their session domain, as prefix blocks do.
 
 What each request is compared with: the host runner alone, never an output
 of the kernel under test."""
@@ -87,6 +95,10 @@ def check_aiprefix(cmd, out, bundle):
     return cached
 
 
+def prefix_tokens(stat):
+    return int(re.search(r"prefix_tokens=(\d+)", stat).group(1))
+
+
 def test_checkpoints_reuse_prefixes_exactly(image):
     img, bundle = image
     s = boot(img)
@@ -110,6 +122,29 @@ def test_checkpoints_reuse_prefixes_exactly(image):
             cmd = f"aiprefix --model QWEN --prefix 40 --tail 7 --predict 10 --requests 4{extra}"
             cached = check_aiprefix(cmd, run_in_session(s, cmd, 120), bundle)
             assert cached == want, (cmd, cached)
+        # Longer than the bundle's 64 positions: 110 and 269, greedy and
+        # seeded. The prompts start like the ones above, so request 0 finds
+        # their checkpoints; request 1 resumes from request 0's (at 49, one
+        # before the end of the same prompt; at 192, the last whole block of
+        # the shared 200 tokens, as its 5-token tail differs).
+        assert re.search(r"^  QWEN .* seq=1024 ", run_in_session(s, "aistat", 30), re.M)
+        for cmd, want in [("aiprefix --model QWEN --prefix 50 --tail 0 --predict 60 --requests 2", 49),
+                          ("aiprefix --model QWEN --prefix 200 --tail 5 --predict 64 --requests 2 --seed 5", 192)]:
+            cached = check_aiprefix(cmd, run_in_session(s, cmd, 300), bundle)
+            assert cached[1] == want, (cmd, cached)
+        # A finished request leaves a checkpoint at the end of its whole
+        # sequence, prompt and output, less the last token (a chat's next
+        # turn continues it): a prompt that continues the sequence resumes
+        # there, after the output's blocks, also cached.
+        prompt = [(t * 5 + 2) % 384 for t in range(30)]
+        answer = host_run(bundle, prompt, 20, False, None)
+        cont = prompt + answer + [7, 8, 9]
+        tokens_before = prefix_tokens(run_in_session(s, "aistat", 30))
+        for p, n in [(prompt, 20), (cont, 6)]:
+            out = run_in_session(s, f"ai --model QWEN --predict {n} " + " ".join(map(str, p)), 60)
+            got = next(l for l in out.splitlines() if re.fullmatch(r"\d+( \d+)*", l.strip()))
+            assert [int(t) for t in got.split()] == host_run(bundle, p, n, False, None), (p, out)
+        assert prefix_tokens(run_in_session(s, "aistat", 30)) - tokens_before == len(prompt) + len(answer) - 1
         # Concurrent requests of one prefix: whatever they find, the tokens hold.
         cmd = "aiprefix --model QWEN --prefix 33 --tail 5 --predict 12 --requests 5 --concurrent --int8"
         check_aiprefix(cmd, run_in_session(s, cmd, 120), bundle)
@@ -129,7 +164,7 @@ def test_preempted_requests_resume_from_checkpoints(image):
     host runner gives each alone."""
     img, bundle = image
     # Exact mode: the same interleaving (and so the same preemptions) on every run.
-    s = boot(img, f"ai.kv_blocks={POOL}", deterministic=True)
+    s = boot(img, f"ai.context=64 ai.kv_blocks={POOL}", deterministic=True)
     try:
         out = run_in_session(s, "aipreempt --model QWEN --requests 3 --prompt 40 --predict 20", 300)
         assert re.search(r"aipreempt: 3 requests, [1-9]\d* preemptions, oldest preempted 0, ok", out), out
@@ -148,8 +183,12 @@ def test_preempted_requests_resume_from_checkpoints(image):
 
 def test_a_pool_too_small_for_a_checkpoint_serves_without_reuse(image):
     img, bundle = image
-    s = boot(img, "ai.kv_blocks=5")
+    s = boot(img, "ai.context=64 ai.kv_blocks=5")
     try:
+        # The bundle's own context again: a request of 66 positions is refused.
+        out = run_in_session(s, "ai --model QWEN --predict 60 1 2 3 4 5 6", 60)
+        assert "exceeds model QWEN's runtime_seq_len 64" in out, out
+        assert re.search(r"^  QWEN .* seq=64 ", run_in_session(s, "aistat", 30), re.M)
         assert re.search(r"ai: model QWEN: 5 KV blocks leave no room for a recurrent-state checkpoint "
                          r"\(\d+ blocks\) beside a full-length request; prefix reuse off", s.transcript), \
             s.transcript[-2000:]
@@ -157,5 +196,26 @@ def test_a_pool_too_small_for_a_checkpoint_serves_without_reuse(image):
         assert check_aiprefix(cmd, run_in_session(s, cmd, 120), bundle) == {0: 0, 1: 0, 2: 0}
         stat = run_in_session(s, "aistat", 30)
         assert re.search(r"^checkpoints: count=0 kib=0$", stat, re.M), stat
+    finally:
+        s.__exit__(None, None, None)
+
+
+def test_checkpoints_stay_in_their_session_domain(image):
+    """Checkpoints follow the prefix cache's domain rules (sharing.h; by
+    default a Unix session): the same prompt from a process in another
+    session (setsid) finds none of the shell session's checkpoints, and the
+    shell's session then finds its own. A 40-token prompt (checkpoints at 32
+    and 39, anchored on its blocks) and a 10-token one (at 9, below the
+    first block: only the domain's tag keys it)."""
+    img, bundle = image
+    s = boot(img)
+    try:
+        hits = 0
+        for prefix in (40, 10):
+            cmd = f"aiprefix --model QWEN --prefix {prefix} --tail 0 --predict 4 --requests 1"
+            cached = [check_aiprefix(cmd, run_in_session(s, c, 120), bundle)[0] for c in (cmd, f"setsid {cmd}", cmd)]
+            assert cached == [0, 0, prefix - 1], (cmd, cached)
+            hits += 1
+        assert re.search(rf"prefix_hits={hits} ", run_in_session(s, "aistat", 30))
     finally:
         s.__exit__(None, None, None)

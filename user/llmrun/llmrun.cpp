@@ -39,6 +39,9 @@
 //   the request in N children forked one after another (copy-on-write:
 //   each starts in page-table time); each child prints its own tokens and
 //   timing line, with fork_us= (the parent's fork() to the child's start).
+//   --context N: positions per request, as the kernel's ai.context=N (the
+//   default is llm::context_for's: 1024 for Qwen, the bundle's
+//   runtime_seq_len for Llama); RoPE rows past ROP.BIN are computed.
 //
 // With no prompt it reads lines "<predict> <tok0> <tok1> ..." until "exit",
 // "quit" or end of input. Each request prints one line of generated ids.
@@ -47,6 +50,7 @@
 #include "platform.h"
 #include "llm.h"
 #include "llm_speculate.h"
+#include "llm_rope.h"
 #include "grammar.h"
 
 namespace {
@@ -90,6 +94,7 @@ struct Options {
   bool map = false;          // --mmap: the bundle's files used in place (mmap), not read
   bool populate = false;     // --populate: and every page faulted in at load
   uint32_t forks = 0;        // --forks N: load once, then run the request in N forked children
+  uint32_t context = 0;      // --context N: positions per request (0: llm::context_for's default)
   llm::SessionOptions session;
   llm::SpecChoice spec;      // --speculate
   const char* prediction_file = nullptr;
@@ -657,9 +662,36 @@ bool compile_constraint(Runner& r, const Options& opt, uint32_t vocab) {
   return true;
 }
 
+// The context as the kernel's ai.context sets it (llm::context_for): the
+// same positions, the same RoPE rows, so the two compare token for token.
+bool set_context(llm::Model& model, uint32_t requested) {
+  const llm::Config& c = model.config();
+  if (requested > c.seq_len || requested > llm::kMaxRuntimeSeqLen) {
+    char b[128];
+    TextBuf(b, sizeof b).str("--context ").u64(requested).str(" exceeds the model's ").str(
+        c.seq_len < llm::kMaxRuntimeSeqLen ? "seq_len " : "limit ").u64(
+        c.seq_len < llm::kMaxRuntimeSeqLen ? c.seq_len : llm::kMaxRuntimeSeqLen);
+    errln(b);
+    return false;
+  }
+  uint32_t context = llm::context_for(c, requested);
+  uint64_t floats = model.rope_table_floats(context);
+  float* table = floats ? static_cast<float*>(platform::alloc(floats * 4)) : nullptr;
+  if (floats && !table) {
+    errln("not enough memory for the RoPE table of --context");
+    return false;
+  }
+  auto set = model.set_context(context, table);
+  if (set.is_error()) {
+    errln(set.error().message);
+    return requested == 0;   // the default keeps the bundle's length; an explicit --context fails
+  }
+  return true;
+}
+
 void usage() {
   errln("usage: llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin | --text \"...\"] [--int8] [--group G]");
-  errln("              [--mmap] [--populate] [--forks N]");
+  errln("              [--mmap] [--populate] [--forks N] [--context N]");
   errln("              [--timing] [--align-tick] [--stream] [--temp X] [--top-k N] [--top-p X] [--min-p X]");
   errln("              [--repeat-penalty X] [--repeat-last-n N] [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"]");
   errln("              [--stop-eos] [--speculate ngram:K|predicted:K|oracle:K:A|none] [--adaptive] [--prediction FILE]");
@@ -728,6 +760,11 @@ int llmrun_main(int argc, char** argv) {
       }
       opt.grammar = a[2] == 'r' ? llm::GrammarKind::Regex : llm::GrammarKind::JsonSchema;
       opt.grammar_arg = argv[++i];
+    } else if (llm::str_eq(a, "--context") && has_next) {
+      if (!parse_u32(argv[++i], &opt.context) || opt.context == 0) {
+        errln("--context needs a number of positions, 1 or more");
+        return 2;
+      }
     } else if (llm::str_eq(a, "--int8")) {
       opt.session.matvec = llm::MatvecKind::Int8;
     } else if (llm::str_eq(a, "--group") && has_next) {
@@ -805,6 +842,7 @@ int llmrun_main(int argc, char** argv) {
     errln(")");
     return 1;
   }
+  if (!set_context(r.model, opt.context)) return 1;
   uint64_t t1 = platform::clock_ns();
   size_t need = llm::Session::bytes_needed(r.model.config(), opt.session);
   void* mem = platform::alloc(need);
