@@ -248,7 +248,7 @@ $(B)/host/grammar_cost: $(HOST_LIB_OBJS) $(B)/host/tools/grammar_cost.cpp.o
 # are built for the host too (KAI_AI_HOST: kernel/ai/platform.h takes the
 # lock, the clock and memory from tests/host/ai_host_platform.h).
 HOST_TEST_SRCS := $(wildcard tests/host/*.cpp)
-AI_HOST_SRCS := kernel/ai/policy.cpp kernel/ai/requests.cpp kernel/ai/kv_cache.cpp kernel/ai/kv_checkpoint.cpp kernel/ai/scheduler.cpp kernel/ai/proposer.cpp kernel/ai/settings.cpp
+AI_HOST_SRCS := kernel/ai/request_grammar.cpp kernel/ai/policy.cpp kernel/ai/requests.cpp kernel/ai/kv_cache.cpp kernel/ai/kv_checkpoint.cpp kernel/ai/scheduler.cpp kernel/ai/proposer.cpp kernel/ai/settings.cpp
 ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer
 # Catch2 v2 is one header (Debian 12); Debian 13 and Ubuntu 24.04 have v3 only
 # (catch_all.hpp and libCatch2.a): then tests/host/catch2-v3 maps v2's header onto it.

@@ -34,3 +34,15 @@ static_assert(KAI_AI_MAX_DRAFTS == ai::kMaxDrafts,
 // the n-gram proposer's default is the runtime's.
 static_assert(KAI_AI_MAX_DRAFTS == llm::kMaxSpecDrafts && KAI_AI_DEFAULT_NGRAM == llm::kDefaultNgram,
               "the speculation limits of ai_abi.h and lib/llm_speculate.h differ");
+// The grammar limits of the ABI, the kernel's buffers and the compiler agree.
+#include "grammar.h"
+#include "ai/ai_error.h"
+static_assert(KAI_AI_MAX_GRAMMAR_BYTES == llm::kMaxGrammarBytes && ai::kMaxGrammarBytes == llm::kMaxGrammarBytes,
+              "the grammar size limits of ai_abi.h, kernel/ai/limits.h and lib/grammar.h differ");
+static_assert(ai::kGrammarScratchBytes == llm::kGrammarScratchBytes && ai::kGrammarTableBytes == llm::kMaxDfaBytes,
+              "the grammar compiler's memory (kernel/ai/limits.h, lib/grammar*.h) differ");
+static_assert(KAI_AI_GRAMMAR_REGEX == uint32_t(llm::GrammarKind::Regex) &&
+                  KAI_AI_GRAMMAR_JSON == uint32_t(llm::GrammarKind::JsonSchema),
+              "KAI_AI_GRAMMAR_* (ai_abi.h) and llm::GrammarKind (lib/grammar.h) differ");
+static_assert(KAI_AI_ERROR_TEXT_MAX == sizeof(ai::Error::message),
+              "KAI_AI_ERROR_TEXT_MAX (ai_abi.h) and ai::Error's message (kernel/ai/ai_error.h) differ");

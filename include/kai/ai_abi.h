@@ -39,6 +39,12 @@
 #define KAI_AI_FINISH_STOP      3   // a stop sequence: the last tokens of the output are that sequence
 #define KAI_AI_FINISH_CANCELLED 4   // ai_cancel, kill or exit
 #define KAI_AI_FINISH_FAILED    5   // see kai_ai_result.error
+// Constrained requests (kai_ai_submit.grammar) only:
+#define KAI_AI_FINISH_GRAMMAR   6   // the output is a complete match and the grammar allows nothing after it
+#define KAI_AI_FINISH_PREFIX    7   // n_predict tokens generated and the output is not yet a match: it is
+                                    // a prefix of one (LENGTH means it was a match at that point)
+#define KAI_AI_FINISH_NO_TOKEN  8   // FAILED (error KAI_EINVAL): no token of the vocabulary can continue
+                                    // the match (the vocabulary cannot spell what the grammar needs)
 
 // Priorities (kai_ai_submit.priority): lower runs first under the priority
 // policy, as a Unix nice value; 0, the default, is the first.
@@ -69,7 +75,8 @@
 //   model failed to load           -KAI_ENODEV
 //   empty prompt, n_predict == 0, unknown flags, priority > 15,
 //     a sampling field above its maximum, a malformed stop list,
-//     a bad speculation request (kai_ai_speculation) -KAI_EINVAL
+//     a bad speculation request (kai_ai_speculation), a grammar the
+//     compiler refuses (kai_ai_grammar: its message in error_text) -KAI_EINVAL
 //   prompt longer than 255 tokens  -KAI_E2BIG
 //   prompt, stop or prediction id >= vocab_size -KAI_ERANGE
 //   prompt + predict > runtime_seq_len, or predict > KAI_AI_MAX_OUTPUT  -KAI_EFBIG
@@ -157,6 +164,30 @@ struct kai_ai_speculation {
   uint32_t reserved;          // must be 0
 };
 
+// Constrained decoding (kai_ai_submit.grammar; docs/constrained-decoding.md):
+// the grammar text is in user memory, grammar_len bytes (no NUL needed),
+// and is compiled by ai_submit itself, for the request alone. So there is
+// no handle whose lifetime the kernel must track, and the compile's cost is
+// charged to the system call of the program that asks for it. The kernel
+// keeps the DFA and its mask cache until the request finishes. A grammar
+// the compiler refuses is -KAI_EINVAL (-KAI_ENOMEM if kernel memory is
+// short) and, when error_text is set, its message ("regex: unbalanced ( at
+// 1", NUL-terminated, cut to error_text_len bytes) is written there; nothing
+// is submitted. All zero: no grammar.
+#define KAI_AI_GRAMMAR_NONE   0
+#define KAI_AI_GRAMMAR_REGEX  1     // the regular-expression subset, anchored at both ends
+#define KAI_AI_GRAMMAR_JSON   2     // a JSON schema (the subset lib/grammar_json.h lists)
+#define KAI_AI_MAX_GRAMMAR_BYTES 16384   // grammar_len: 1..this (a regex: 1..8192)
+#define KAI_AI_ERROR_TEXT_MAX    120     // longest message written to error_text, with its NUL
+struct kai_ai_grammar {
+  uint32_t kind;              // KAI_AI_GRAMMAR_*
+  uint32_t len;               // bytes of text: 1..KAI_AI_MAX_GRAMMAR_BYTES (0 with NONE)
+  const char* text;           // null with NONE
+  char* error_text;           // may be null: where a refused grammar's message goes
+  uint32_t error_text_len;    // bytes at error_text (0: none written)
+  uint32_t reserved;          // must be 0
+};
+
 struct kai_ai_submit {
   const char* model;          // e.g. "SMOL" (the directory /AI/SMOL)
   const uint32_t* prompt;     // token ids
@@ -169,6 +200,7 @@ struct kai_ai_submit {
   uint32_t stop_words;        // uint32_t values in stop[], 0..KAI_AI_MAX_STOP_WORDS
   struct kai_ai_speculation spec;   // all zero: the boot options' proposer (above)
   uint32_t reserved[3];       // must be 0
+  struct kai_ai_grammar grammar;    // all zero: no grammar (above)
 };
 
 // Filled by ai_wait. Timestamps are kernel clock_ns() values.

@@ -40,4 +40,18 @@ constexpr uint32_t kMaxKvBlocks = 1024;         // block-table entries per reque
 constexpr uint32_t kDefaultKvMb = 96;           // per model: SmolLM2 shape, ~130 blocks
 constexpr uint32_t kDefaultKvBlock = 16;        // positions per block
 
+// Constrained decoding (request_grammar.h). A grammar is compiled in the
+// submitting system call, one at a time (a sleep lock), so the compiler's
+// working memory exists at most once: kGrammarScratchBytes of scratch plus
+// kGrammarTableBytes for the DFA while it is built, both given back when
+// ai_submit returns. What a request keeps is its DFA (exactly the bytes it
+// needs, at most kGrammarTableBytes) and a cache of token masks of at most
+// kGrammarMaskBytes: 170 masks of the SmolLM2 vocabulary (6 KiB each), 33
+// of Qwen3.5's (31 KiB each); a state whose mask was evicted is computed
+// again on its next visit. So 32 constrained requests hold at most 64 MiB.
+constexpr uint32_t kMaxGrammarBytes = KAI_AI_MAX_GRAMMAR_BYTES;   // the text a submit may bring
+constexpr uint64_t kGrammarScratchBytes = uint64_t(4) << 20;     // = llm::kGrammarScratchBytes
+constexpr uint64_t kGrammarTableBytes = uint64_t(1) << 20;       // = llm::kMaxDfaBytes
+constexpr uint64_t kGrammarMaskBytes = uint64_t(1) << 20;
+
 }  // namespace ai

@@ -28,10 +28,15 @@ const char* proposer_name(ProposerKind k) {
   return "ngram";
 }
 
-uint32_t most_drafts_for(const Request& r) { return r.spec_default ? max_drafts : r.spec_drafts; }
+// A constrained request gets none: a proposal is not checked against the
+// grammar, and the simplest correct rule is not to make any.
+uint32_t most_drafts_for(const Request& r) {
+  if (r.grammar != nullptr) return 0;
+  return r.spec_default ? max_drafts : r.spec_drafts;
+}
 
 uint32_t drafts_for(const Request& r) {
-  if (!r.spec_default && r.spec_adaptive) return r.draft_control.drafts(r.spec_drafts);
+  if (!r.spec_default && r.spec_adaptive && r.grammar == nullptr) return r.draft_control.drafts(r.spec_drafts);
   return most_drafts_for(r);
 }
 

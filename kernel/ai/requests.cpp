@@ -45,7 +45,14 @@ void remove_from_fifo(Request* r) {
   fifo_len = out;
 }
 
+// A finished or forgotten request no longer needs its grammar.
+void drop_grammar(Request* r) {
+  grammar_free(r->grammar);
+  r->grammar = nullptr;
+}
+
 void release_slot(Request* r) {
+  drop_grammar(r);
   r->state = RequestState::Free;
   r->orphaned = false;
   r->id = 0;
@@ -65,6 +72,7 @@ void finish_as(Request* r, RequestState outcome, int32_t error, uint32_t reason)
   // A worker may be waiting for blocks (or have a queued request that did
   // not fit): it looks again.
   if (had_blocks) wakeup(&queue_nonempty_chan);
+  drop_grammar(r);
   r->state = outcome;
   r->finish_reason = reason;
   r->error = error;
@@ -142,11 +150,19 @@ uint32_t stop_reason(const Request& r) {
   const ModelSummary& m = models[r.model].summary;
   llm::StopRule rule;
   rule.eos = m.eos;
-  rule.n_eos = (r.flags & KAI_AI_STOP_AT_EOS) ? m.n_eos : 0;
+  // A constrained request stops at EOS: the mask allows it only where the
+  // output is a match, so it is how the model says "done".
+  rule.n_eos = (r.flags & KAI_AI_STOP_AT_EOS) || r.grammar ? m.n_eos : 0;
   rule.stop = r.stop;
   rule.stop_words = r.stop_words;
   rule.max_tokens = r.n_predict;
-  switch (llm::finish_reason(rule, r.output, r.n_generated)) {
+  llm::Finish finish = llm::finish_reason(rule, r.output, r.n_generated);
+  if (r.grammar != nullptr && (finish == llm::Finish::None || finish == llm::Finish::Length)) {
+    // The grammar's state has seen the whole output (publish() advanced it).
+    if (grammar_complete(r.grammar)) return KAI_AI_FINISH_GRAMMAR;   // nothing may follow
+    if (finish == llm::Finish::Length && !grammar_matched(r.grammar)) return KAI_AI_FINISH_PREFIX;
+  }
+  switch (finish) {
     case llm::Finish::EndOfSequence: return KAI_AI_FINISH_EOS;
     case llm::Finish::StopSequence: return KAI_AI_FINISH_STOP;
     case llm::Finish::Length: return KAI_AI_FINISH_LENGTH;
@@ -209,6 +225,7 @@ Request* submit(const NewRequest& n) {
   r->cached_tokens = r->preemptions = r->priority_preemptions = 0;
   r->n_draft = r->drafted = r->accepted = 0;
   set_speculation(r, n.spec, n.prediction);
+  r->grammar = n.grammar;
   r->iterations = 0;
   r->batch_sum = 0;
   r->finish_reason = KAI_AI_FINISH_NONE;
@@ -271,11 +288,11 @@ void complete(Request* r, uint32_t reason) {
   finish_as(r, RequestState::Done, 0, reason);
 }
 
-void fail(Request* r, int32_t error) {
+void fail(Request* r, int32_t error, uint32_t reason) {
   must_hold_lock("fail");
   if (r->state == RequestState::Queued) remove_from_fifo(r);
   else if (r->state != RequestState::Running) panic("ai: fail on a request in state %d", static_cast<int>(r->state));
-  finish_as(r, RequestState::Failed, error, KAI_AI_FINISH_FAILED);
+  finish_as(r, RequestState::Failed, error, reason);
 }
 
 void cancel_queued(Request* r) {

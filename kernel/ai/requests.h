@@ -31,6 +31,7 @@
 #include "counters.h"
 #include "proposer.h"
 #include "llm_speculate.h"
+#include "request_grammar.h"
 
 namespace ai {
 
@@ -114,6 +115,12 @@ struct Request {
   uint32_t preemptions;       // times its blocks were taken back (it was recomputed)
   uint32_t priority_preemptions;  // of those, for a more urgent request (ai.preempt_gap)
   BlockTable kv;              // its page table in the model's KV pool (kv_cache.h)
+  // Constrained decoding (kai_ai_submit.grammar; request_grammar.h): its
+  // compiled DFA and mask cache, owned from submit until it finishes (freed
+  // by every finishing arrow and by an exit), or nullptr. A constrained
+  // request is always sampled from full logits (greedy takes the argmax of
+  // the allowed ids), never gets proposed tokens, and stops at EOS.
+  RequestGrammar* grammar;
   uint32_t prompt[KAI_AI_MAX_PROMPT];
   uint32_t output[kMaxOutput];
   uint64_t output_ns[kMaxOutput];  // when each output token was published (ai_read hands them out)
@@ -149,6 +156,7 @@ struct NewRequest {
   // spec->prediction is not read: `prediction` holds the copied ids.
   const kai_ai_speculation* spec = nullptr;
   const uint32_t* prediction = nullptr;
+  RequestGrammar* grammar = nullptr;   // compiled at submit; the request owns it from here
 };
 
 // ---- queries (lock held) ------------------------------------------------
@@ -173,7 +181,8 @@ Request* submit(const NewRequest& n);   // Free -> Queued; needs slot_available(
 void admit(Request* r, uint32_t worker);         // Queued -> Running (a worker took it)
 void preempt(Request* r, uint32_t cause);        // Running -> Queued (its KV blocks were taken back); KAI_TRACE_CAUSE_*
 void complete(Request* r, uint32_t reason);      // Running -> Done (KAI_AI_FINISH_LENGTH/EOS/STOP)
-void fail(Request* r, int32_t error);            // Queued or Running -> Failed
+void fail(Request* r, int32_t error,             // Queued or Running -> Failed
+          uint32_t reason = KAI_AI_FINISH_FAILED);   // (KAI_AI_FINISH_NO_TOKEN: the grammar is stuck)
 void cancel_queued(Request* r);                  // Queued -> Cancelled (ai_cancel)
 void stop_cancelled(Request* r);                 // Running -> Cancelled, or Free if orphaned
 void collect(Request* r);                        // Done/Failed/Cancelled -> Free (ai_wait)

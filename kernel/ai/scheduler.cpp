@@ -111,11 +111,13 @@ void clear_slot(BatchSlot& s) {
 
 // Sampled or greedy: the ABI's thousandths become the sampler's floats
 // here, in the worker's thread (system calls do no floating point). A
-// repetition penalty changes even a greedy choice, so it needs the sampler.
-void choose_sampling(BatchSlot& s, const kai_ai_sampling& a) {
+// repetition penalty changes even a greedy choice, so it needs the sampler;
+// so does a grammar: a greedy constrained request takes the argmax of the
+// allowed ids, which the classifier's fused argmax cannot give.
+void choose_sampling(BatchSlot& s, const kai_ai_sampling& a, bool constrained) {
   s.params = llm::sampling_from_thousandths(a.temperature_milli, a.top_k, a.top_p_milli, a.min_p_milli,
                                             a.repeat_penalty_milli, a.repeat_last_n);
-  s.sampled = !s.params.greedy() || s.params.repeat_penalty != 1.0f;
+  s.sampled = !s.params.greedy() || s.params.repeat_penalty != 1.0f || constrained;
 }
 
 // 1. Running requests that must leave the batch before anything is planned.
@@ -175,12 +177,13 @@ bool admit_into(WorkerBatch& w, BatchSlot& s, Request* r) {
   s.int8 = (r->flags & KAI_AI_INT8) != 0;
   s.fresh = true;
   s.failed = false;
+  s.grammar_stuck = false;
   s.count = 0;
   s.drafts = 0;
   s.rewind = false;
   s.recurrent = models[r->model].summary.config.n_linear_layers() > 0;
   s.checkpointed = most_drafts_for(*r) > 0;   // an adaptive request may draft later
-  choose_sampling(s, r->sampling);
+  choose_sampling(s, r->sampling, r->grammar != nullptr);
   r->n_draft = 0;
   return true;
 }
@@ -546,6 +549,7 @@ bool publish(Request* r, uint32_t worker, uint32_t next, uint64_t now) {
   if (r->n_generated < kMaxOutput) {
     r->output_ns[r->n_generated] = now;
     r->output[r->n_generated++] = next;
+    if (r->grammar) grammar_sync(r->grammar, r->output, r->n_generated);   // stop_reason reads its state
     // A dead owner's counter is gone (process_exited): do not bring it back.
     if (!r->orphaned) fair_counters.charge_output(r->owner_pid, 1);
   }
@@ -665,7 +669,7 @@ void commit(WorkerBatch& w) {
         // The real cause reaches the owner (kai_ai_result.error); the
         // console gets the step and the detail.
         kprintf("ai: request %ld failed: %s\n", static_cast<long>(r->id), s.error.message);
-        fail(r, static_cast<int32_t>(s.error.code));
+        fail(r, static_cast<int32_t>(s.error.code), s.grammar_stuck ? KAI_AI_FINISH_NO_TOKEN : KAI_AI_FINISH_FAILED);
       }
       clear_slot(s);
       continue;

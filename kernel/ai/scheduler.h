@@ -76,6 +76,7 @@ struct BatchSlot {
   // copies it after commit(), then finish_checkpointed() completes it.
   bool finishing = false;
   bool failed;               // the run failed for it (error says why); commit fails the request
+  bool grammar_stuck;        // ... because its grammar allowed no token (KAI_AI_FINISH_NO_TOKEN)
   Error error;
 };
 
@@ -84,7 +85,8 @@ struct BatchSlot {
 //   Argmax   the greedy next token (fused into the classifier's product);
 //   Sample   a token drawn by the request's sampler with its generator,
 //            from the position's logits (computed once, in the pass).
-// A constrained request's mask would apply between the logits and the draw.
+// A constrained request is always Sample: its mask applies between the
+// logits and the draw (worker.cpp, sample_group).
 enum class Want : uint8_t { Nothing, Argmax, Sample };
 
 // One forward pass: items [first, first + count) of the plan, all of one

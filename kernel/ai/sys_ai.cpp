@@ -10,6 +10,7 @@
 #include "load_meter.h"
 #include "proposer.h"
 #include "settings.h"
+#include "grammar_submit.h"
 #include "../proc.h"
 #include "../trap.h"
 #include "../string.h"
@@ -140,12 +141,37 @@ ErrorOr<void> check_prediction_ids(const kai_ai_speculation& sp, const uint32_t*
   return {};
 }
 
+// A compiled grammar between its compile and submit(): freed on every way
+// out that does not submit (quota, full queue, a kill), after ai::lock is
+// released (it is declared before the lock's guard).
+class GrammarOwner {
+ public:
+  explicit GrammarOwner(RequestGrammar* g) : g_(g) {}
+  ~GrammarOwner() { grammar_free(g_); }
+  GrammarOwner(const GrammarOwner&) = delete;
+  GrammarOwner& operator=(const GrammarOwner&) = delete;
+  RequestGrammar* release() {
+    RequestGrammar* g = g_;
+    g_ = nullptr;
+    return g;
+  }
+
+ private:
+  RequestGrammar* g_;
+};
+
 ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt, uint32_t* stop, PredictionPage& prediction) {
   if (req.flags & ~uint32_t(KAI_AI_NONBLOCK | KAI_AI_INT8 | KAI_AI_STOP_AT_EOS)) return Errno::Invalid;
   for (uint32_t word : req.reserved)
     if (word != 0) return Errno::Invalid;   // kept for later
   if (!sampling_ok(req.sampling)) return Errno::Invalid;
   if (!speculation_ok(req.spec)) return Errno::Invalid;
+  if (!grammar_shape_ok(req.grammar)) return Errno::Invalid;
+  // Proposed tokens are not checked against a grammar: a constrained
+  // request gets none, so asking for a proposer with one is an error.
+  if (req.grammar.kind != KAI_AI_GRAMMAR_NONE && req.spec.proposer != KAI_AI_PROPOSER_DEFAULT &&
+      req.spec.proposer != KAI_AI_PROPOSER_NONE)
+    return Errno::Invalid;
   if (req.priority > KAI_AI_MAX_PRIORITY) return Errno::Invalid;
   if (req.prompt_len == 0 || req.n_predict == 0) return Errno::Invalid;   // before any copy
   if (req.prompt_len > KAI_AI_MAX_PROMPT) return Errno::TooBig;          // bounds the copy below
@@ -186,6 +212,11 @@ SyscallResult sys_ai_submit() {
   PredictionPage prediction;
   auto model = validate(req, prompt, stop, prediction);
   if (model.is_error()) return reject(model.error());
+  // The grammar, compiled for the model (without ai::lock: it sleeps).
+  // Owned here until submit() hands it to the request.
+  auto compiled = compile_submitted_grammar(req.grammar, model.value());
+  if (compiled.is_error()) return reject(compiled.error().code);
+  GrammarOwner grammar(compiled.value());
 
   SpinlockGuard guard(lock);
   for (;;) {
@@ -205,7 +236,7 @@ SyscallResult sys_ai_submit() {
   note_backlogged(me()->pid);   // the fair policy's counters (fair_share.h)
   Request* r = submit(NewRequest{me()->pid, model.value(), prompt, req.prompt_len, req.n_predict, req.flags,
                                  req.priority, prefix_domain(me()->sid), req.sampling, stop, req.stop_words,
-                                 &req.spec, prediction.ids()});
+                                 &req.spec, prediction.ids(), grammar.release()});
   trace::emit_at(r->t_submit, KAI_TRACE_SUBMIT, r->id, r->model, r->prompt_len, r->n_predict, r->priority,
                  r->queue_depth_at_submit);
   return static_cast<uint64_t>(r->id);

@@ -136,6 +136,18 @@ void sample_group(WorkerBatch& w, const PlanGroup& g, const LogitsRoom& room) {
     uint32_t recent[llm::kMaxRepeatLastN];
     uint32_t n = recent_tokens(p, i, s, recent);
     uint32_t vocab = s.session->model().config().vocab_size;
+    if (Request* r = s.request; r->grammar != nullptr) {
+      // Disallowed ids to -infinity before every sampling step (penalty,
+      // temperature, filters): they have probability 0. No drafts, so the
+      // state is the one after the whole output.
+      auto masked = grammar_mask(r->grammar, r->output, r->n_generated, p.items[i].logits, vocab);
+      if (masked.is_error()) {
+        s.failed = true;
+        s.grammar_stuck = true;
+        s.error = masked.error();
+        continue;
+      }
+    }
     p.items[i].next = llm::sample_token(p.items[i].logits, vocab, s.params, rng, recent, n, room.order);
     p.rng_after[i] = rng_state = rng.state;
   }

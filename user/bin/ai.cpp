@@ -25,6 +25,11 @@
 // --adaptive: the drafts per pass move in 0..K, the number that pays best
 // for the share of drafts kept so far (KAI_AI_SPEC_ADAPTIVE,
 // lib/llm_draft_control.h).
+// --regex R | --json-schema FILE: constrained decoding (kai_ai_submit.grammar,
+// docs/constrained-decoding.md): the kernel compiles the grammar at submit
+// (a refused one is named with its position and nothing runs), masks every
+// draw, stops at EOS or when nothing may follow (finish=grammar); a request
+// cut by --predict before a match says finish=prefix. Not with --speculate.
 #include "kai.h"
 #include "kai_ai.h"
 #include "kai_prompt.h"
@@ -36,6 +41,7 @@ static void usage(bool asked = false) {
              "          [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X] [--repeat-last-n N]\n"
              "          [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"] [--stop-eos]\n"
              "          [--speculate ngram:K|predicted:K|oracle:K:A|none] [--adaptive] [--prediction FILE]\n"
+             "          [--regex R | --json-schema FILE]\n"
              "          (TOK... | --prompt-file F | --stdin | --text \"...\")\n"
              "  --text implies --stream and --stop-eos; --stop-text is encoded with the model's TOK.BIN\n");
   exit(asked ? 0 : 2);
@@ -51,6 +57,7 @@ int main(int argc, char** argv) {
   const char* prompt_file = nullptr;   // --prompt-file F: token ids from a file (kai_prompt.h)
   bool use_stdin = false;              // --stdin: token ids from standard input
   static ai_generation gen;
+  static ai_grammar_choice grammar;
   static uint32_t prompt[KAI_AI_MAX_PROMPT + 1];
   uint32_t n = 0;
   const char* speculate = nullptr;     // --speculate: as given, for the messages
@@ -68,6 +75,9 @@ int main(int argc, char** argv) {
     else if (strcmp(a, "--stdin") == 0) use_stdin = true;
     else if (int taken = ai_generation_option("ai", argc, argv, &i, &gen); taken != 0) {
       if (taken < 0) return 2;
+    }
+    else if (int took = ai_grammar_option("ai", argc, argv, &i, &grammar); took != 0) {
+      if (took < 0) return 2;
     }
     else if (strcmp(a, "--model") == 0 || strcmp(a, "--predict") == 0 || strcmp(a, "--priority") == 0 ||
              strcmp(a, "--text") == 0 || strcmp(a, "--prompt-file") == 0 || strcmp(a, "--speculate") == 0 ||
@@ -118,6 +128,11 @@ int main(int argc, char** argv) {
   if (ways == 0) usage();
   if (spec.adaptive && (speculate == nullptr || spec.kind == llm::SpecKind::None)) {
     fprintf(2, "ai: --adaptive needs --speculate ngram:K, predicted:K or oracle:K:A\n");
+    return 2;
+  }
+  if (grammar.kind != KAI_AI_GRAMMAR_NONE && speculate) {
+    fprintf(2, "ai: --speculate cannot be combined with %s (drafts are not checked against the grammar)\n",
+            ai_grammar_option_name(&grammar));
     return 2;
   }
   if ((spec.kind == llm::SpecKind::Predicted) != (prediction_file != nullptr)) {
@@ -197,6 +212,7 @@ int main(int argc, char** argv) {
   kai_ai_result res{};
   kai_ai_submit req = ai_request(name, prompt, n, predict, flags, priority);
   ai_apply_generation(&req, &gen);
+  ai_apply_grammar(&req, &grammar);
   if (spec.kind == llm::SpecKind::Oracle) {
     // The oracle's first run: the answer, without speculation; the second
     // run's prediction is that answer, corrupted (llm_speculate.h).
@@ -255,6 +271,9 @@ int main(int argc, char** argv) {
     } else if (got == -KAI_EFBIG) {
       fprintf(2, "ai: prompt (%u tokens) + --predict %u exceeds model %s's runtime_seq_len %u\n", n,
               predict, name, mi.runtime_seq_len);
+    } else if (grammar.kind != KAI_AI_GRAMMAR_NONE && grammar.error[0]) {
+      fprintf(2, "ai: %s: %s\n", ai_grammar_option_name(&grammar), grammar.error);   // nothing was submitted
+      return 2;
     } else {
       fprintf(2, "ai: %s\n", strerror(got));
     }
@@ -263,6 +282,11 @@ int main(int argc, char** argv) {
   if (!stream) {
     for (long i = 0; i < got; i++) printf(i ? " %u" : "%u", out[i]);
     printf("\n");
+  }
+  if (res.finish_reason == KAI_AI_FINISH_NO_TOKEN) {
+    fprintf(2, "ai: request failed: %s: no token can continue the match (the vocabulary cannot spell what the grammar needs)\n",
+            ai_grammar_option_name(&grammar));
+    return 1;
   }
   if (res.state != KAI_AI_DONE) {
     fprintf(2, "ai: request %s (%s)\n", ai_state_name(res.state), strerror(res.error));

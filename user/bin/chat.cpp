@@ -1,6 +1,6 @@
 // chat [--model NAME] [--system TEXT] [--predict N] [--int8] [--timing] [--show-ids]
 //      [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X]
-//      [--repeat-last-n N] [--seed N] [--stop "IDS"] [--stop-text "TEXT"]
+//      [--repeat-last-n N] [--seed N] [--stop "IDS"] [--stop-text "TEXT"] [--json-schema FILE]
 // A conversation with a chat model through the kernel's AI service.
 //
 // Reads one line at a time from standard input (the console, or a file with
@@ -26,7 +26,9 @@
 // --system TEXT replaces the template's default system message; --int8 asks
 // for int8 activations (as `ai --int8`: faster, tokens may differ). --show-ids
 // prints each turn's prompt and answer ids (for tests: the same prompt sent
-// with `ai` must give the same answer).
+// with `ai` must give the same answer). --json-schema FILE: every answer is
+// JSON of that schema (kai_ai_submit.grammar, docs/constrained-decoding.md);
+// a schema the kernel refuses is named with its reason before any turn runs.
 #include "kai.h"
 #include "kai_ai.h"
 #include "kai_text.h"
@@ -42,7 +44,7 @@ constexpr uint32_t kLineBytes = 2048;
 void usage() {
   fprintf(2, "usage: chat [--model NAME] [--system TEXT] [--predict N] [--int8] [--timing] [--show-ids]\n"
              "            [--temp X] [--top-k N] [--top-p X] [--min-p X] [--repeat-penalty X]\n"
-             "            [--repeat-last-n N] [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"]\n");
+             "            [--repeat-last-n N] [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"] [--json-schema FILE]\n");
   exit(2);
 }
 
@@ -127,6 +129,7 @@ int main(int argc, char** argv) {
   bool predict_given = false, timing = false, show_ids = false;
   uint32_t flags = 0;
   static ai_generation gen;
+  static ai_grammar_choice grammar;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
     else if (strcmp(argv[i], "--system") == 0 && i + 1 < argc) system = argv[++i];
@@ -140,6 +143,9 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--stop-eos") == 0) { fprintf(2, "chat: --stop-eos is always on\n"); return 2; }
     else if (int taken = ai_generation_option("chat", argc, argv, &i, &gen); taken != 0) {
       if (taken < 0) return 2;
+    }
+    else if (strcmp(argv[i], "--json-schema") == 0) {
+      if (ai_grammar_option("chat", argc, argv, &i, &grammar) < 0) return 2;
     }
     else if (argv[i][0] == '-') {
       fprintf(2, "chat: unknown option '%s'\n", argv[i]);
@@ -283,7 +289,13 @@ int main(int argc, char** argv) {
     // Submit, stream the answer, keep its text.
     kai_ai_submit req = ai_request(name, prompt, n_prompt, predict, flags);
     ai_apply_generation(&req, &gen);
+    ai_apply_grammar(&req, &grammar);
     int64_t id = ai_submit(&req);
+    if (id < 0 && grammar.error[0]) {   // the schema was refused: no turn can run
+      fprintf(2, "chat: --json-schema: %s\n", grammar.error);
+      free(out);
+      return 2;
+    }
     llm::Decoder decoder = tokenizer.decoder();
     decoder.set_at_start(false);
     size_t answer_len = 0;

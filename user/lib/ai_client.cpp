@@ -271,6 +271,81 @@ extern "C" const char* ai_finish_name(uint32_t reason) {
     case KAI_AI_FINISH_STOP: return "stop";
     case KAI_AI_FINISH_CANCELLED: return "cancelled";
     case KAI_AI_FINISH_FAILED: return "failed";
+    case KAI_AI_FINISH_GRAMMAR: return "grammar";
+    case KAI_AI_FINISH_PREFIX: return "prefix";
+    case KAI_AI_FINISH_NO_TOKEN: return "no-token";
     default: return "-";
   }
+}
+
+extern "C" int ai_grammar_option(const char* prog, int argc, char** argv, int* i, struct ai_grammar_choice* g) {
+  const char* a = argv[*i];
+  bool regex = strcmp(a, "--regex") == 0, schema = strcmp(a, "--json-schema") == 0;
+  if (!regex && !schema) return 0;
+  if (g->kind != KAI_AI_GRAMMAR_NONE) {
+    fprintf(2, "%s: give one grammar: --regex or --json-schema, once\n", prog);
+    return -1;
+  }
+  if (*i + 1 >= argc) {
+    fprintf(2, "%s: %s needs a value\n", prog, a);
+    return -1;
+  }
+  const char* v = argv[++*i];
+  g->kind = regex ? KAI_AI_GRAMMAR_REGEX : KAI_AI_GRAMMAR_JSON;
+  if (regex) {
+    size_t n = strlen(v);
+    if (n == 0 || n > KAI_AI_MAX_GRAMMAR_BYTES) {
+      fprintf(2, "%s: --regex: %s\n", prog, n == 0 ? "empty pattern" : "longer than 16384 bytes");
+      return -1;
+    }
+    memcpy(g->text, v, n);
+    g->len = uint32_t(n);
+    return 1;
+  }
+  int fd = open(v, O_RDONLY);
+  if (fd < 0) {
+    fprintf(2, "%s: --json-schema: %s: cannot open (%s)\n", prog, v, strerror(fd));
+    return -1;
+  }
+  uint32_t n = 0;
+  for (;;) {
+    long got = read(fd, g->text + n, sizeof(g->text) - n);
+    if (got < 0) {
+      fprintf(2, "%s: --json-schema: %s: %s\n", prog, v, strerror(got));
+      close(fd);
+      return -1;
+    }
+    if (got == 0) break;
+    n += uint32_t(got);
+    if (n == sizeof(g->text)) {
+      char extra;
+      if (read(fd, &extra, 1) > 0) {
+        fprintf(2, "%s: --json-schema: %s: larger than %d bytes\n", prog, v, KAI_AI_MAX_GRAMMAR_BYTES);
+        close(fd);
+        return -1;
+      }
+      break;
+    }
+  }
+  close(fd);
+  if (n == 0) {
+    fprintf(2, "%s: --json-schema: %s: empty file\n", prog, v);
+    return -1;
+  }
+  g->len = n;
+  return 1;
+}
+
+extern "C" void ai_apply_grammar(struct kai_ai_submit* req, struct ai_grammar_choice* g) {
+  if (g->kind == KAI_AI_GRAMMAR_NONE) return;
+  req->grammar.kind = g->kind;
+  req->grammar.len = g->len;
+  req->grammar.text = g->text;
+  req->grammar.error_text = g->error;
+  req->grammar.error_text_len = sizeof(g->error);
+  g->error[0] = 0;
+}
+
+extern "C" const char* ai_grammar_option_name(const struct ai_grammar_choice* g) {
+  return g->kind == KAI_AI_GRAMMAR_JSON ? "--json-schema" : "--regex";
 }

@@ -81,8 +81,25 @@ int ai_generation_option(const char* prog, int argc, char** argv, int* i, struct
 bool ai_add_stop_ids(struct ai_generation* g, const uint32_t* ids, uint32_t n);
 // Copies g's sampling, stop sequences and flags into a request.
 void ai_apply_generation(struct kai_ai_submit* req, const struct ai_generation* g);
-// "length", "eos", "stop", "cancelled", "failed" or "-".
+// "length", "eos", "stop", "cancelled", "failed", "grammar", "prefix", "no-token" or "-".
 const char* ai_finish_name(uint32_t reason);
+
+// ---- constrained decoding (kai_ai_submit.grammar) --------------------------
+// ai_grammar_option() recognises --regex R and --json-schema FILE at argv[*i]
+// (the schema is read into g->text, at most KAI_AI_MAX_GRAMMAR_BYTES);
+// returns 1 if it took the option, 0 if argv[*i] is neither, -1 after
+// printing why not ("PROG: --json-schema: x.json: cannot open").
+struct ai_grammar_choice {
+  uint32_t kind;   // KAI_AI_GRAMMAR_*
+  char text[KAI_AI_MAX_GRAMMAR_BYTES];
+  uint32_t len;
+  char error[KAI_AI_ERROR_TEXT_MAX];   // the kernel's message when it refuses the grammar
+};
+int ai_grammar_option(const char* prog, int argc, char** argv, int* i, struct ai_grammar_choice* g);
+// Points req->grammar at g (kept alive by the caller until ai_submit returns).
+void ai_apply_grammar(struct kai_ai_submit* req, struct ai_grammar_choice* g);
+// "--regex" or "--json-schema": for messages.
+const char* ai_grammar_option_name(const struct ai_grammar_choice* g);
 
 // "0.7" -> 700, "1" -> 1000, "1.25" -> 1250: a decimal with at most three
 // digits after the point, at most max_milli. 0, or -KAI_EINVAL / -KAI_ERANGE.
