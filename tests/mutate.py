@@ -516,6 +516,19 @@ MUTATIONS = [
              KERNEL,
              [pytest("tests/qemu/test_kernel.py", "test_usertests and 1")],
              "mmap of a file opened write-only succeeds"),
+    Mutation("truncation-keeps-mapped-pages", "kernel/mmap.cpp",
+             "if (now == a.truncations) continue;",
+             "if (true) continue;",
+             KERNEL,
+             [pytest("tests/qemu/test_kernel.py", "test_usertests and 1")],
+             "pages mapped before a truncation stay mapped: the old bytes show, past the new end no kill"),
+    Mutation("truncation-sync-only-at-copies", "kernel/trap.cpp",
+             "vm_sync_truncations(p);   // pages a truncation detached go before user code runs (mmap.h)",
+             "// (mutated: no sync at the return to user mode)",
+             KERNEL,
+             [pytest("tests/qemu/test_kernel.py", "test_usertests and 1")],
+             "truncated pages are unmapped only when the kernel copies from the process: a fork right after "
+             "the truncation hands the child the old pages"),
 ]
 
 
