@@ -529,6 +529,18 @@ MUTATIONS = [
              [pytest("tests/qemu/test_kernel.py", "test_usertests and 1")],
              "truncated pages are unmapped only when the kernel copies from the process: a fork right after "
              "the truncation hands the child the old pages"),
+    Mutation("clock-no-second-chance", "kernel/fs/page_clock.h",
+             "referenced = false;   // a second chance",
+             "referenced = true;   // (mutated: the bit is never cleared)",
+             UNIT,
+             [host("[page_clock]")],
+             "the clock never clears a referenced bit: a page once looked up is never evicted"),
+    Mutation("clock-evicts-held-pages", "kernel/fs/page_clock.h",
+             "if (!t.used(i) || t.held(i)) continue;   // mapped or pinned: stays",
+             "if (!t.used(i)) continue;",
+             UNIT,
+             [host("[page_clock]")],
+             "the clock evicts pages that are mapped or being copied"),
 ]
 
 
