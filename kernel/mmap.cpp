@@ -278,9 +278,38 @@ void release(Process* p, PageTable pt, VmArea& a) {
   }
 }
 
+// vm.cpp's sync handler: before a copy to or from the current process's memory.
+void copy_sync(PageTable pt) {
+  Process* p = current_process();
+  if (p && p->pagetable == pt) vm_sync_truncations(p);
+}
+
 }  // namespace
 
-void vm_init() { uvm_set_fault_handler(copy_fault); }
+void vm_init() {
+  uvm_set_fault_handler(copy_fault);
+  uvm_set_sync_handler(copy_sync);
+}
+
+void vm_sync_truncations(Process* p) {
+  // The total first: itrunc bumps the file's count before the total, so a
+  // new total here means the file's new count is visible below.
+  uint64_t total = fs::truncations_total();
+  if (total == p->truncations_seen) return;
+  p->truncations_seen = total;
+  bool unmapped = false;
+  for (VmArea& a : p->vmas) {
+    if (!a.used() || !a.ip) continue;
+    uint64_t now = fs::inode_truncations(a.ip);
+    if (now == a.truncations) continue;
+    // kai truncates to length 0 only (O_TRUNC), so every page of the area
+    // is stale, privately written ones included (Linux unmaps those too).
+    a.truncations = now;
+    uvm_unmap(p->pagetable, a.start, (a.end - a.start) / PAGE_SIZE, true);
+    unmapped = true;
+  }
+  if (unmapped) sfence_vma();
+}
 
 const char* handle_page_fault(Process* p, uint64_t va, Access access) {
   VmArea* a = find_area(p, va);
@@ -338,6 +367,7 @@ ErrorOr<void> vm_fork(Process* parent, Process* child) {
     if (child->vmas[i].ip) fs::idup(child->vmas[i].ip);
   }
   child->vm = VmCounters{};
+  child->truncations_seen = 0;   // its first return to user mode checks the areas' counts
   return {};
 }
 
@@ -406,7 +436,8 @@ SyscallResult sys_mmap() {
   uint64_t start = find_gap(p, hint, len);
   if (!start) return Errno::NoMem;
   *slot = VmArea{start, start + len, uint32_t(prot), uint32_t(kind | (anonymous ? KAI_MAP_ANONYMOUS : 0)),
-                 KAI_MADV_NORMAL, anonymous ? nullptr : fs::idup(f->ip), anonymous ? 0 : uint64_t(offset)};
+                 KAI_MADV_NORMAL, anonymous ? nullptr : fs::idup(f->ip), anonymous ? 0 : uint64_t(offset),
+                 anonymous ? 0 : fs::inode_truncations(f->ip)};
   if (flags & KAI_MAP_POPULATE) {
     // Read ahead in big runs, then map every page (stops at the end of the
     // file or on the first failure, as Linux's populate does).

@@ -44,6 +44,20 @@ ErrorOr<void> vm_fork(Process* parent, Process* child);
 // exit and exec: unmaps every mapping of p from pt and drops its file
 // references (may sleep: a transaction for the last reference of a file).
 void vm_release_all(Process* p, PageTable pt);
+// Truncation: itrunc detaches a file's cached pages, but pages mapped
+// before stay in the page tables of the processes that map them, and would
+// show the old bytes. So every process, before it returns to user mode
+// (usertrapret) and before the kernel copies to or from its memory
+// (user_page), unmaps every page of each of its file mappings whose file
+// was truncated since (fs::inode_truncations): the next access faults, and
+// sees the file as it is now, or, past its end, kills the process. The
+// process changes only its own table (the invariant above). Cheap when
+// nothing was truncated: one atomic load. On one hart this is exact (the
+// truncating process runs, so no other is in user mode); with several, a
+// process running in user mode on another hart keeps its old pages until
+// its next trap (a timer tick at most): kai has no inter-processor
+// interrupts for a TLB shootdown.
+void vm_sync_truncations(Process* p);
 // Faults in the pages of [va, va + n) that lie in p's mappings (read() and
 // write() buffers, before the file's lock is taken). Errors are left to the copy.
 void vm_prefault(uint64_t va, uint64_t n, bool write);

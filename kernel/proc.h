@@ -39,6 +39,7 @@ struct Process {
   char name[32] = {};
   VmArea vmas[NVMA] = {};             // mmap()'s mappings (mmap.h)
   VmCounters vm = {};                 // its page faults (vmstat())
+  uint64_t truncations_seen = 0;      // fs::truncations_total() at its last vm_sync_truncations
 
   // -- kernel core only --
   Process* parent = nullptr;          // protected by the global wait lock

@@ -237,6 +237,7 @@ extern "C" void usertrap() {
 
 void usertrapret() {
   Process* p = current_process();
+  vm_sync_truncations(p);   // pages a truncation detached go before user code runs (mmap.h)
   intr_off();   // until sret: a trap now would go to uservec with kernel state
   uint64_t uservec = TRAMPOLINE + (trampoline_uservec - _trampoline);
   KAI_CSR_WRITE(stvec, uservec);

@@ -14,6 +14,10 @@ PageTable uvm_create();
 pte_t* uvm_pte(PageTable pt, uint64_t va);
 // Who resolves a fault met by copyin/copyout (mmap.cpp): true if va is now mapped.
 void uvm_set_fault_handler(bool (*fn)(PageTable pt, uint64_t va, bool write));
+// Set once at boot by mmap.cpp: called with the table before the kernel
+// looks up a user page in it (copyin/copyout), so that a page a truncation
+// has detached is unmapped first (vm_sync_truncations) and never copied.
+void uvm_set_sync_handler(void (*fn)(PageTable pt));
 // Maps [va, va+size) to consecutive physical pages starting at pa.
 ErrorOr<void> uvm_map(PageTable pt, uint64_t va, uint64_t pa, uint64_t size, uint64_t perm);
 // Removes npages mappings at va (skipping holes), optionally freeing the pages.

@@ -142,6 +142,7 @@ void kvm_map(uint64_t va, uint64_t pa, uint64_t size, uint64_t perm) {
 // copying to or from user memory (a mapping's page not yet faulted in, a
 // private page still shared). Returns true if the page is now there.
 bool (*user_fault_handler)(PageTable pt, uint64_t va, bool write) = nullptr;
+void (*user_sync_handler)(PageTable pt) = nullptr;
 
 uint64_t user_page_now(PageTable pt, uint64_t va, bool writable) {
   if (!pt || va >= MAXVA) return 0;
@@ -160,6 +161,7 @@ uint64_t user_page_now(PageTable pt, uint64_t va, bool writable) {
 // A page of a mapping that is not there yet is faulted in first, as the
 // hardware's access would have done.
 uint64_t user_page(PageTable pt, uint64_t va, bool writable) {
+  if (user_sync_handler) user_sync_handler(pt);
   uint64_t page = user_page_now(pt, va, writable);
   if (!page && pt && va < MAXVA && user_fault_handler && user_fault_handler(pt, va, writable))
     page = user_page_now(pt, va, writable);
@@ -215,6 +217,7 @@ uint64_t kernel_satp() { return make_satp(reinterpret_cast<uint64_t>(kernel_page
 // proc.cpp also fences after shrinking, for the hart that runs it.)
 
 void uvm_set_fault_handler(bool (*fn)(PageTable pt, uint64_t va, bool write)) { user_fault_handler = fn; }
+void uvm_set_sync_handler(void (*fn)(PageTable pt)) { user_sync_handler = fn; }
 
 pte_t* uvm_pte(PageTable pt, uint64_t va) {
   pte_t* pte = walk(pt, va, Tables::Existing);

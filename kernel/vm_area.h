@@ -13,6 +13,10 @@ struct VmArea {
   uint32_t advice = 0;       // KAI_MADV_NORMAL / RANDOM / SEQUENTIAL
   fs::Inode* ip = nullptr;   // the file (one inode reference), nullptr if anonymous
   uint64_t offset = 0;       // file offset of start, page-aligned
+  // fs::inode_truncations(ip) when this area's pages were last known to be
+  // the file's current ones: a larger count means a truncation detached
+  // them, and the area's pages are unmapped (vm_sync_truncations).
+  uint64_t truncations = 0;
   bool used() const { return end != 0; }
 };
 

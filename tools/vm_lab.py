@@ -20,7 +20,19 @@ Three boots (a cold cache needs a fresh boot); each waits a second of
 virtual time first, so the AI service has loaded SMOL (its loads bypass the
 page cache) before anything is measured.
 
-    /usr/bin/python3 tools/vm_lab.py [--image build/fs-smol.img] [--disk ssd] [--predict 16]
+--concurrent prints a second table instead: N = 1, 2, 4, 8 `llmrun`
+processes started together (the shell's `&`), read() against --mmap, one
+boot per mode (the runs of one mode follow each other, so N = 1 starts with
+a cold cache and the others find the bundle cached). For each N: the
+memory in use while all N run (`free`, sampled by a `sleep` of 1.5 N + 1
+s that ends after the loads and before the first exit: "used" counts page-cache pages
+nobody maps as free), the page cache's pages and mapped pages, how many
+processes finished (a read() process that finds no memory for its copy
+fails, and its message is shown), and tokens per second: the tokens of
+all the processes that finished over the longest one's start-to-end
+(load + init + total, virtual time).
+
+    /usr/bin/python3 tools/vm_lab.py [--image build/fs-smol.img] [--disk ssd] [--predict 16] [--concurrent]
 """
 import argparse
 import os
@@ -36,7 +48,7 @@ IDS = re.compile(r"^\d+( \d+)+$", re.M)
 
 def boot(args, commands):
     argv = ["/usr/bin/python3", os.path.join(ROOT, "tools", "qemu_run.py"), "--image", args.image, "--snapshot",
-            "--deterministic", "--smp", "1", "--disk", args.disk, "--timeout", "900"]
+            "--deterministic", "--smp", "1", "--disk", args.disk, "--timeout", "1800"]
     for c in ["sleep 1"] + commands:
         argv += ["-c", c]
     out = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT).stdout
@@ -70,14 +82,71 @@ def tokens(text):
     return m.group(0) if m else None
 
 
+FREE = re.compile(r"^memory: total=(\d+) free=(\d+) unused=(\d+) used=(\d+) pages.*\n.*\n"
+                  r"page cache: pages=(\d+) mapped=(\d+)", re.M)
+COUNTS = (1, 2, 4, 8)
+
+
+def concurrent(args):
+    """The N = 1, 2, 4, 8 table (--concurrent)."""
+    run = f"llmrun --int8 --timing --predict {args.predict}"
+    print(f"# vm-lab --concurrent: SMOL int8, predict {args.predict}; exact mode (virtual time), disk {args.disk}, "
+          f"1 hart, 1 GiB, the AI service holding SMOL")
+    print("| mode | N | finished | used MiB (all N running) | over idle MiB | page cache MiB | mapped MiB | "
+          "tokens/s | failures |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    ok = True
+    want = None
+    for mode, flag in (("read()", ""), ("mmap", " --mmap")):
+        cmds = ["free"]
+        for n in COUNTS:
+            jobs = " & ".join(f"{run}{flag} {PROMPT} > /o{n}-{k}" for k in range(n))
+            cmds.append(f"{jobs} & sleep {n * 3 // 2 + 1}; free; wait")
+            cmds += [f"cat /o{n}-{k}" for k in range(n)]
+        out = boot(args, cmds)
+        secs = sections(out, cmds)
+        idle = FREE.search(secs[0])
+        if not idle:
+            raise SystemExit(f"vm_lab: no free output:\n{secs[0][-2000:]}")
+        idle_used = int(idle.group(4))
+        at = 1
+        for n in COUNTS:
+            text = secs[at]
+            mem = FREE.search(text)
+            timings = fields(text)
+            outs = [secs[at + 1 + k] for k in range(n)]
+            at += 1 + n
+            toks = [tokens(o) for o in outs]
+            for t in toks:
+                if t is not None:
+                    want = want or t
+                    ok &= t == want
+            fails = sorted({line.strip() for line in text.splitlines()
+                            if re.search(r"ENOMEM|killed|out of memory|panic", line)
+                            and not line.startswith(("$ ", "memory:", "policy:", "page cache:"))})
+            span = max((int(t["load_us"]) + int(t["init_us"]) + int(t["total_us"]) for t in timings), default=0)
+            gen = sum(int(t["gen"]) for t in timings)
+            mib = lambda pages: f"{int(pages) * 4096 / 2**20:.1f}"
+            used = int(mem.group(4)) if mem else None
+            print(f"| {mode} | {n} | {len(timings)} | {mib(used) if mem else '-'} | "
+                  f"{mib(used - idle_used) if mem else '-'} | {mib(mem.group(5)) if mem else '-'} | "
+                  f"{mib(mem.group(6)) if mem else '-'} | {gen / (span / 1e6) if span else 0:.2f} | "
+                  f"{'; '.join(fails) if fails else '-'} |")
+    print(f"tokens: {'the same in every process that finished' if ok else 'DIFFER'}: {want}")
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--image", default=os.path.join(ROOT, "build", "fs-smol.img"))
     ap.add_argument("--disk", default="ssd")
     ap.add_argument("--predict", type=int, default=16)
+    ap.add_argument("--concurrent", action="store_true", help="N = 1, 2, 4, 8 processes, read() against mmap")
     args = ap.parse_args()
     if not os.path.exists(args.image):
         raise SystemExit(f"vm_lab: {args.image} missing: run `make build/fs-smol.img`")
+    if args.concurrent:
+        return concurrent(args)
     run = f"llmrun --int8 --timing --align-tick --predict {args.predict}"
     boots = [
         [("a", f"{run} {PROMPT}"), ("b", f"{run} {PROMPT}"), ("d", f"{run} --mmap {PROMPT}"),

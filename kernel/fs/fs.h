@@ -49,6 +49,10 @@ bool iholding(Inode* ip);      // is ip locked by the calling process?
 ErrorOr<uint64_t> readi(Inode* ip, bool user_dst, uint64_t dst, uint64_t off, uint64_t n);
 uint16_t inode_type(Inode* ip);    // KAI_T_*, ip locked
 uint64_t inode_size(Inode* ip);    // ip locked
+// Truncations of ip, and of every file, so far: a mapping compares them with
+// what it saw (mmap.h). No lock needed (atomic reads).
+uint64_t inode_truncations(Inode* ip);
+uint64_t truncations_total();
 
 // Open files (for fork/exit and the console).
 File* filedup(File* f);

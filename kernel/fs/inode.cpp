@@ -31,6 +31,8 @@ struct ITable {
   Inode inode[NINODE];
 };
 ITable itable;
+// Truncations of any file so far (atomic): see inode_truncations.
+uint64_t all_truncations = 0;
 
 // Where free_map copies a map block's entries: freeing a block needs the
 // bitmap's buffer, so the map block's own buffer is released first. One
@@ -248,6 +250,11 @@ void itrunc(Inode* ip) {
   }
   ip->size = 0;
   MUST(iupdate(ip), "freed blocks cannot be taken back; the next update of the inode retries");
+  // Last, after the pages left the cache: a process that reads the new
+  // counts unmaps what it mapped of this file before (vm_sync_truncations),
+  // and whatever it maps after them comes from the cache as it is now.
+  __atomic_add_fetch(&ip->truncations, 1, __ATOMIC_RELEASE);
+  __atomic_add_fetch(&all_truncations, 1, __ATOMIC_RELEASE);
 }
 
 void stati(Inode* ip, kai_stat* st) {
@@ -261,6 +268,8 @@ void stati(Inode* ip, kai_stat* st) {
 
 uint16_t inode_type(Inode* ip) { return ip->type; }
 uint64_t inode_size(Inode* ip) { return ip->size; }
+uint64_t inode_truncations(Inode* ip) { return __atomic_load_n(&ip->truncations, __ATOMIC_ACQUIRE); }
+uint64_t truncations_total() { return __atomic_load_n(&all_truncations, __ATOMIC_ACQUIRE); }
 
 // ---------------------------------------------------------------- data
 ErrorOr<uint64_t> writei(Inode* ip, bool user_src, uint64_t src, uint64_t off, uint64_t n) {

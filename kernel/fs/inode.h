@@ -63,6 +63,9 @@ struct Inode {
   uint32_t indirect = 0;
   uint32_t dindirect = 0;
   uint64_t gen = 0;             // bumped by every write/truncate: read-ahead validity
+  // Bumped (atomically, read without the lock) by every itrunc: a mapping
+  // that saw an older count may hold pages the truncation detached (mmap.h).
+  uint64_t truncations = 0;
 };
 
 // Read-ahead state of one open file (see readi_stream).

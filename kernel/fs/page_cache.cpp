@@ -2,9 +2,10 @@
 // clock for eviction, and the fill that reads a run of missing pages.
 //
 //   Entry, find, insert, remove    the table (page_lock held)
-//   evict_locked                    the clock
+//   evict_locked                    the clock (page_clock.h) over the table
 //   page_cache_get / peek / ...     the entry points
 #include "page_cache.h"
+#include "page_clock.h"
 #include "inode.h"
 #include "layout.h"
 #include "../kalloc.h"
@@ -41,7 +42,7 @@ uint32_t* buckets = nullptr;
 uint32_t capacity = 0;
 uint32_t nbuckets = 0;        // a power of two
 uint32_t free_head = NONE;
-uint32_t hand = 0;            // the clock's hand
+PageClock clock;              // the eviction clock's hand
 uint64_t used_count = 0;
 uint64_t hits = 0, misses = 0, evictions = 0, disk_bytes = 0;
 
@@ -74,22 +75,23 @@ void remove(Entry& e) {
   e.page = nullptr;
 }
 
+// The table as the clock sees it (page_clock.h). A page is held when more
+// than the cache's own reference exists: a mapping, or a reader copying.
+struct ClockView {
+  uint32_t size() const { return capacity; }
+  bool used(uint32_t i) const { return entries[i].used; }
+  bool held(uint32_t i) const { return kpage_refs(entries[i].page) > 1; }
+  bool& referenced(uint32_t i) { return entries[i].referenced; }
+  void evict(uint32_t i) {
+    remove(entries[i]);
+    evictions++;
+  }
+};
+
 // The clock: frees up to want pages nobody maps (all such pages if all).
 uint64_t evict_locked(uint64_t want, bool all) {
-  uint64_t freed = 0;
-  for (uint64_t step = 0; step < 2ull * capacity && freed < want; step++) {
-    Entry& e = entries[hand];
-    hand = hand + 1 == capacity ? 0 : hand + 1;
-    if (!e.used || kpage_refs(e.page) > 1) continue;   // mapped or pinned: stays
-    if (e.referenced && !all) {
-      e.referenced = false;   // a second chance
-      continue;
-    }
-    remove(e);
-    evictions++;
-    freed++;
-  }
-  return freed;
+  ClockView view;
+  return clock.sweep(view, want, all);
 }
 
 // Adds page as (ip, index); false if the table is full of pages in use.

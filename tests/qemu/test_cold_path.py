@@ -372,7 +372,7 @@ def test_not_enough_memory(image):
     g = Guest(img, [n for n in bundles if n in WARM], memory="64M")
     try:
         out = g.fails("llmrun --asset-dir /B/BIG --predict 2 1 2")
-        assert re.search(r"not enough memory: EMB.BIN needs \d+ bytes\ncannot load bundle /B/BIG\n", out), out
+        assert re.search(r"not enough memory: EMB.BIN needs \d+ bytes \(ENOMEM\)\ncannot load bundle /B/BIG\n", out), out
         got, _ = g.ids("llmrun --asset-dir /AI/LLAMA --predict 3 1 17 42")
         assert len(got) == 3
     finally:

@@ -3,7 +3,10 @@
 // the size in bytes, so the result can be compared with the host's `cksum`.
 // cksum --mmap FILE... reads each file through a read-only mapping instead
 // of read() (the page cache's pages in place: docs/virtual-memory.md), so
-// the two paths can be compared.
+// the two paths can be compared. It maps the whole file but lets go of each
+// window of WINDOW bytes once summed (MADV_DONTNEED): kai never evicts a
+// page while it is mapped, so a file larger than the free memory can be
+// summed through a map only if the pages behind the reader are unmapped.
 #include "kai.h"
 
 static uint32_t table[8][256];
@@ -34,6 +37,7 @@ static uint32_t update(uint32_t crc, const uint8_t* p, long n) {
 }
 
 static constexpr long BUF = 1 << 20;
+static constexpr long WINDOW = 8 << 20;
 
 // The checksum of fd's bytes through a mapping; false (reported) on error.
 static bool map_sum(int fd, const char* path, uint32_t* crc, uint64_t* size) {
@@ -51,7 +55,12 @@ static bool map_sum(int fd, const char* path, uint32_t* crc, uint64_t* size) {
     return false;
   }
   madvise(p, st.size, MADV_SEQUENTIAL);
-  *crc = update(*crc, static_cast<const uint8_t*>(p), long(st.size));
+  const uint8_t* bytes = static_cast<const uint8_t*>(p);
+  for (uint64_t at = 0; at < st.size; at += WINDOW) {
+    long n = st.size - at < uint64_t(WINDOW) ? long(st.size - at) : WINDOW;
+    *crc = update(*crc, bytes + at, n);
+    madvise(const_cast<uint8_t*>(bytes) + at, n, MADV_DONTNEED);   // its pages may now be evicted
+  }
   munmap(p, st.size);
   return true;
 }

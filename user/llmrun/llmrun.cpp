@@ -170,7 +170,7 @@ class DirBundle : public llm::BundleSource {
     void* buf = platform::alloc(uint64_t(n));
     if (!buf) {
       char b[160];
-      TextBuf(b, sizeof b).str("not enough memory: ").str(name).str(" needs ").u64(uint64_t(n)).str(" bytes");
+      TextBuf(b, sizeof b).str("not enough memory: ").str(name).str(" needs ").u64(uint64_t(n)).str(" bytes (ENOMEM)");
       errln(b);
       io_error_ = true;
       return false;
