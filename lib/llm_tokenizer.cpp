@@ -218,6 +218,38 @@ void close_gap(uint32_t* ids, uint32_t& n, uint32_t i) {
   n--;
 }
 
+// Both encoders start from one token per byte (or character) and merge; the
+// result may need far fewer slots than the start (" available": 10 bytes, 1
+// token). They merge in place in the output when it has room for the start,
+// else in this much scratch, copying out only the result: so a caller may
+// size its buffer for the tokens it wants (a stop text of at most 8 tokens),
+// not for the text's bytes.
+constexpr uint32_t kMergeScratch = 64;
+
+// Where a merge of at most `need` starting tokens runs, and its room
+// (*limit): in place (o.ids + o.n) when the output has room for them, else
+// in scratch when they fit there, else in place all the same (the caller
+// stops at *limit: the text may start with fewer tokens than `need`).
+uint32_t* merge_room(IdOut& o, size_t need, uint32_t* scratch, uint32_t* limit) {
+  uint32_t room = o.cap - o.n;
+  if (need > room && need <= kMergeScratch) {
+    *limit = kMergeScratch;
+    return scratch;
+  }
+  *limit = room;
+  return o.ids + o.n;
+}
+
+// Appends the merged w[0..n) to the output (a no-op copy when in place).
+ErrorOr<void, Error> emit_merged(IdOut& o, const uint32_t* w, uint32_t n) {
+  if (w != o.ids + o.n) {
+    if (n > o.cap - o.n) return no_room(o.cap);
+    for (uint32_t k = 0; k < n; k++) o.ids[o.n + k] = w[k];
+  }
+  o.n += n;
+  return {};
+}
+
 // Byte-level BPE of one piece s[b, e): bytes become tokens, then the pair of
 // lowest rank is merged (leftmost on ties) until no pair has a merge.
 ErrorOr<void, Error> bpe_piece(const Tokenizer& t, const uint8_t* s, size_t b, size_t e, IdOut& o) {
@@ -229,8 +261,9 @@ ErrorOr<void, Error> bpe_piece(const Tokenizer& t, const uint8_t* s, size_t b, s
       return {};
     }
   }
-  if (e - b > o.cap - o.n) return no_room(o.cap);
-  uint32_t* w = o.ids + o.n;
+  uint32_t scratch[kMergeScratch], limit;
+  uint32_t* w = merge_room(o, e - b, scratch, &limit);
+  if (e - b > limit) return no_room(o.cap);   // one starting token per byte
   uint32_t n = 0;
   for (size_t p = b; p < e; p++) {
     uint32_t id = load_u32(t.byte_ids + 4 * s[p]);
@@ -251,8 +284,7 @@ ErrorOr<void, Error> bpe_piece(const Tokenizer& t, const uint8_t* s, size_t b, s
     w[best_i] = best_id;
     close_gap(w, n, best_i);
   }
-  o.n += n;
-  return {};
+  return emit_merged(o, w, n);
 }
 
 // One pre-tokenized segment s[b, e) (no special tokens inside): digits one
@@ -325,8 +357,10 @@ Result<uint32_t> encode_byte_bpe(const Tokenizer& t, const uint8_t* s, size_t le
 // Every round looks up every pair again, O(n^2 log vocab) as in llama2.c: a
 // prompt of 1000 characters takes about 0.8 s in QEMU, 200 about 0.1 s.
 Result<uint32_t> encode_scores(const Tokenizer& t, const uint8_t* s, size_t len, IdOut& o) {
-  uint32_t* w = o.ids + o.n;
-  uint32_t room = o.cap - o.n, n = 0;
+  // At most one token per byte, plus the dummy prefix.
+  uint32_t scratch[kMergeScratch], room;
+  uint32_t* w = merge_room(o, len + 1, scratch, &room);
+  uint32_t n = 0;
   if (len && (t.flags & kTokDummyPrefix)) {
     if (!room) return no_room(o.cap);
     uint32_t space = lookup(t, reinterpret_cast<const uint8_t*>(" "), 1, nullptr, 0);
@@ -368,7 +402,7 @@ Result<uint32_t> encode_scores(const Tokenizer& t, const uint8_t* s, size_t len,
     w[best_i] = best_id;
     close_gap(w, n, best_i);
   }
-  o.n += n;
+  TRY(emit_merged(o, w, n));
   return o.n;
 }
 

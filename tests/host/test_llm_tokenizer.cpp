@@ -145,6 +145,12 @@ TEST_CASE("hand-built scores TOK.BIN: dummy prefix, merges by score, BOS, byte f
   d.set_at_start(false);                        // a continuation keeps its space
   char buf[llm::Decoder::kMaxPushBytes];
   CHECK(std::string(buf, d.push(7, buf, sizeof buf).value()) == " a");
+  // A buffer sized for the tokens, not the characters: " ", a, b, A start
+  // as 4 tokens and end as 3 (a stop text of 8 tokens may hold long words).
+  uint32_t three[3];
+  auto fits = llm::encode(t, "abA", 3, three, 3);
+  REQUIRE(!fits.is_error());
+  CHECK(V(three, three + fits.value()) == V{3, 6, 8});
   auto z = llm::encode(t, "z", 1, ids, 16);   // no token, no byte fallback for 'z'
   REQUIRE(z.is_error());
   CHECK(std::string(z.error().message) == "TOK.BIN: no token for byte 0x7A");
@@ -192,6 +198,11 @@ TEST_CASE("hand-built byte-level TOK.BIN: merges, split rule, digits, specials",
   CHECK(std::string(short_header.error().message) == "TOK.BIN: size 100 bytes, smaller than the 128-byte header");
 
   uint32_t small[2];
+  // 6 bytes that merge into 2 tokens fit a buffer of 2 (the merge runs in
+  // scratch space, not in the caller's buffer).
+  auto merged = llm::encode(t, "thethe", 6, small, 2);
+  REQUIRE(!merged.is_error());
+  CHECK(V(small, small + merged.value()) == V{kThe, kThe});
   auto full = llm::encode(t, "a b c", 5, small, 2);
   REQUIRE(full.is_error());
   CHECK(full.error().code == llm::ErrorCode::NoMemory);
