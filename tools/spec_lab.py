@@ -35,6 +35,7 @@ ratio compares runs seconds apart, so slow drifts of the host cancel; the
 table gives every round's ratio and their median.
 Writes a markdown table (and prints it). Standard library only."""
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -112,6 +113,18 @@ def seeded(outputs, predict, k, a, seeds, adaptive=False):
     return sum(t for t, _, _ in got) / len(got), sum(d for _, d, _ in got), sum(x for _, _, x in got)
 
 
+@contextlib.contextmanager
+def lab_session(args, deterministic):
+    """One hart, 1 GiB, booted and SMOL loaded: the lab's guest."""
+    with qemu_run.Session(args.image, args.kernel, smp=1, memory="1G", snapshot=True, boot_timeout=600,
+                          deterministic=deterministic) as s:
+        if not s.booted:
+            raise SystemExit("spec_lab: boot failed\n" + s.transcript)
+        if not s.wait_log(r"ai: model SMOL (ready|failed)", timeout=900):
+            raise SystemExit("spec_lab: model SMOL never loaded\n" + s.transcript)
+        yield s
+
+
 def plot_lab(path, pass_ns, points, adaptive_points):
     """TPOT / plain against acceptance: the model's curve r(k+1) / E(A, k)
     for each k (lines) and the measured runs at their real acceptance (dots:
@@ -149,12 +162,7 @@ def real_time_rounds(args):
     adaptive = [ai_command(args.predict, 8, a, True, x) for x in seeds]
     rows = []
     started = time.time()
-    with qemu_run.Session(args.image, args.kernel, smp=1, memory="1G", snapshot=True, boot_timeout=600,
-                          deterministic=False) as s:
-        if not s.booted:
-            raise SystemExit("spec_lab: boot failed\n" + s.transcript)
-        assert s.wait_log(r"ai: model SMOL (ready|failed)", timeout=900), s.transcript
-
+    with lab_session(args, deterministic=False) as s:
         def run(cmd):
             start = s.mark()
             if not s.command(cmd, timeout=3600):
@@ -236,11 +244,7 @@ def main():
         runs += [concurrent_command(args.predict, k, args.concurrent_accept, c) for k in [0] + cks]
     outputs = {}
     started = time.time()
-    with qemu_run.Session(args.image, args.kernel, smp=1, memory="1G", snapshot=True, boot_timeout=600,
-                          deterministic=True) as s:
-        if not s.booted:
-            raise SystemExit("spec_lab: boot failed\n" + s.transcript)
-        assert s.wait_log(r"ai: model SMOL (ready|failed)", timeout=900), s.transcript
+    with lab_session(args, deterministic=True) as s:
         for cmd in cases + runs:
             start = s.mark()
             if not s.command(cmd, timeout=3600):

@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from kai_boot import KERNEL, MODELS, ROOT, make_image, need_built, need_model, programs, qemu_run
+from chat_turns import common_prefix, turns_of
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import chat_template as CT  # noqa: E402
@@ -81,25 +82,6 @@ def boot(img, commands, append=""):
             outputs[cmd] = text[:text.index("\n" + END) + 1]
         s.halt()
     return outputs
-
-
-def turns_of(out):
-    """{turn: dict(prompt, answer, finish, cached, n_prompt)} from --show-ids and --timing lines."""
-    t = {}
-    for m in re.finditer(r"^turn (\d+) (prompt|answer):((?: \d+)*)$", out, re.M):
-        t.setdefault(int(m[1]), {})[m[2]] = [int(x) for x in m[3].split()]
-    for m in re.finditer(r"^turn (\d+) finish=(\w+)$", out, re.M):
-        t[int(m[1])]["finish"] = m[2]
-    for m in re.finditer(r"^turn (\d+) prompt=(\d+) cached=(\d+) ttft_us=(\d+) tpot_us=(\d+)$", out, re.M):
-        t[int(m[1])].update(n_prompt=int(m[2]), cached=int(m[3]))
-    return t
-
-
-def common_prefix(a, b):
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,7 @@ import re
 import pytest
 
 from kai_boot import KERNEL, ROOT, make_image, need_built, need_model, programs, qemu_run, run_in_session
+from chat_turns import common_prefix, turns_of
 
 WORK = os.path.join(ROOT, "build", "test-qwen-chat")
 B = 16   # ai.kv_block's default
@@ -54,22 +55,6 @@ def converse(img, append=""):
         return out, run_in_session(s, "aistat", 30)
     finally:
         s.__exit__(None, None, None)
-
-
-def turns_of(out):
-    t = {}
-    for m in re.finditer(r"^turn (\d+) (prompt|answer):((?: \d+)*)$", out, re.M):
-        t.setdefault(int(m[1]), {})[m[2]] = [int(x) for x in m[3].split()]
-    for m in re.finditer(r"^turn (\d+) prompt=(\d+) cached=(\d+) ttft_us=\d+ tpot_us=\d+$", out, re.M):
-        t[int(m[1])].update(n_prompt=int(m[2]), cached=int(m[3]))
-    return t
-
-
-def common_prefix(a, b):
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
 
 
 def expected_resume(earlier, cur):
