@@ -208,10 +208,15 @@ void kv_init_model(int m, const llm::Config& c, const char* name, uint32_t max_r
   k.pool.block_size = B;
   k.pool.n_blocks = uint32_t(n);
   k.paged = true;
-  kprintf("ai: model %s: KV cache %lu blocks of %u positions (%lu KiB each, %lu MiB)%s", name, n, B,
-          block_bytes / 1024, (n * block_bytes) >> 20, k.reuses_prefixes ? ", prefix cache on" : "");
-  if (k.reuses_prefixes && recurrent) kprintf(", checkpoints of %u blocks", per_ckpt);
-  kprintf("\n");
+  // One kprintf for the whole line: a line is atomic only within one call
+  // (uart_sync_begin), and a program's output written between two calls
+  // would land inside it (the test harness then drops it with the line).
+  if (k.reuses_prefixes && recurrent)
+    kprintf("ai: model %s: KV cache %lu blocks of %u positions (%lu KiB each, %lu MiB), prefix cache on, "
+            "checkpoints of %u blocks\n", name, n, B, block_bytes / 1024, (n * block_bytes) >> 20, per_ckpt);
+  else
+    kprintf("ai: model %s: KV cache %lu blocks of %u positions (%lu KiB each, %lu MiB)%s\n", name, n, B,
+            block_bytes / 1024, (n * block_bytes) >> 20, k.reuses_prefixes ? ", prefix cache on" : "");
 }
 
 const llm::KvPool* kv_pool(int m) { return pools[m].paged ? &pools[m].pool : nullptr; }
