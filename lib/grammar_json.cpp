@@ -305,6 +305,79 @@ void int_range(RegexOut& o, bool has_lo, int64_t lo, bool has_hi, int64_t hi) {
   o.chr(')');
 }
 
+// ---- decimal numbers between whole-number bounds
+//
+// A bounded `number` is written without an exponent: -?I(.F)? with I as JSON
+// writes it. Its value lies in [I, I+1) (or the mirror image below zero), so
+// a bound B splits the texts by I alone, except at I = B itself, where the
+// fraction decides: "B", "B.0", "B.00" are exactly B; "B.05" is above it. Both
+// "the fraction is all zeros" and "it has a digit above zero" are regular, so
+// whole-number bounds (inclusive or exclusive) stay exact. A bound like 2.5
+// would need the same split one digit further for every fraction digit of the
+// bound; it is refused (SchemaCompiler::number_bound).
+
+// One end of an interval; `open` for exclusiveMinimum/exclusiveMaximum.
+struct Bound {
+  bool present = false;
+  int64_t v = 0;
+  bool open = false;
+};
+
+// Texts I(.F)? (no sign) whose value m lies between a and b: a.v <= m (a.v < m
+// when a.open), m <= b.v (m < b.v when b.open; no b: unbounded). a.v >= 0 and
+// the interval is not empty.
+void magnitude_range(RegexOut& o, Bound a, Bound b) {
+  bool first = true;
+  auto alt = [&] {
+    if (!first) o.chr('|');
+    first = false;
+  };
+  uint64_t lo = uint64_t(a.v);
+  o.chr('(');
+  if (a.open && (!b.present || uint64_t(b.v) > lo)) {   // I = a and a fraction above zero
+    alt();
+    o.num(lo);
+    o.str("\\.[0-9]*[1-9][0-9]*");
+  }
+  uint64_t first_any = a.open ? lo + 1 : lo;   // integer parts with any fraction
+  if (!b.present) {
+    alt();
+    nonneg_range(o, first_any, UINT64_MAX);
+    o.str("(\\.[0-9]+)?");
+  } else if (uint64_t(b.v) >= 1 && first_any <= uint64_t(b.v) - 1) {
+    alt();
+    nonneg_range(o, first_any, uint64_t(b.v) - 1);
+    o.str("(\\.[0-9]+)?");
+  }
+  if (b.present && !b.open) {   // I = b and a fraction of zeros only
+    alt();
+    o.num(uint64_t(b.v));
+    o.str("(\\.0+)?");
+  }
+  o.chr(')');
+}
+
+// Numbers v with lo <= v <= hi (each end inclusive, exclusive or absent; the
+// interval is not empty). Negative texts have a value below zero ("-0" and
+// "-0.0" are not produced), so their magnitude lies in (0, ...].
+void number_range(RegexOut& o, Bound lo, Bound hi) {
+  bool nonnegatives = !hi.present || hi.v > 0 || (hi.v == 0 && !hi.open);
+  bool negatives = !lo.present || lo.v < 0;
+  o.chr('(');
+  if (negatives) {
+    Bound m_lo = hi.present && hi.v < 0 ? Bound{true, -hi.v, hi.open} : Bound{true, 0, true};
+    Bound m_hi = lo.present ? Bound{true, -lo.v, lo.open} : Bound{};
+    o.chr('-');
+    magnitude_range(o, m_lo, m_hi);
+  }
+  if (negatives && nonnegatives) o.chr('|');
+  if (nonnegatives) {
+    Bound m_lo = lo.present && lo.v >= 0 ? lo : Bound{true, 0, false};
+    magnitude_range(o, m_lo, hi);
+  }
+  o.chr(')');
+}
+
 // ---- the schema walk
 
 class SchemaCompiler {
@@ -422,6 +495,19 @@ class SchemaCompiler {
     return uint32_t(v);
   }
 
+  // One end of a number's interval from its inclusive and exclusive keywords
+  // (both given: the tighter one). Bounds must be whole numbers.
+  Result<Bound> number_bound(uint32_t inclusive, uint32_t exclusive, const char* inclusive_error,
+                             const char* exclusive_error, bool upper) const {
+    Bound b;
+    if (inclusive != kNone) b = Bound{true, TRY(whole(inclusive, inclusive_error)), false};
+    if (exclusive != kNone) {
+      int64_t v = TRY(whole(exclusive, exclusive_error));
+      if (!b.present || (upper ? v <= b.v : v >= b.v)) b = Bound{true, v, true};
+    }
+    return b;
+  }
+
   Result<bool> literal_value(uint32_t id) {
     const JNode& v = nodes_[id];
     switch (v.kind) {
@@ -480,11 +566,20 @@ class SchemaCompiler {
       return true;
     }
     if (is(t, "number")) {
-      if (k.maximum != kNone || k.ex_minimum != kNone || k.ex_maximum != kNone ||
-          (k.minimum != kNone && !(nodes_[k.minimum].len == 1 && s_[nodes_[k.minimum].at] == '0')))
-        return schema_error("bounds on a number are not regular enough (only minimum 0; use integer)", where(t));
-      if (k.minimum == kNone) o_.str("-?");
-      o_.str("(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+\\-]?[0-9]+)?");
+      if (k.minimum == kNone && k.maximum == kNone && k.ex_minimum == kNone && k.ex_maximum == kNone) {
+        o_.str("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+\\-]?[0-9]+)?");
+        return true;
+      }
+      // Bounded: whole-number bounds only, and the output is plain decimal
+      // (no exponent), so the value's integer part decides almost everything
+      // (number_range above).
+      Bound lo = TRY(number_bound(k.minimum, k.ex_minimum, "minimum on a number must be a whole number",
+                                          "exclusiveMinimum on a number must be a whole number", false));
+      Bound hi = TRY(number_bound(k.maximum, k.ex_maximum, "maximum on a number must be a whole number",
+                                          "exclusiveMaximum on a number must be a whole number", true));
+      if (lo.present && hi.present && (lo.v > hi.v || (lo.v == hi.v && (lo.open || hi.open))))
+        return schema_error("minimum above maximum", where(t));
+      number_range(o_, lo, hi);
       return true;
     }
     if (is(t, "boolean")) {

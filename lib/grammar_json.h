@@ -8,7 +8,8 @@
 //   {"type": "string", "minLength": m, "maxLength": n}   escapes \" \\ \/ \b
 //       \f \n \r \t count as one character; \uXXXX is not produced
 //   {"type": "integer", "minimum": a, "maximum": b}      (also exclusive*)
-//   {"type": "number"}  ("minimum": 0 alone is allowed: no minus sign)
+//   {"type": "number", "minimum": a, "maximum": b}  (also exclusive*;
+//       bounds must be whole numbers; a bounded number has no exponent)
 //   {"type": "boolean"}, {"type": "null"}
 //   {"type": "array", "items": {...}, "minItems": m, "maxItems": n}
 //   {"enum": [...]} / {"const": v}: strings, numbers, true, false, null

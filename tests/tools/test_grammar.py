@@ -229,8 +229,13 @@ def instance(s, rng):
         hi = s.get("maximum", s.get("exclusiveMaximum", 10**6 + 1) - 1)
         return rng.choice([lo, hi, rng.randint(lo, hi)])
     if t == "number":
-        v = rng.choice([0, 1.5, 2.25e-3, 10, 123.0, 7e10])
-        return v if "minimum" in s else rng.choice([v, -v])
+        if not any(k in s for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")):
+            v = rng.choice([0, 1.5, 2.25e-3, 10, 123.0, 7e10])
+            return rng.choice([v, -v])
+        while True:   # bounded: a value near the bounds that is inside them
+            v = rng.randint(-60, 60) + rng.choice([0, 0.0, 0.5, 0.25, 0.001])
+            if valid(v, s):
+                return v
     if t == "boolean":
         return rng.choice([True, False])
     if t == "null":
@@ -261,6 +266,7 @@ SCHEMAS = [
         "c": {"type": "array", "items": {"type": "boolean"}, "maxItems": 2}}}}}}},
     {"type": "integer"},
     {"type": "string"},
+    {"type": "array", "items": {"type": "number", "minimum": -7, "exclusiveMaximum": 12}, "minItems": 1, "maxItems": 4},
 ]
 
 
@@ -307,6 +313,45 @@ def test_integer_bounds_are_exact(tool, lo, hi):
         assert not tool.match(text), text
 
 
+NUMBER_BOUNDS = [
+    {"minimum": 0}, {"maximum": 0}, {"exclusiveMinimum": 0}, {"exclusiveMaximum": 0},
+    {"minimum": 3, "maximum": 17}, {"minimum": -12, "maximum": -3}, {"minimum": -5, "maximum": 100},
+    {"exclusiveMinimum": -5, "exclusiveMaximum": 100}, {"exclusiveMinimum": 9, "maximum": 10},
+    {"minimum": 7, "maximum": 7}, {"minimum": -1, "exclusiveMaximum": 0}, {"exclusiveMinimum": -1, "maximum": 0},
+    {"minimum": 99}, {"exclusiveMaximum": -99}, {"minimum": 5, "exclusiveMinimum": 5},
+    {"maximum": 20, "exclusiveMaximum": 30},
+]
+FRACTIONS = ["", ".0", ".00", ".000", ".5", ".05", ".001", ".9", ".999", ".10"]
+
+
+@pytest.mark.parametrize("bounds", NUMBER_BOUNDS, ids=lambda b: json.dumps(b, separators=(",", ":")))
+def test_number_bounds_are_exact(tool, bounds):
+    """Every decimal text -?I(.F)? with I near the bounds is accepted exactly
+    when its value (exact, by Fraction) is inside them: an off-by-one at
+    either end, or B.0 versus B.05 at a bound B, shows."""
+    from fractions import Fraction
+    s = dict(bounds, type="number")
+    assert tool.schema(json.dumps(s)).startswith("ok ")
+    ends = [v for v in bounds.values()]
+    a, b = min(ends) - 40, max(ends) + 40
+    for i in range(a, b + 1):
+        for f in FRACTIONS:
+            text = str(i) + f
+            value = Fraction(text) if i >= 0 or f == "" else -(Fraction(str(-i) + f))
+            want = (("minimum" not in s or value >= s["minimum"]) and ("maximum" not in s or value <= s["maximum"])
+                    and ("exclusiveMinimum" not in s or value > s["exclusiveMinimum"])
+                    and ("exclusiveMaximum" not in s or value < s["exclusiveMaximum"]))
+            assert tool.match(text) == want, (bounds, text)
+        if i == 0:   # the negative texts with integer part 0
+            for f in FRACTIONS[1:]:
+                value = -Fraction("0" + f)
+                want = value != 0 and valid(float(value), s)
+                assert tool.match("-0" + f) == want, (bounds, "-0" + f)
+    # Never a negative zero, a leading zero, an exponent or a bare point.
+    for text in ["-0", "-0.0", "00", "01.5", "1e1", "1.", ".5", "+1", "", "-"]:
+        assert not tool.match(text), (bounds, text)
+
+
 @pytest.mark.parametrize("schema,message", [
     ('{"type": "strnig"}', "json-schema: unknown type at 9"),
     ('{"type": "string", "pattern": "a+"}', "json-schema: unsupported keyword at 19"),
@@ -314,7 +359,9 @@ def test_integer_bounds_are_exact(tool, lo, hi):
      "json-schema: required names a property that is not listed at 74"),
     ('{"type": "integer", "minimum": 1.5}', "json-schema: minimum must be a whole number at 31"),
     ('{"type": "integer", "minimum": 5, "maximum": 1}', "json-schema: minimum above maximum at 9"),
-    ('{"type": "number", "maximum": 3}', "json-schema: bounds on a number are not regular enough (only minimum 0; use integer) at 9"),
+    ('{"type": "number", "maximum": 2.5}', "json-schema: maximum on a number must be a whole number at 30"),
+    ('{"type": "number", "exclusiveMinimum": 1e3}', "json-schema: exclusiveMinimum on a number must be a whole number at 39"),
+    ('{"type": "number", "minimum": 3, "exclusiveMaximum": 3}', "json-schema: minimum above maximum at 9"),
     ('{"type": "array"}', 'json-schema: an array needs "items" at 9'),
     ('{"type": "string", "maxLength": 5000}', "json-schema: count out of range (0..1000) at 32"),
     ('{"type": "object", "properties": {"a": 1}}', "json-schema: a schema must be an object at 39"),
