@@ -278,7 +278,7 @@ KAI_SHARED_MODELS ?= ../shared/models
 MODEL_TOOLS := tools/bundle.py tools/make_model.py tools/export_model.py tools/llm_reference.py tools/tokenizer.py
 STORIES_BIN := $(KAI_SHARED_MODELS)/stories260K/stories260K.bin
 TEST_MODELS := $(B)/models/tiny-llama $(B)/models/tiny-llama-f32 $(B)/models/tiny-qwen $(B)/models/tiny-qwen-f32 \
-               $(B)/models/tiny-chat $(B)/models/tiny-qwen-chat
+               $(B)/models/tiny-chat $(B)/models/tiny-qwen-chat $(B)/models/tiny-chat-gaps
 ifneq ($(wildcard $(STORIES_BIN)),)
 TEST_MODELS += $(B)/models/stories260K $(B)/models/stories260K-q8
 endif
@@ -300,6 +300,11 @@ $(B)/models/tiny-qwen-f32/INFO.TXT: $(MODEL_TOOLS)
 # (CHAT.TXT); its tokenizer.json and tokenizer_config.json go to tiny-chat-source.
 $(B)/models/tiny-chat/INFO.TXT: $(MODEL_TOOLS) tools/make_chat_model.py tools/chat_template.py tools/tokbin.py
 	$(PYTHON) tools/make_chat_model.py --out $(dir $@) --source-out $(B)/model-sources/tiny-chat
+# tiny-chat-gaps: tiny-chat without the single bytes 01 02 04 7f (as SmolLM2
+# lacks a few bytes), so a grammar that needs one is unspellable: the grammar
+# tests' "no token" case (docs/constrained-decoding.md, finish reasons).
+$(B)/models/tiny-chat-gaps/INFO.TXT: $(MODEL_TOOLS) tools/make_chat_model.py tools/chat_template.py tools/tokbin.py
+	$(PYTHON) tools/make_chat_model.py --out $(dir $@) --source-out $(B)/model-sources/tiny-chat-gaps --drop-bytes 01,02,04,7f
 # tiny-qwen-chat: the same tokenizer and template on tiny-qwen's hybrid shape.
 $(B)/models/tiny-qwen-chat/INFO.TXT: $(MODEL_TOOLS) tools/make_chat_model.py tools/chat_template.py tools/tokbin.py
 	$(PYTHON) tools/make_chat_model.py --shape tiny-qwen --out $(dir $@) --source-out $(B)/model-sources/tiny-qwen-chat

@@ -2,6 +2,7 @@
 """tiny-chat: a tiny synthetic model that carries a chat template, for tests.
 
     make_chat_model.py --out DIR [--dtype q8|f32] [--source-out DIR] [--shape tiny-llama|tiny-qwen]
+                       [--drop-bytes HEX,HEX,...]
 
 Writes what a Hugging Face chat model ships beside its weights, in small:
 a byte-level BPE tokenizer.json whose added special tokens are ChatML's
@@ -12,7 +13,10 @@ longer context, TOK.BIN and CHAT.TXT (tools/chat_template.py), exactly as
 tools/export_model.py would export them. --shape tiny-qwen gives the same
 tokenizer and template to tiny-qwen's hybrid shape (Gated DeltaNet and
 gated attention, ROP.BIN of 64 rows): tiny-qwen-chat, for chat turns that
-resume from recurrent-state checkpoints.
+resume from recurrent-state checkpoints. --drop-bytes leaves those single
+bytes out of the vocabulary (as SmolLM2 lacks 0x04, 0xC0, 0xFF...): no token
+starts with them, so a grammar that needs one cannot be spelt (tiny-chat-gaps,
+for the grammar's "no token" error).
 
 The weights are random, so the model's answers are noise; but its
 `<|im_end|>` embedding row is scaled up (END_OF_TURN_GAIN), and with the
@@ -81,12 +85,14 @@ def learn_merges(text, n):
     return merges
 
 
-def tokenizer_json(vocab_size):
-    """A SmolLM2-like tokenizer.json: the ChatML specials, the 256 bytes, merges up to vocab_size."""
+def tokenizer_json(vocab_size, drop_bytes=()):
+    """A SmolLM2-like tokenizer.json: the ChatML specials, the 256 bytes (but
+    drop_bytes), merges up to vocab_size (CORPUS has none of the dropped bytes)."""
     b2u = T.bytes_to_unicode()
     vocab = {s: i for i, s in enumerate(SPECIALS)}
     for b in range(256):
-        vocab[b2u[b]] = len(vocab)
+        if b not in drop_bytes:
+            vocab[b2u[b]] = len(vocab)
     merges = []
     for a, b in learn_merges(CORPUS, vocab_size - len(vocab)):
         if a + b not in vocab:
@@ -106,10 +112,10 @@ def tokenizer_config(template=SMOLLM2_TEMPLATE):
             "pad_token": "<|im_end|>", "chat_template": template}
 
 
-def write_source(src_dir, cfg):
+def write_source(src_dir, cfg, drop_bytes=()):
     os.makedirs(src_dir, exist_ok=True)
     with open(os.path.join(src_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
-        json.dump(tokenizer_json(cfg.vocab_size), f, ensure_ascii=False)
+        json.dump(tokenizer_json(cfg.vocab_size, drop_bytes), f, ensure_ascii=False)
     with open(os.path.join(src_dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump(tokenizer_config(), f, ensure_ascii=False, indent=1)
     return os.path.join(src_dir, "tokenizer.json")
@@ -133,14 +139,22 @@ def main(argv=None):
     ap.add_argument("--source-out", help="where tokenizer.json and tokenizer_config.json go "
                     "(default: DIR-source beside DIR)")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="tiny-llama")
+    ap.add_argument("--drop-bytes", default="", help="bytes (hex, comma-separated) left out of the vocabulary")
     a = ap.parse_args(argv)
+    try:
+        drop = {int(x, 16) for x in a.drop_bytes.split(",") if x}
+    except ValueError:
+        ap.error(f"--drop-bytes: not a comma-separated list of hex bytes: {a.drop_bytes!r}")
+    if any(not 0 <= b < 256 or bytes([b]).decode("latin-1") in CORPUS for b in drop):
+        ap.error(f"--drop-bytes: {a.drop_bytes!r}: each must be a byte 00..ff that the merge corpus does not use")
     kw = dict(SHAPES[a.shape], weight_format=B.FMT_F32 if a.dtype == "f32" else B.FMT_Q8)
     cfg = B.Config(**kw)
     src_dir = a.source_out or os.path.abspath(a.out).rstrip("/") + "-source"
-    tok_path = write_source(src_dir, cfg)
+    tok_path = write_source(src_dir, cfg, drop)
     os.makedirs(a.out, exist_ok=True)
     extra = {"source": f"synthetic tiny-chat (tools/make_chat_model.py): {a.shape} weights, seed 2, "
-                       f"<|im_end|> embedding x{GAINS[a.shape]}",
+                       f"<|im_end|> embedding x{GAINS[a.shape]}"
+                       + (f", without bytes {a.drop_bytes}" if drop else ""),
              "tokenizer": X.write_tok(tok_path, a.out, cfg.vocab_size),
              "chat_template": CT.export(tok_path, a.out, "make_chat_model")}
     if not os.path.exists(os.path.join(a.out, "CHAT.TXT")):

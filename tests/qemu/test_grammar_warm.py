@@ -12,7 +12,10 @@ stories260K (SentencePiece with byte fallback) and tiny-chat (byte-level BPE).
 - constrained and unconstrained requests submitted at once (one worker
   batches them) give the tokens each gives alone (`aigrammar`);
 - a refused grammar is named with its position and nothing runs; a request cut
-  by --predict before a match says finish=prefix; --speculate is refused."""
+  by --predict before a match says finish=prefix; --speculate is refused;
+- a grammar the vocabulary cannot spell (tiny-chat-gaps has no token for byte
+  0x01) fails with finish=no-token and EINVAL's message, not a hang, and the
+  service serves the next request."""
 import json
 import os
 import re
@@ -29,6 +32,7 @@ from test_grammar_llmrun import output_bytes, token_bytes  # noqa: E402
 BIN = os.path.join(ROOT, "build", "user", "bin")
 WORK = os.path.join(ROOT, "build", "test-grammar")
 GUEST = {"STORIES": "stories260K", "CHAT": "tiny-chat"}
+GAPS = "tiny-chat-gaps"   # /AI/GAPS: tiny-chat without the bytes 01 02 04 7f
 SAMPLED = "--temp 0.8 --seed 11"
 # (model, pattern, prompt): patterns the shell passes as they are (single quotes).
 CASES = [
@@ -50,6 +54,9 @@ PREFIX = "ai --model STORIES --predict 3 --timing --regex '[a-z]{30}' 1"
 SPECULATE = "ai --model STORIES --regex a --speculate ngram:2 1"
 CHAT = "echo hi | chat --model CHAT --predict 60 --show-ids --json-schema /s.json"
 CHAT_BAD = "echo hi | chat --model CHAT --json-schema /bad.json"
+# After one "a" (the only token the grammar allows first) no token can spell 0x01.
+NO_TOKEN = "ai --model GAPS --predict 6 --timing --regex 'a?\\x01' 1 2"
+AFTER_NO_TOKEN = "ai --model GAPS --predict 6 --timing --regex '\\x03[a-z]+' 1 2"
 
 
 def warm(model, pattern, prompt, how):
@@ -75,7 +82,7 @@ def schema_cmd(how):
 
 @pytest.fixture(scope="module")
 def outputs():
-    for d in GUEST.values():
+    for d in list(GUEST.values()) + [GAPS]:
         if not os.path.exists(os.path.join(MODELS, d, "TOK.BIN")):
             pytest.skip(f"{MODELS}/{d}/TOK.BIN missing (make test-models)")
     if not os.path.exists(KERNEL) or not os.path.exists(os.path.join(BIN, "aigrammar")):
@@ -84,7 +91,7 @@ def outputs():
     img = os.path.join(WORK, "warm.img")
     progs = [os.path.join(BIN, p) for p in sorted(os.listdir(BIN)) if "." not in p]
     cmd = ["/usr/bin/python3", os.path.join(ROOT, "tools", "mkfsimg.py"), "--out", img] + progs
-    for name, d in GUEST.items():
+    for name, d in list(GUEST.items()) + [("GAPS", GAPS)]:
         cmd += ["--add-dir", f"AI/{name}={os.path.join(MODELS, d)}"]
     import subprocess
     subprocess.check_call(cmd, stdout=subprocess.DEVNULL)
@@ -98,12 +105,12 @@ def outputs():
             commands += [allow_all(m, how, True), allow_all(m, how, False)]
         commands.append(schema_cmd(how))
     commands += [batch_cmd("CHAT"), batch_cmd("STORIES"),
-                 BAD_REGEX, BAD_SCHEMA, PREFIX, SPECULATE, CHAT, CHAT_BAD]
+                 BAD_REGEX, BAD_SCHEMA, PREFIX, SPECULATE, CHAT, CHAT_BAD, NO_TOKEN, AFTER_NO_TOKEN]
     out = {}
     with qemu_run.Session(img, KERNEL, smp=2, memory="1G", snapshot=True, boot_timeout=180,
                           append="ai.workers=1 ai.max_batch=8 ai.budget=32") as s:
         assert s.booted, s.transcript
-        for name in GUEST:
+        for name in list(GUEST) + ["GAPS"]:
             assert s.wait_log(rf"ai: model {name} (ready|failed)", timeout=180), s.transcript
         schema = json.dumps(SCHEMA, separators=(",", ":"))
         assert s.command(f"echo '{schema}' > /s.json"), s.transcript
@@ -225,3 +232,18 @@ def test_chat_answers_in_json(outputs):
     else:
         assert data.startswith(b'{"name":"'), data
     assert "chat: --json-schema: json-schema: unsupported keyword at 17\n" in outputs[CHAT_BAD], outputs[CHAT_BAD]
+
+
+def test_unspellable_grammar_fails_and_service_goes_on(outputs):
+    pieces, eos = token_bytes(GAPS)
+    assert not any(p.startswith(b"\x01") for p in pieces)   # the premise: 0x01 cannot be spelt
+    text = outputs[NO_TOKEN]
+    assert ("ai: request failed: --regex: no token can continue the match "
+            "(the vocabulary cannot spell what the grammar needs)") in text, text
+    assert "timing " not in text, text   # failed: no result line
+    ids = [ln for ln in text.splitlines() if re.fullmatch(r"\d+( \d+)*", ln.strip())]
+    assert len(ids) <= 1 and all(pieces[int(i)] == b"a" for ln in ids for i in ln.split()), text
+    ids, finish = ids_and_finish(outputs[AFTER_NO_TOKEN])
+    assert finish in ("grammar", "eos", "length", "prefix") and ids, outputs[AFTER_NO_TOKEN]
+    data = output_bytes([int(i) for i in ids.split()], pieces, eos, finish)
+    assert re.fullmatch(rb"\x03[a-z]*", data) and (finish == "prefix") == (data == b"\x03"), (data, finish)
