@@ -136,6 +136,12 @@ $(B)/user/libkai.a: $(ULIB_OBJS) $(URT_OBJS)
 	@rm -f $@
 	$(CROSS)ar rcs $@ $^
 
+# The user programs' compile and link commands, for tests/tools/test_doc_c_example.py
+# (which compiles docs/userspace.md's C example exactly as a program here).
+.PHONY: print-user-build
+print-user-build:
+	@echo "$(CXX_RV) $(USER_CXXFLAGS)"
+	@echo "$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections"
 $(B)/user/bin/%: $(B)/user/bin/%.cpp.o $(B)/user/libkai.a user/user.ld
 	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $< $(B)/user/libkai.a -lgcc
 $(BENCH_PROGS): $(B)/user/bin/%: $(B)/user/bench/%.cpp.o $(B)/user/libkai.a user/user.ld
