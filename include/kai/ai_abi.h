@@ -233,6 +233,11 @@ struct kai_ai_result {
                               // draft, over all its requests)
   uint32_t drafted;           // proposed tokens the engine computed for it (kai_ai_submit.spec)
   uint32_t accepted;          // ... of which the model's own choice agreed: tokens that cost no pass of their own
+  // Its grammar's kernel memory (0 without one; docs/constrained-decoding.md, "Cost"):
+  uint32_t grammar_dfa_bytes;     // the DFA's tables
+  uint32_t grammar_mask_bytes;    // the mask cache (one bit per id per cached state, and its index)
+  uint32_t grammar_bytes;         // the whole region: the two above and the bookkeeping
+  uint32_t grammar_masks;         // masks computed (first visits of a state, and again after an eviction)
 };
 
 // Filled by ai_query (non-blocking).
@@ -325,6 +330,14 @@ struct kai_ai_info {
   uint64_t accepted;              // ... of which the model's own choice agreed (kept)
   uint64_t rolled_back;           // positions computed and given back (rejected proposals, and
                                   // accepted ones a recurrent model computes again)
+  // Constrained decoding: the grammars of requests alive now (each a region
+  // of DFA tables and mask cache, kai_ai_result.grammar_bytes), the most
+  // they ever held at once, and how many were compiled for requests.
+  uint32_t grammar_requests;      // requests holding a grammar now
+  uint32_t reserved_grammar;      // 0
+  uint64_t grammar_bytes;         // their regions' bytes now
+  uint64_t grammar_peak_bytes;    // the most grammar_bytes has been
+  uint64_t grammars;              // grammars compiled for submitted requests
   uint32_t n_clients;             // entries of clients[] filled
   uint32_t reserved_clients;      // 0
   struct kai_ai_client clients[KAI_AI_MAX_CLIENTS];   // the fair policy's counters, busiest first

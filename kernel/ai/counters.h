@@ -24,6 +24,9 @@ struct Counters {
   uint64_t prefix_hit_tokens;     // prompt tokens they did not compute
   uint64_t preemptions;           // running requests whose blocks were taken back (all causes)
   uint64_t priority_preemptions;  // of those, for a more urgent request (scheduler.cpp)
+  // Constrained decoding (requests.cpp: submit()).
+  uint64_t grammars;              // grammars that came with submitted requests
+  uint64_t grammar_peak_bytes;    // the most the live requests' grammar regions held at once (a high-water mark)
 };
 extern Counters counters;
 

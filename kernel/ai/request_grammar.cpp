@@ -39,6 +39,8 @@ ErrorOr<RequestGrammar*, Error> grammar_build(llm::GrammarKind kind, const char*
   if (base == nullptr) return Error::make(Errno::NoMem, "grammar", "no kernel memory for the DFA and its masks");
   auto* g = new (base) RequestGrammar{};
   g->region_bytes = total;
+  g->dfa_bytes = out.used;
+  g->mask_bytes = masks;
   memcpy(base + head, table, out.used);
   auto moved = [&](const void* p) { return base + head + (static_cast<const uint8_t*>(p) - static_cast<uint8_t*>(table)); };
   g->dfa = dfa;

@@ -30,6 +30,8 @@ struct RequestGrammar {
   llm::Constraint constraint;  // the state after output[0 .. walked)
   uint32_t walked;
   uint64_t region_bytes;       // this object, the DFA's tables and the masks: one region
+  uint64_t dfa_bytes;          // of which the DFA's tables (as the compiler laid them out)
+  uint64_t mask_bytes;         // ... and the mask cache (TokenMasks::bytes_needed)
 };
 
 // Compiles `text` (len bytes) for `vocab` into a new RequestGrammar.

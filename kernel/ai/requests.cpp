@@ -47,6 +47,7 @@ void remove_from_fifo(Request* r) {
 
 // A finished or forgotten request no longer needs its grammar.
 void drop_grammar(Request* r) {
+  if (r->grammar != nullptr) r->grammar_masks = static_cast<uint32_t>(r->grammar->masks.misses);
   grammar_free(r->grammar);
   r->grammar = nullptr;
 }
@@ -115,6 +116,15 @@ uint32_t slots_owned_by(int pid) {
   uint32_t n = 0;
   for (auto& r : slots) n += r.state != RequestState::Free && !r.orphaned && r.owner_pid == pid;
   return n;
+}
+
+uint64_t grammar_live_bytes(uint32_t* requests) {
+  uint64_t bytes = 0;
+  uint32_t n = 0;
+  for (auto& r : slots)
+    if (r.state != RequestState::Free && r.grammar != nullptr) bytes += r.grammar->region_bytes, n++;
+  if (requests != nullptr) *requests = n;
+  return bytes;
 }
 
 bool slot_available() {
@@ -226,6 +236,15 @@ Request* submit(const NewRequest& n) {
   r->n_draft = r->drafted = r->accepted = 0;
   set_speculation(r, n.spec, n.prediction);
   r->grammar = n.grammar;
+  r->grammar_dfa_bytes = n.grammar ? static_cast<uint32_t>(n.grammar->dfa_bytes) : 0;
+  r->grammar_mask_bytes = n.grammar ? static_cast<uint32_t>(n.grammar->mask_bytes) : 0;
+  r->grammar_bytes = n.grammar ? static_cast<uint32_t>(n.grammar->region_bytes) : 0;
+  r->grammar_masks = 0;
+  if (n.grammar != nullptr) {
+    counters.grammars++;
+    uint64_t live = grammar_live_bytes(nullptr);
+    if (live > counters.grammar_peak_bytes) counters.grammar_peak_bytes = live;
+  }
   r->iterations = 0;
   r->batch_sum = 0;
   r->finish_reason = KAI_AI_FINISH_NONE;

@@ -121,6 +121,9 @@ struct Request {
   // request is always sampled from full logits (greedy takes the argmax of
   // the allowed ids), never gets proposed tokens, and stops at EOS.
   RequestGrammar* grammar;
+  // Its grammar's memory (kai_ai_result.grammar_*), kept after the grammar
+  // is freed at the finish, so ai_wait can still report it.
+  uint32_t grammar_dfa_bytes, grammar_mask_bytes, grammar_bytes, grammar_masks;
   uint32_t prompt[KAI_AI_MAX_PROMPT];
   uint32_t output[kMaxOutput];
   uint64_t output_ns[kMaxOutput];  // when each output token was published (ai_read hands them out)
@@ -160,6 +163,8 @@ struct NewRequest {
 };
 
 // ---- queries (lock held) ------------------------------------------------
+// The grammar regions of the requests holding one now: bytes, and how many.
+uint64_t grammar_live_bytes(uint32_t* requests);
 Request* find_request(int64_t id);      // a visible (non-free, not orphaned) slot with this id
 uint32_t slots_owned_by(int pid);       // visible slots of this process (the quota counts these)
 bool slot_available();                  // submit() would find a free slot

@@ -280,6 +280,10 @@ SyscallResult sys_ai_wait() {
   res.client_served = fair_counters.served(r->owner_pid);
   res.drafted = r->drafted;
   res.accepted = r->accepted;
+  res.grammar_dfa_bytes = r->grammar_dfa_bytes;
+  res.grammar_mask_bytes = r->grammar_mask_bytes;
+  res.grammar_bytes = r->grammar_bytes;
+  res.grammar_masks = r->grammar ? static_cast<uint32_t>(r->grammar->masks.misses) : r->grammar_masks;
   // A bad buffer keeps the result: the caller may wait again with a good one.
   if (r->n_generated > 0) TRY(copy_to_user(out, r->output, r->n_generated));
   if (!result.is_null()) TRY(copy_to_user(result, &res));
@@ -390,6 +394,9 @@ SyscallResult sys_ai_info() {
     info.drafted = counters.drafted;
     info.accepted = counters.accepted;
     info.rolled_back = counters.rolled_back;
+    info.grammar_bytes = grammar_live_bytes(&info.grammar_requests);
+    info.grammar_peak_bytes = counters.grammar_peak_bytes;
+    info.grammars = counters.grammars;
     fill_sharing_info(info);
     for (int i = 0; i < n_models; i++) {
       const Model& m = models[i];

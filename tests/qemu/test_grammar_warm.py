@@ -15,7 +15,11 @@ stories260K (SentencePiece with byte fallback) and tiny-chat (byte-level BPE).
   by --predict before a match says finish=prefix; --speculate is refused;
 - a grammar the vocabulary cannot spell (tiny-chat-gaps has no token for byte
   0x01) fails with finish=no-token and EINVAL's message, not a hang, and the
-  service serves the next request."""
+  service serves the next request;
+- aistat's grammar line: no grammar memory left after the runs, every
+  constrained submission counted, and a peak at least one request's region
+  (`aigrammar` prints each request's grammar bytes from kai_ai_result: the
+  same alone and batched, DFA and mask cache both there)."""
 import json
 import os
 import re
@@ -105,7 +109,7 @@ def outputs():
             commands += [allow_all(m, how, True), allow_all(m, how, False)]
         commands.append(schema_cmd(how))
     commands += [batch_cmd("CHAT"), batch_cmd("STORIES"),
-                 BAD_REGEX, BAD_SCHEMA, PREFIX, SPECULATE, CHAT, CHAT_BAD, NO_TOKEN, AFTER_NO_TOKEN]
+                 BAD_REGEX, BAD_SCHEMA, PREFIX, SPECULATE, CHAT, CHAT_BAD, NO_TOKEN, AFTER_NO_TOKEN, "aistat"]
     out = {}
     with qemu_run.Session(img, KERNEL, smp=2, memory="1G", snapshot=True, boot_timeout=180,
                           append="ai.workers=1 ai.max_batch=8 ai.budget=32") as s:
@@ -247,3 +251,31 @@ def test_unspellable_grammar_fails_and_service_goes_on(outputs):
     assert finish in ("grammar", "eos", "length", "prefix") and ids, outputs[AFTER_NO_TOKEN]
     data = output_bytes([int(i) for i in ids.split()], pieces, eos, finish)
     assert re.fullmatch(rb"\x03[a-z]*", data) and (finish == "prefix") == (data == b"\x03"), (data, finish)
+
+
+def constrained_submissions():
+    """The requests with a grammar that the boot's commands submit (refused ones are not)."""
+    n = 0
+    for how in ("", SAMPLED + " "):
+        n += sum(1 for _ in CASES)                                          # warm (llmrun is cold: not the service)
+        n += sum(1 for m in GUEST if not (m == "STORIES" and how))         # allow_all with \C*
+        n += 1                                                              # schema_cmd
+    n += 2 * 2 * sum(1 for p in BATCH if p != "-")                          # aigrammar: solo + batch, two models
+    return n + 1 + 1 + 2                                                    # PREFIX, CHAT, NO_TOKEN, AFTER_NO_TOKEN
+
+
+def test_aistat_grammar_memory(outputs):
+    m = re.search(r"^grammar: requests=(\d+) bytes=(\d+) peak_bytes=(\d+) compiled=(\d+)$", outputs["aistat"], re.M)
+    assert m, outputs["aistat"]
+    live, live_bytes, peak, compiled = map(int, m.groups())
+    assert live == 0 and live_bytes == 0, outputs["aistat"]   # every grammar was freed
+    assert compiled == constrained_submissions(), (compiled, constrained_submissions())
+    for model in ("CHAT", "STORIES"):
+        text = outputs[batch_cmd(model)]
+        rows = {run: [tuple(map(int, r)) for r in re.findall(
+            rf"^{run} \d+ grammar_bytes=(\d+) dfa_bytes=(\d+) mask_bytes=(\d+) masks=(\d+)$", text, re.M)]
+            for run in ("solo", "batch")}
+        assert len(rows["solo"]) == sum(1 for p in BATCH if p != "-") and rows["solo"] == rows["batch"], text
+        for total, dfa, masks, computed in rows["batch"]:
+            assert dfa > 0 and masks > 0 and total >= dfa + masks and computed >= 1, text
+        assert peak >= max(r[0] for r in rows["batch"]), (peak, rows)

@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
   printf("drafts: max=%u proposer=%s drafted=%lu accepted=%lu rolled_back=%lu\n", info.max_drafts,
          info.proposer == KAI_AI_PROPOSER_ECHO ? "echo" : "ngram", (unsigned long)info.drafted,
          (unsigned long)info.accepted, (unsigned long)info.rolled_back);
+  // Constrained decoding: grammar memory (DFA tables and mask caches) held now, at most, and grammars compiled.
+  printf("grammar: requests=%u bytes=%lu peak_bytes=%lu compiled=%lu\n", info.grammar_requests,
+         (unsigned long)info.grammar_bytes, (unsigned long)info.grammar_peak_bytes, (unsigned long)info.grammars);
   static const char* const shares[] = {"session", "global", "off"};
   printf("sharing: prefix_share=%s preemptions_memory=%lu preemptions_priority=%lu\n",
          info.prefix_share <= KAI_AI_PREFIX_SHARE_OFF ? shares[info.prefix_share] : "?",

@@ -8,6 +8,8 @@
 // worker batches them. Prints one line per request and run:
 //   solo I finish=REASON IDS...
 //   batch I finish=REASON IDS...
+// and, for a request with a grammar, its kernel memory (kai_ai_result):
+//   solo I grammar_bytes=N dfa_bytes=N mask_bytes=N masks=N
 // The test compares the two and checks each output against its pattern on
 // the host; this program judges nothing itself.
 #include "kai.h"
@@ -44,6 +46,9 @@ static void print_result(const char* run, uint32_t i, long got, const kai_ai_res
   printf("%s %u finish=%s", run, i, ai_finish_name(res.finish_reason));
   for (long k = 0; k < got; k++) printf(" %u", out[k]);
   printf("\n");
+  if (res.grammar_bytes != 0)
+    printf("%s %u grammar_bytes=%u dfa_bytes=%u mask_bytes=%u masks=%u\n", run, i, res.grammar_bytes,
+           res.grammar_dfa_bytes, res.grammar_mask_bytes, res.grammar_masks);
 }
 
 int main(int argc, char** argv) {
