@@ -111,7 +111,7 @@ MUTATIONS = [
              "ai_wait reports no mask-cache bytes for a constrained request"),
     Mutation("grammar-compiles-not-counted", "kernel/ai/requests.cpp",
              "counters.grammars++;",
-             "counters.grammars += r->n_predict > 30;",
+             "counters.grammars += n.n_predict > 30;",
              KERNEL,
              [pytest("tests/qemu/test_grammar_warm.py", "aistat")],
              "aistat's compiled= misses constrained requests (those with --predict 30 or less)"),
