@@ -114,7 +114,7 @@ UPROGS         += $(B)/user/bin/usertests
 # and the others are hard links to /bin/aitests (main.cpp dispatches on
 # argv[0]); tools/mkfsimg.py stores host files that are one file as one inode.
 AITESTS_OBJS  := $(patsubst %,$(B)/%.o,$(wildcard user/aitests/*.cpp))
-AITESTS_NAMES := aitest aibatch aisched aipriority aiprefix aipreempt aistorm
+AITESTS_NAMES := aitest aibatch aisched aipriority aiprefix aipreempt aistorm aigrammar
 AITESTS_LINKS := $(patsubst %,$(B)/user/bin/%,$(AITESTS_NAMES))
 UPROGS        += $(B)/user/bin/aitests $(AITESTS_LINKS)
 

@@ -16,3 +16,4 @@ int aipriority_main(int argc, char** argv);   // priority.cpp: priority preempti
 int aiprefix_main(int argc, char** argv);     // prefix.cpp: shared prompt prefixes
 int aipreempt_main(int argc, char** argv);    // preempt.cpp: preemption when the KV pool is full
 int aistorm_main(int argc, char** argv);      // storm.cpp: hostile clients
+int aigrammar_main(int argc, char** argv);    // grammar.cpp: constrained and plain requests batched keep their tokens

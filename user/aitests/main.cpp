@@ -3,9 +3,9 @@
 //   aiprefix --requests 4        (/bin/aiprefix is a link to /bin/aitests)
 //   aitests aiprefix --requests 4
 //
-// Why one program: the seven drivers share the user library and the AI
+// Why one program: the eight drivers share the user library and the AI
 // client code; linked once, they take one copy of it in the image instead of
-// seven. Why links and not `aitests TOPIC` only: the tests, the docs and the
+// eight. Why links and not `aitests TOPIC` only: the tests, the docs and the
 // exercises run `/bin/aiprefix ...`, and a name that says what it tests is
 // easier to read in a transcript. The file system's hard links (tools/mkfsimg.py
 // stores host files that are one file, like build/user/bin/aiprefix and
@@ -23,7 +23,7 @@ struct Topic {
 constexpr Topic kTopics[] = {
     {"aitest", aitest_main},         {"aibatch", aibatch_main},   {"aisched", aisched_main},
     {"aipriority", aipriority_main}, {"aiprefix", aiprefix_main}, {"aipreempt", aipreempt_main},
-    {"aistorm", aistorm_main},
+    {"aistorm", aistorm_main},       {"aigrammar", aigrammar_main},
 };
 
 // "/bin/aiprefix" -> "aiprefix".

@@ -14,14 +14,17 @@
 // the host; this program judges nothing itself.
 #include "kai.h"
 #include "kai_ai.h"
+#include "aitests.h"
 
-static constexpr uint32_t kMaxRequests = 8;
-static constexpr uint32_t kMaxPredict = 64;
+namespace {
 
-static ai_grammar_choice grammars[kMaxRequests];
-static uint32_t out[kMaxPredict];
+constexpr uint32_t kMaxRequests = 8;
+constexpr uint32_t kMaxPredict = 64;
 
-static kai_ai_submit request_for(const char* model, uint32_t i, const char* pattern, uint32_t predict) {
+ai_grammar_choice grammars[kMaxRequests];
+uint32_t out[kMaxPredict];
+
+kai_ai_submit request_for(const char* model, uint32_t i, const char* pattern, uint32_t predict) {
   static const uint32_t prompt[3] = {1, 2, 3};
   kai_ai_submit req = ai_request(model, prompt, 3, predict);
   if (i % 2 == 1) {
@@ -38,7 +41,7 @@ static kai_ai_submit request_for(const char* model, uint32_t i, const char* patt
   return req;
 }
 
-static void print_result(const char* run, uint32_t i, long got, const kai_ai_result& res) {
+void print_result(const char* run, uint32_t i, long got, const kai_ai_result& res) {
   if (got < 0) {
     printf("%s %u error=%s\n", run, i, strerror(got));
     return;
@@ -51,7 +54,9 @@ static void print_result(const char* run, uint32_t i, long got, const kai_ai_res
            res.grammar_dfa_bytes, res.grammar_mask_bytes, res.grammar_masks);
 }
 
-int main(int argc, char** argv) {
+}  // namespace
+
+int aigrammar_main(int argc, char** argv) {
   if (argc < 4 || uint32_t(argc - 3) > kMaxRequests) {
     fprintf(2, "usage: aigrammar MODEL PREDICT PATTERN... (1..%u patterns; '-': no grammar)\n", kMaxRequests);
     return 2;
