@@ -512,7 +512,7 @@ spec-lab: kernel user $(B)/fs-smol.img
 # What a grammar costs in the guest (user/bench/grammarcost.cpp;
 # docs/constrained-decoding.md, "Cost"): compile time, DFA and mask-cache
 # bytes, first and cached mask visits, for SMOL's 49,152 ids and a Qwen3.5-size
-# row of 248,320 (250 pads), in exact mode (virtual time). About 3 minutes.
+# row of 248,320 (250 pads), in exact mode (virtual time). Under a minute.
 .PHONY: bench-grammar
 bench-grammar: kernel user $(B)/fs-smol.img
 	$(PYTHON) tools/qemu_run.py --deterministic --smp 1 --snapshot --image $(B)/fs-smol.img \

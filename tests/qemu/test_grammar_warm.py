@@ -19,7 +19,9 @@ stories260K (SentencePiece with byte fallback) and tiny-chat (byte-level BPE).
 - aistat's grammar line: no grammar memory left after the runs, every
   constrained submission counted, and a peak at least one request's region
   (`aigrammar` prints each request's grammar bytes from kai_ai_result: the
-  same alone and batched, DFA and mask cache both there)."""
+  same alone and batched, DFA and mask cache both there);
+- grammarcost (make bench-grammar) never allows a padding id, and names a bad
+  count."""
 import json
 import os
 import re
@@ -61,6 +63,9 @@ CHAT_BAD = "echo hi | chat --model CHAT --json-schema /bad.json"
 # After one "a" (the only token the grammar allows first) no token can spell 0x01.
 NO_TOKEN = "ai --model GAPS --predict 6 --timing --regex 'a?\\x01' 1 2"
 AFTER_NO_TOKEN = "ai --model GAPS --predict 6 --timing --regex '\\x03[a-z]+' 1 2"
+# The benchmark's own checks on a tiny vocabulary: 80 padding ids (320..399) never allowed.
+COST = "grammarcost CHAT 400 320"
+COST_BAD = "grammarcost CHAT 10"
 
 
 def warm(model, pattern, prompt, how):
@@ -109,7 +114,7 @@ def outputs():
             commands += [allow_all(m, how, True), allow_all(m, how, False)]
         commands.append(schema_cmd(how))
     commands += [batch_cmd("CHAT"), batch_cmd("STORIES"),
-                 BAD_REGEX, BAD_SCHEMA, PREFIX, SPECULATE, CHAT, CHAT_BAD, NO_TOKEN, AFTER_NO_TOKEN, "aistat"]
+                 BAD_REGEX, BAD_SCHEMA, PREFIX, SPECULATE, CHAT, CHAT_BAD, NO_TOKEN, AFTER_NO_TOKEN, COST, COST_BAD, "aistat"]
     out = {}
     with qemu_run.Session(img, KERNEL, smp=2, memory="1G", snapshot=True, boot_timeout=180,
                           append="ai.workers=1 ai.max_batch=8 ai.budget=32") as s:
@@ -279,3 +284,15 @@ def test_aistat_grammar_memory(outputs):
         for total, dfa, masks, computed in rows["batch"]:
             assert dfa > 0 and masks > 0 and total >= dfa + masks and computed >= 1, text
         assert peak >= max(r[0] for r in rows["batch"]), (peak, rows)
+
+
+def test_grammarcost_never_allows_pads(outputs):
+    rows = re.findall(r"^grammarcost logits=400 real=320 pattern=(.+?) states=(\d+) .* allowed_at_start=(\d+) "
+                      r"pads_allowed=(\d+) live_states=(\d+)$", outputs[COST], re.M)
+    assert len(rows) == 4, outputs[COST]
+    pieces, eos = token_bytes("tiny-chat")
+    for pattern, states, allowed, pads, live in rows:
+        assert pads == "0" and live == states, (pattern, outputs[COST])
+    # \C* allows every id that prints something, and EOS (its start accepts); nothing else.
+    assert int(rows[3][2]) == sum(1 for i, p in enumerate(pieces) if p or i in eos), rows[3]
+    assert outputs[COST_BAD].splitlines()[0] == "grammarcost: N_LOGITS '10': a count from 320 to 1000000", outputs[COST_BAD]
