@@ -142,6 +142,7 @@ inline void take_lanes(uint64_t u, int64_t* tot, uint64_t gains) {
 // (which kept the start values alive in memory: 10 loads and stores per
 // group).
 inline void walked(const int8_t*& p0, const int64_t*& q) { asm("" : "+r"(p0), "+r"(q)); }
+inline void walked(const int8_t*& p0, const uint64_t*& q) { asm("" : "+r"(p0), "+r"(q)); }
 
 // take_lanes in an epilogue, one sum after the other: the volatile asm
 // "writes" the sum after every memory access before it, so its split starts
@@ -439,6 +440,130 @@ void cross_1(const Matrix& w, const ActVec& x, uint32_t r, float* y) {
   y[0] = finish_int8(t0 - x.cross_fix, x, w.scale(r));
 }
 
+// ---- two items crosswise ------------------------------------------------
+// Why: a packed word of triples pays two shifts to take each weight out of
+// its load before its first multiply (about 2.1 instructions per weight and
+// row), and a block of 2 items leaves a third of its lanes empty. The cross
+// kernel takes two weights out with one mask (about 1.1), and each item then
+// costs a multiply and an add per two weights. Counted in the objdump of
+// the kernel's build, per multiply-add over a group of 32 columns (the
+// column loop 4 times, then the group's end):
+//   2 items, 4 rows: crosswise 2.24 (loop 117 instructions per 8 columns),
+//                    one word of triples 2.6 (block_4x1: 146);
+//   4 items:         crosswise 2.01 (3 rows; 4 rows spill) against two words
+//                    of triples 2.0 (block_4x2): the extraction saved is
+//                    spent on activation loads (4 per item and 8 columns)
+//                    and on each item's group end, so 4 stay triples.
+// So a batch's last block of 2 items is packed crosswise (pack_int8_batch):
+// a decode step of 2 requests, or a draft of 1 token plus the last one.
+//
+// Rows p0 + k * n (k < R, n the row length) times a block of M items packed
+// crosswise (pack_cross: per group, the items' words [k][j][i], then one
+// gain word), the whole row, group by group, into tot[k][i]. As block_4x1:
+// out of line, pointers walked, a barrier per weight pair.
+template <int R, int M>
+[[gnu::noinline, gnu::optimize("sched-pressure")]] void cross_block_row(const int8_t* p0, size_t n,
+                                                                        const uint64_t* q, uint32_t g,
+                                                                        int64_t (&tot)[4][M]) {
+  const int8_t* row_end = p0 + n;
+  while (p0 < row_end) {
+    size_t left = size_t(row_end - p0);
+    const int8_t* end = p0 + (left < g ? left : g);
+    uint64_t s[R][M];
+#pragma GCC unroll 16
+    for (int k = 0; k < R; k++)
+#pragma GCC unroll 16
+      for (int i = 0; i < M; i++) s[k][i] = 0;
+    for (; p0 < end; p0 += 8, q += 4 * M) {
+      uint64_t u[R];
+#pragma GCC unroll 4
+      for (int k = 0; k < R; k++) u[k] = load8(p0 + k * n) ^ kFlip;
+      // j = 0..3: the weight pair (j, j + 4) of every row, times each
+      // item's word for that pair.
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; j++) {
+        uint64_t e[R];
+#pragma GCC unroll 4
+        for (int k = 0; k < R; k++) e[k] = (u[k] >> (8 * j)) & kLanes;
+#pragma GCC unroll 4
+        for (int i = 0; i < M; i++) {
+          uint64_t a = q[j * M + i];
+#pragma GCC unroll 4
+          for (int k = 0; k < R; k++) {
+            s[k][i] += e[k] * a;
+            asm("" : "+r"(s[k][i]));  // in_registers: one sum, no trees of products
+          }
+        }
+        asm volatile("" ::: "memory");  // as in block_4x3: no load moves across a pair
+      }
+      walked(p0, q);
+    }
+    // The group's gain word (byte i: 32 - h, h item i's gain shift): the
+    // high lane (cross_group) shifted by h is (acc - low) >> (32 - h), as
+    // the low 32 bits of acc - low are zero (h <= 15).
+    uint64_t gains = *q++;
+#pragma GCC unroll 4
+    for (int i = 0; i < M; i++) {
+      uint64_t down = lane_shift(gains, i);
+#pragma GCC unroll 4
+      for (int k = 0; k < R; k++) tot[k][i] += int64_t(s[k][i] - uint64_t(low_lane(s[k][i]))) >> down;
+    }
+  }
+}
+
+// Rows r0..r1-1 times the crosswise block of M items at x[0], m of them
+// written: 4 rows per call of cross_block_row, then one by one.
+template <int M>
+[[gnu::noinline]] void cross_block_range(const Matrix& w, const ActVec* x, uint32_t m, uint32_t r0, uint32_t r1,
+                                         float* y, size_t stride) {
+  uint32_t n = w.cols, g = group_of(w, x[0]);
+  float factor[M];
+  for (uint32_t i = 0; i < m; i++) factor[i] = int8_item_factor(x[i]);
+  for (uint32_t r = r0; r < r1;) {
+    int64_t tot[4][M];
+    for (auto& row : tot)
+      for (auto& t : row) t = 0;
+    const int8_t* p0 = w.q + size_t(r) * n;
+    uint32_t rows = r1 - r >= 4 ? 4 : 1;
+    if (rows == 4) cross_block_row<4, M>(p0, n, x[0].cross_block, g, tot);
+    else cross_block_row<1, M>(p0, n, x[0].cross_block, g, tot);
+    for (uint32_t k = 0; k < rows; k++) {
+      float scale = w.scale(r + k);
+      for (uint32_t i = 0; i < m; i++)
+        y[i * stride + (r + k - r0)] = finish_int8_with(tot[k][i] - x[i].cross_fix, factor[i], scale);
+    }
+    r += rows;
+  }
+}
+
+// Packs the m items x[0..m) crosswise: word [k][j] of item i is q[8k + j] *
+// 2^32 + q[8k + j + 4], as pack_int8_batch packs one item. One item: that
+// stream alone (cross_4 reads the gains from x.shift). Several: interleaved,
+// [k][j][i], and after each group's words one gain word (byte i: 32 - h for
+// item i's shift h = kMaxShift - k of that group, see cross_block_rows).
+// Each item's cross_fix: the 128 * sum(q) the flipped weights add.
+void pack_cross(ActVec* x, uint32_t m, uint32_t cols, uint32_t g, uint64_t* out) {
+  uint32_t gi = 0;
+  for (uint32_t c0 = 0; c0 < cols; c0 += g, gi++) {
+    uint32_t c1 = c0 + g < cols ? c0 + g : cols;
+    uint64_t gains = 0;
+    for (uint32_t i = 0; i < m; i++) {
+      const int8_t* q = x[i].q;
+      for (uint32_t k = c0 / 8; k < c1 / 8; k++)
+        for (uint32_t j = 0; j < 4; j++)
+          out[(4 * size_t(k - c0 / 8) + j) * m + i] =
+              (uint64_t(int64_t(q[8 * k + j])) << 32) + uint64_t(int64_t(q[8 * k + j + 4]));
+      int64_t sum = 0;
+      for (uint32_t c = c0; c < c1; c++) sum += q[c];
+      uint32_t h = kMaxShift - x[i].shift[gi];
+      x[i].cross_fix = (c0 == 0 ? 0 : x[i].cross_fix) + ((128 * sum) << h);
+      gains |= uint64_t(32 - h) << (8 * i);
+    }
+    out += size_t(c1 - c0) / 2 * m;
+    if (m > 1) *out++ = gains;
+  }
+}
+
 // Packs columns c0..c1 of the items x[0..lp) (lp <= L) into one packed word
 // per column, at o, o + step, ...; lanes past lp hold zeros. Once per
 // product, item and column, on one hart: a full word has its own loop
@@ -467,6 +592,11 @@ void pack_columns(const ActVec* x, uint32_t lp, uint32_t c0, uint32_t c1, int64_
 
 uint32_t int8_packed(const Matrix& w, const ActVec* x, uint32_t left, uint32_t r0, uint32_t r1, float* y,
                      size_t stride) {
+  if (x[0].cross_block) {  // two items crosswise
+    uint32_t m = left < 2 ? left : 2;
+    cross_block_range<2>(w, x, m, r0, r1, y, stride);
+    return m;
+  }
   uint32_t lanes = lanes_of(x[0]);
   if (!lanes) return 0;
   uint32_t items = x[0].block_items, m = left < items ? left : items;
@@ -490,26 +620,15 @@ void pack_int8_batch(ActVec* x, uint32_t n, int64_t* pair_mem, size_t pair_strid
     x[i].pair = nullptr;
     x[i].triple = nullptr;
     x[i].cross = nullptr;
+    x[i].cross_block = nullptr;
     x[i].block_items = 0;
   }
   if (n == 0 || !x[0].q) return;
   uint32_t cols = x[0].n, g = x[0].group ? x[0].group : cols;
   if (cols % 8 || g % 8) return;
   if (n == 1) {  // one item: crosswise, two columns per multiply
-    ActVec& a = x[0];
-    for (uint32_t k = 0; k < cols / 8; k++)
-      for (uint32_t j = 0; j < 4; j++)
-        cross_mem[4 * k + j] = (uint64_t(int64_t(a.q[8 * k + j])) << 32) + uint64_t(int64_t(a.q[8 * k + j + 4]));
-    int64_t fix = 0;
-    uint32_t gi = 0;
-    for (uint32_t c0 = 0; c0 < cols; c0 += g, gi++) {
-      uint32_t c1 = c0 + g < cols ? c0 + g : cols;
-      int64_t s = 0;
-      for (uint32_t c = c0; c < c1; c++) s += a.q[c];
-      fix += (128 * s) << (kMaxShift - a.shift[gi]);
-    }
-    a.cross = cross_mem;
-    a.cross_fix = fix;
+    pack_cross(x, 1, cols, g, cross_mem);
+    x[0].cross = cross_mem;
     return;
   }
   // Several items: three per word when a block's sum fits 21 bits (g <= 64),
@@ -523,6 +642,20 @@ void pack_int8_batch(ActVec* x, uint32_t n, int64_t* pair_mem, size_t pair_strid
     uint32_t items = n - b < kBlockWords * lanes ? n - b : kBlockWords * lanes;
     uint32_t words = (items + lanes - 1) / lanes;
     int64_t* out = pair_mem + size_t(b / lanes) * pair_stride;  // the block's words' room, contiguous
+    if (items <= 2) {
+      // Crosswise (see "two items crosswise"): at most cols + groups words,
+      // in the room at b / lanes, which exists (ceil(n / 2) rooms) and holds
+      // int8_pack_stride(cols) >= cols + groups words.
+      auto* words_out = reinterpret_cast<uint64_t*>(out);
+      pack_cross(x + b, items, cols, g, words_out);
+      if (items == 1) {
+        x[b].cross = words_out;
+      } else {
+        x[b].cross_block = words_out;
+        x[b].block_items = items;
+      }
+      continue;
+    }
     for (uint32_t v = 0; v < words; v++) {
       const ActVec* xv = x + b + v * lanes;
       uint32_t lp = items - v * lanes < lanes ? items - v * lanes : lanes;  // items in this word

@@ -64,6 +64,12 @@ struct ActVec {
   int64_t lane_fix = 0;             // the lane bias in this item's packed totals (matmul_int8.cpp)
   const uint64_t* cross = nullptr;  // [n/8][4] q[8k+j] * 2^32 + q[8k+j+4], j < 4 (mod 2^64)
   int64_t cross_fix = 0;            // sum over groups of 128 * (sum of the group's q) << (15 - k)
+  // A block of 2 items packed crosswise (set on its first item, with
+  // block_items = 2): per group of columns, item i's word of `cross` at
+  // [k][j][i] (so one pointer walks both items' words), then one gain word.
+  // 2 items cost less this way than in a word of triples (matmul_int8.cpp).
+  // Each item has its cross_fix.
+  const uint64_t* cross_block = nullptr;
 };
 
 struct ArgMax {
@@ -112,9 +118,11 @@ ActVec quantize_act(const float* x, uint32_t n, uint32_t group, int8_t* q, uint8
 // word padded with zeros; words in blocks of 3 (items 0-8, 9-17, ... or
 // 0-5, 6-11, ...), block b in the room of words 3b.. at pair_mem +
 // 3b * pair_stride (ceil(n/2) rooms of pair_stride int64 values, at least
-// int8_pack_stride(vector length)). Only when the shape allows it (vector
-// length % 8 == 0, group % 8 == 0) and the rooms are big enough; otherwise
-// nothing is packed (the plain kernel runs).
+// int8_pack_stride(vector length)). A last block of 1 or 2 items is
+// packed crosswise instead (cross, or cross_block), in the same rooms.
+// Only when the shape allows it (vector length % 8 == 0, group % 8 == 0)
+// and the rooms are big enough; otherwise nothing is packed (the plain
+// kernel runs).
 void pack_int8_batch(ActVec* x, uint32_t n, int64_t* pair_mem, size_t pair_stride, uint64_t* cross_mem);
 // The pair_stride that vectors of up to `cols` values need: every column
 // and one gain word per group (groups of at least 8 values).

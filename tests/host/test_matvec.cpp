@@ -151,9 +151,10 @@ TEST_CASE("int8 activation error on Gaussian data", "[matvec][int8]") {
 }
 
 // The packed int8 kernels (items in triples or pairs, one item crosswise)
-// against the plain int8 kernel: bit-identical for every item count (1..12:
+// against the plain int8 kernel: bit-identical for every item count (1..13:
 // one, two and three packed words per block, a second block, short last
-// words), row ranges that are and are not a multiple of 4, group sizes
+// words, crosswise blocks of 1 and 2 items alone and after a block of
+// triples or pairs), row ranges that are and are not a multiple of 4, group sizes
 // (several groups per row, a short last group, one group), every item with
 // its own gain in every group (the packed kernels read each group's gains
 // from the packed stream), and the extreme values that bound the lanes (all
@@ -175,7 +176,7 @@ TEST_CASE("packed int8 matmul is bit-identical to the plain int8 kernel", "[matv
           for (size_t i = 0; i < size_t(rows) * cols; i++)
             qv[i] = extreme == 1 ? ((i % 3) ? -127 : 127) : extreme == 2 ? 127 : -127;
         }
-        constexpr uint32_t kItems = 12;
+        constexpr uint32_t kItems = 13;
         uint32_t g = group ? group : cols, groups = (cols + g - 1) / g;
         std::vector<std::vector<float>> xs(kItems, std::vector<float>(cols));
         std::vector<std::vector<int8_t>> qs(kItems, std::vector<int8_t>(cols + 8));
@@ -208,13 +209,17 @@ TEST_CASE("packed int8 matmul is bit-identical to the plain int8 kernel", "[matv
           std::vector<llm::ActVec> packed(acts.begin(), acts.begin() + n);
           for (const auto& a : packed) REQUIRE(reinterpret_cast<uintptr_t>(a.q) % 8 == 0);
           llm::pack_int8_batch(packed.data(), n, pairs.data(), stride, cross.data());
-          REQUIRE((packed[0].triple != nullptr) == (n >= 2 && g <= 64));
-          REQUIRE((packed[0].pair != nullptr) == (n >= 2 && g > 64));
-          REQUIRE((packed[0].cross != nullptr) == (n == 1));
-          if (n >= 2) {  // blocks of 3 words: 9 items (triples) or 6 (pairs)
-            uint32_t block = g <= 64 ? 9 : 6;
-            for (uint32_t i = 0; i < n; i++)
-              REQUIRE(packed[i].block_items == (i % block == 0 ? std::min(block, n - i) : 0u));
+          // Blocks of 3 words: 9 items (triples) or 6 (pairs), but a last
+          // block of 1 or 2 items is crosswise (cross or cross_block).
+          uint32_t block = g <= 64 ? 9 : 6;
+          for (uint32_t i = 0; i < n; i++) {
+            uint32_t items = i % block == 0 ? std::min(block, n - i) : 0u;
+            bool crosswise = items == 1 || items == 2;
+            REQUIRE((packed[i].triple != nullptr) == (items && !crosswise && g <= 64));
+            REQUIRE((packed[i].pair != nullptr) == (items && !crosswise && g > 64));
+            REQUIRE((packed[i].cross != nullptr) == (items == 1));
+            REQUIRE((packed[i].cross_block != nullptr) == (items == 2));
+            REQUIRE(packed[i].block_items == (items == 1 ? 0u : items));
           }
           for (uint32_t r0 : {0u, 1u, 3u}) {
             std::vector<float> y(size_t(n) * rows, -1.0f);
