@@ -192,11 +192,11 @@ bool page_cache_adopt(Inode* ip, uint64_t index, uint8_t* page) {
   SpinlockGuard guard(page_lock);
   if (!entries || pinned_slot(ip->dev, ip->inum) < 0) return false;
   if (adopted_count >= capacity / ADOPT_SHARE_DEN * ADOPT_SHARE_NUM) return false;
-  if (Entry* e = find(ip->dev, ip->inum, index)) {
-    if (e->page == page) return true;
+  if (Entry* cached = find(ip->dev, ip->inum, index); cached != nullptr) {
+    if (cached->page == page) return true;
     // A page some process maps stays: that page alone exists twice.
-    if (kpage_refs(e->page) > 1) return false;
-    remove(*e);   // a cached copy nobody maps: the service's page replaces it
+    if (kpage_refs(cached->page) > 1) return false;
+    remove(*cached);   // a cached copy nobody maps: the service's page replaces it
   }
   // The cache's reference: from now on the page has two holders, so the
   // clock (which evicts only pages with one) never takes it. The pin is
