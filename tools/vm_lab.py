@@ -141,7 +141,9 @@ def concurrent(args):
         for n in COUNTS:
             text = secs[at]
             mem = FREE.search(text)
-            timings = fields(text)
+            # Timing lines go to the console (stderr), N processes at once: a
+            # line cut by another's write is left out of the rate (and said).
+            timings = [t for t in fields(text) if all(k in t for k in ("load_us", "init_us", "total_us", "gen"))]
             outs = [secs[at + 1 + k] for k in range(n)]
             served = tokens(secs[at + 1 + n])
             at += 2 + n
@@ -159,7 +161,10 @@ def concurrent(args):
             mib = lambda pages: f"{int(pages) * 4096 / 2**20:.1f}"
             used = int(mem.group(4)) if mem else None
             weights = (region_mib + (int(mem.group(5)) - int(mem.group(7))) * 4096 / 2**20) if mem else None
-            print(f"| {mode} | {n} | {len(timings)} | {mib(used) if mem else '-'} | "
+            finished = sum(1 for o in outs if tokens(o) is not None)
+            if len(timings) < finished:
+                fails.append(f"{finished - len(timings)} timing line(s) cut on the console: rate of {len(timings)}")
+            print(f"| {mode} | {n} | {finished} | {mib(used) if mem else '-'} | "
                   f"{mib(used - idle_used) if mem else '-'} | {mib(mem.group(5)) if mem else '-'} | "
                   f"{mib(mem.group(7)) if mem else '-'} | "
                   f"{f'{weights:.1f} ({weights * 2**20 / bundle:.2f}x)' if mem else '-'} | "
