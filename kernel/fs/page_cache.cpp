@@ -116,7 +116,10 @@ bool insert(uint32_t dev, uint32_t inum, uint64_t index, uint8_t* page) {
 // The files whose pages a loaded model holds (page_cache_pin_file): a
 // write or a truncation of one is refused, since writei would change the
 // service's weights in place. Invariant: each (dev, inum) at most once, in
-// pinned_files[0, n_pinned_files). A model has at most kMaxLayers + 8 files.
+// pinned_files[0, n_pinned_files). A model has at most 108 files (100
+// layers + 8, lib/llm_config.h): room for four of the largest shape. A file
+// that finds no slot is not pinned, so not adopted: the service keeps a
+// private copy of it, as before.
 struct PinnedFile {
   uint32_t dev;
   uint32_t inum;
