@@ -19,4 +19,5 @@ struct kai_meminfo {
   uint64_t cache_misses;         // lookups that read it from the disk
   uint64_t cache_evictions;      // pages evicted under memory pressure
   uint64_t cache_disk_bytes;     // bytes read from the disk into the cache
+  uint64_t cache_pinned_pages;   // of cache_pages, the AI service's loaded models' (never evicted)
 };

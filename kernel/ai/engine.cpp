@@ -7,6 +7,7 @@
 #include <new>
 #include "llm.h"
 #include "../fs/fs.h"
+#include "../fs/page_cache.h"
 #include "../kalloc.h"
 #include "../printf.h"
 #include "../string.h"
@@ -24,7 +25,12 @@ struct EngineModel {
 
 namespace {
 
-constexpr uint64_t kFileAlign = 64;   // the runtime reads floats in place
+// Each file starts on a page and its last page's tail stays zero (the region
+// is zero-filled): then the region's pages are exactly the files' page-cache
+// pages and the cache can adopt them (one copy of a model, page_cache.h).
+// (The runtime itself needs only 64: it reads floats in place.)
+constexpr uint64_t kFileAlign = 4096;
+static_assert(kFileAlign == PAGE_SIZE, "a file's bytes start on a page of their own");
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -68,6 +74,47 @@ ErrorOr<void> read_file(const char* dir, const char* name, void* dst, uint64_t s
   if (got.is_error()) return got.error();
   if (got.value() != size) return Errno::IO;
   return {};
+}
+
+// read_file for a weight file: the same read, then, with the inode still
+// locked, the file is pinned (writes and truncation refused), so the bytes
+// read stay the file's bytes until the cache adopts the pages (adopt_file).
+ErrorOr<void> read_file_pinned(const char* dir, const char* name, void* dst, uint64_t size) {
+  fs::Inode* ip = TRY(lookup_locked(dir, name));
+  auto got = fs::readi(ip, false, reinterpret_cast<uint64_t>(dst), 0, size);
+  // Not pinned (sharing off, or no slot left): the service keeps a private
+  // copy of this file, as it did before the cache could adopt pages.
+  if (!got.is_error() && got.value() == size && fs::page_cache_sharing_models())
+    (void)fs::page_cache_pin_file(ip).is_error();
+  release(ip);
+  if (got.is_error()) return got.error();
+  if (got.value() != size) return Errno::IO;
+  return {};
+}
+
+// The region's pages of dir/name become its page-cache pages (meminfo counts
+// them: `free`'s pinned=); returns how many did. A file deleted since it was
+// read is no longer pinned: nothing.
+uint64_t adopt_file(const char* dir, const char* name, uint8_t* bytes, uint64_t size) {
+  auto found = lookup_locked(dir, name);
+  if (found.is_error()) return 0;
+  fs::Inode* ip = found.value();
+  uint64_t adopted = 0;
+  if (fs::inode_size(ip) == size && fs::page_cache_file_pinned(ip))
+    for (uint64_t i = 0; i * PAGE_SIZE < size; i++)
+      adopted += fs::page_cache_adopt(ip, i, bytes + i * PAGE_SIZE) ? 1 : 0;
+  release(ip);
+  return adopted;
+}
+
+// A failed load: the files read so far are writable again.
+void unpin_files(const char* dir, char names[][12], int n) {
+  for (int i = 0; i < n; i++) {
+    auto found = lookup_locked(dir, names[i]);
+    if (found.is_error()) continue;
+    fs::page_cache_unpin_file(found.value());
+    release(found.value());
+  }
 }
 
 // The bundle's file names in the order the runtime asks for them.
@@ -188,8 +235,9 @@ ErrorOr<EngineModel*, Error> engine_load(const char* dir, ModelSummary* summary)
   em->region_bytes = total;
   uint8_t* cursor = region + align_up(sizeof(EngineModel), kFileAlign);
   for (int i = 0; i < n_files; i++) {
-    auto r = read_file(dir, names[i], cursor, sizes[i]);
+    auto r = read_file_pinned(dir, names[i], cursor, sizes[i]);
     if (r.is_error()) {
+      unpin_files(dir, names, i);
       kfree_contiguous(region, total);
       return Error::make(r.error(), names[i], "read error");
     }
@@ -198,8 +246,18 @@ ErrorOr<EngineModel*, Error> engine_load(const char* dir, ModelSummary* summary)
   }
   auto loaded = em->model.load(em->files);
   if (loaded.is_error()) {
+    unpin_files(dir, names, n_files);
     kfree_contiguous(region, total);
     return Error::make(Errno::Invalid, loaded.error().message);   // it names the file and field
+  }
+  // Valid: the files' pages become page-cache pages. Only now, because the
+  // region is freed whole (kfree_contiguous) on an error above, and that
+  // must not free pages the cache holds. kai never unloads a model, so the
+  // pages stay pinned for good (an unload would kfree them page by page).
+  cursor = region + align_up(sizeof(EngineModel), kFileAlign);
+  for (int i = 0; i < n_files; i++) {
+    adopt_file(dir, names[i], cursor, sizes[i]);
+    cursor += align_up(sizes[i], kFileAlign);
   }
   auto context_set = em->model.set_context(context, rope_bytes ? reinterpret_cast<float*>(cursor) : nullptr);
   // ROP.BIN follows another rule: the bundle's length stays, and the log

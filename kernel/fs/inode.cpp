@@ -231,8 +231,10 @@ void iunlockput(Inode* ip) {
 
 void itrunc(Inode* ip) {
   ip->gen++;
-  // Its cached pages go (a mapping keeps its page, detached: page_cache.h).
+  // Its cached pages go (a mapping keeps its page, detached: page_cache.h;
+  // so does a loaded model, whose file may be deleted but not truncated).
   page_cache_drop(ip, 0, (ip->size + BSIZE - 1) / BSIZE);
+  page_cache_unpin_file(ip);
   for (uint32_t i = 0; i < NDIRECT; i++) {
     if (ip->addrs[i]) bfree(ip->dev, ip->addrs[i]);
     ip->addrs[i] = 0;
@@ -274,6 +276,8 @@ uint64_t truncations_total() { return __atomic_load_n(&all_truncations, __ATOMIC
 // ---------------------------------------------------------------- data
 ErrorOr<uint64_t> writei(Inode* ip, bool user_src, uint64_t src, uint64_t off, uint64_t n) {
   if (off + n < off || off + n > MAXFILE_BYTES) return Errno::FileTooBig;
+  // A loaded model's file: its cached pages are the service's weights.
+  if (page_cache_file_pinned(ip)) return Errno::Busy;
   ip->gen++;   // read-ahead issued before this write is stale
   uint64_t tot = 0;
   ErrorOr<void> err;

@@ -10,6 +10,7 @@
 #include "layout.h"
 #include "../kalloc.h"
 #include "../mem_policy.h"
+#include "../boot.h"
 #include "../printf.h"
 #include "../spinlock.h"
 #include "../string.h"
@@ -33,6 +34,7 @@ struct Entry {
   uint32_t next;         // bucket chain, or free list
   bool used;
   bool referenced;       // the clock's bit: looked up since the hand last passed
+  bool adopted;          // a loaded model's page (page_cache_adopt): counted as pinned
 };
 
 Spinlock page_lock{"page_cache"};
@@ -44,6 +46,7 @@ uint32_t nbuckets = 0;        // a power of two
 uint32_t free_head = NONE;
 PageClock clock;              // the eviction clock's hand
 uint64_t used_count = 0;
+uint64_t adopted_count = 0;   // entries with `adopted` set
 uint64_t hits = 0, misses = 0, evictions = 0, disk_bytes = 0;
 
 uint32_t bucket_of(uint32_t dev, uint32_t inum, uint64_t index) {
@@ -68,6 +71,8 @@ void remove(Entry& e) {
   while (*link != self) link = &entries[*link].next;
   *link = e.next;
   e.used = false;
+  if (e.adopted) adopted_count--;
+  e.adopted = false;
   e.next = free_head;
   free_head = self;
   used_count--;
@@ -100,12 +105,40 @@ bool insert(uint32_t dev, uint32_t inum, uint64_t index, uint8_t* page) {
   uint32_t i = free_head;
   free_head = entries[i].next;
   Entry& e = entries[i];
-  e = Entry{dev, inum, index, page, NONE, true, true};
+  e = Entry{dev, inum, index, page, NONE, true, true, false};
   uint32_t b = bucket_of(dev, inum, index);
   e.next = buckets[b];
   buckets[b] = i;
   used_count++;
   return true;
+}
+
+// The files whose pages a loaded model holds (page_cache_pin_file): a
+// write or a truncation of one is refused, since writei would change the
+// service's weights in place. Invariant: each (dev, inum) at most once, in
+// pinned_files[0, n_pinned_files). A model has at most 108 files (100
+// layers + 8, lib/llm_config.h): room for four of the largest shape. A file
+// that finds no slot is not pinned, so not adopted: the service keeps a
+// private copy of it, as before.
+struct PinnedFile {
+  uint32_t dev;
+  uint32_t inum;
+};
+constexpr uint32_t MAX_PINNED_FILES = 4 * 108;
+PinnedFile pinned_files[MAX_PINNED_FILES];
+uint32_t n_pinned_files = 0;
+// Adoption stops when pinned pages would fill more than this share of the
+// table: the rest stays for ordinary file pages (exec, read()), which would
+// otherwise find no slot and be read from the disk at every use.
+constexpr uint64_t ADOPT_SHARE_NUM = 3, ADOPT_SHARE_DEN = 4;
+// mem.share_models=0 on the kernel command line: the service keeps a private
+// copy (what kai did before; make vm-lab's cold rows need a cold cache).
+bool share_models = true;
+
+int pinned_slot(uint32_t dev, uint32_t inum) {
+  for (uint32_t i = 0; i < n_pinned_files; i++)
+    if (pinned_files[i].dev == dev && pinned_files[i].inum == inum) return int(i);
+  return -1;
 }
 
 uint64_t reclaim(uint64_t want, bool all) {
@@ -130,6 +163,56 @@ void page_cache_init() {
   for (uint32_t i = 0; i < capacity; i++) entries[i].next = i + 1 < capacity ? i + 1 : NONE;
   free_head = 0;
   kalloc_set_reclaimer(reclaim);
+  if (bootarg_int(g_boot, "mem.share_models", 1) == 0) {
+    share_models = false;
+    kprintf("kai: the AI service keeps its own copy of each model (mem.share_models=0)\n");
+  }
+}
+
+bool page_cache_sharing_models() { return share_models && entries; }
+
+ErrorOr<void> page_cache_pin_file(Inode* ip) {
+  SpinlockGuard guard(page_lock);
+  if (pinned_slot(ip->dev, ip->inum) >= 0) return {};
+  if (n_pinned_files == MAX_PINNED_FILES) return Errno::NoMem;
+  pinned_files[n_pinned_files++] = PinnedFile{ip->dev, ip->inum};
+  return {};
+}
+
+void page_cache_unpin_file(Inode* ip) {
+  SpinlockGuard guard(page_lock);
+  int i = pinned_slot(ip->dev, ip->inum);
+  if (i >= 0) pinned_files[i] = pinned_files[--n_pinned_files];
+}
+
+bool page_cache_file_pinned(Inode* ip) {
+  SpinlockGuard guard(page_lock);
+  return pinned_slot(ip->dev, ip->inum) >= 0;
+}
+
+bool page_cache_adopt(Inode* ip, uint64_t index, uint8_t* page) {
+  if (!share_models || index * PAGE_SIZE >= ip->size) return false;
+  SpinlockGuard guard(page_lock);
+  if (!entries || pinned_slot(ip->dev, ip->inum) < 0) return false;
+  if (adopted_count >= capacity / ADOPT_SHARE_DEN * ADOPT_SHARE_NUM) return false;
+  if (Entry* cached = find(ip->dev, ip->inum, index); cached != nullptr) {
+    if (cached->page == page) return true;
+    // A page some process maps stays: that page alone exists twice.
+    if (kpage_refs(cached->page) > 1) return false;
+    remove(*cached);   // a cached copy nobody maps: the service's page replaces it
+  }
+  // The cache's reference: from now on the page has two holders, so the
+  // clock (which evicts only pages with one) never takes it. The pin is
+  // the count; nothing else marks it.
+  kpage_get(page);
+  if (!insert(ip->dev, ip->inum, index, page)) {
+    kfree(page);
+    return false;
+  }
+  Entry* e = find(ip->dev, ip->inum, index);
+  e->adopted = true;
+  adopted_count++;
+  return true;
 }
 
 bool page_cache_wanted(Inode* ip) { return entries && ip->type == KAI_T_FILE; }
@@ -213,12 +296,12 @@ uint64_t page_cache_evict(uint64_t want, bool all) { return reclaim(want, all); 
 
 uint64_t page_cache_pages() {
   SpinlockGuard guard(page_lock);
-  return used_count;
+  return used_count - adopted_count;   // a loaded model's pages never go
 }
 
 PageCacheStats page_cache_stats() {
   SpinlockGuard guard(page_lock);
-  PageCacheStats s{used_count, 0, capacity, hits, misses, evictions, disk_bytes};
+  PageCacheStats s{used_count, 0, capacity, hits, misses, evictions, disk_bytes, adopted_count};
   for (uint32_t i = 0; i < capacity; i++)
     if (entries[i].used && kpage_refs(entries[i].page) == 1) s.evictable++;
   return s;

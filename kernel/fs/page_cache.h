@@ -70,6 +70,28 @@ void page_cache_update(Inode* ip, uint64_t index, const uint8_t* block);
 // Drops pages [first, end) of ip (truncation, deletion, a failed write). ip locked.
 void page_cache_drop(Inode* ip, uint64_t first, uint64_t end);
 
+// One copy of a model (docs/virtual-memory.md): the AI service reads each
+// file of a bundle into its contiguous region, page-aligned, the bytes past
+// the end zero, and then enters those pages into the cache as the file's
+// pages, so read() and mmap of the bundle use the service's own memory.
+//
+// page_cache_pin_file: from now on a write to ip, or a truncation, is
+// refused (EBUSY; writei would change the service's weights in place).
+// Deleting it stays allowed: its pages leave the cache (the service keeps
+// them) and itrunc unpins it. ip locked.
+ErrorOr<void> page_cache_pin_file(Inode* ip);
+void page_cache_unpin_file(Inode* ip);
+bool page_cache_file_pinned(Inode* ip);
+// Enters `page` (holding file page `index` of the pinned file ip) into the
+// cache with one more reference: the cache's. The page then has two holders
+// and the clock never evicts it (it evicts pages with one). false (nothing
+// done) if sharing is off (mem.share_models=0), ip is not pinned, the page
+// is cached and mapped by a process (it stays: that page exists twice), or
+// pinned pages already fill 3/4 of the table. ip locked.
+bool page_cache_adopt(Inode* ip, uint64_t index, uint8_t* page);
+// Does the service share its models' pages (mem.share_models, default 1)?
+bool page_cache_sharing_models();
+
 // Evicts up to `want` cached pages (or all it can); returns how many.
 uint64_t page_cache_evict(uint64_t want, bool all);
 
@@ -81,9 +103,11 @@ struct PageCacheStats {
   uint64_t misses;       // lookups that had to read it
   uint64_t evictions;
   uint64_t disk_bytes;   // bytes read from the disk into the cache
+  uint64_t adopted;      // of `pages`, a loaded model's (pinned while it is loaded)
 };
 PageCacheStats page_cache_stats();
-// Pages in the cache: a quick upper bound on what eviction can free.
+// Pages in the cache but a loaded model's: a quick upper bound on what
+// eviction can free.
 uint64_t page_cache_pages();
 
 }  // namespace fs

@@ -21,6 +21,7 @@
 #include "file.h"
 #include "inode.h"
 #include "log.h"
+#include "page_cache.h"
 
 using namespace fs;
 
@@ -172,6 +173,9 @@ SyscallResult sys_open() {
   if (ip->type == 0) e = Errno::IO;                                  // corrupt
   else if (ip->type == KAI_T_DIR && (want_write || (flags & KAI_O_TRUNC))) e = Errno::IsDir;
   else if (ip->type == KAI_T_DEVICE && ip->major >= NDEV) e = Errno::NoDevice;
+  // A loaded model's file (the AI service's weights are its cached pages):
+  // refused for writing, as Linux refuses a running program (ETXTBSY).
+  else if ((want_write || (flags & KAI_O_TRUNC)) && page_cache_file_pinned(ip)) e = Errno::Busy;
   if (e != Errno{}) {
     iunlockput(ip);
     return e;

@@ -95,3 +95,75 @@ def test_file_larger_than_free_memory_through_read_and_map():
     assert pages1 * 4096 < (HUGE_MIB << 20), "the file fit in the cache: no pressure"
     assert ev1 * 4096 >= 2 * (HUGE_MIB << 20), ev1     # each pass after the first evicted what it read
     assert mapped1 == 0 and free0 == free1, (free0, free1, mapped1)   # every page back
+
+
+SMOL_IMG = os.path.join(ROOT, "build", "fs-smol.img")
+PROMPT = "504 3575 282"
+LLMRUN_MAP = re.compile(r" major_faults=(\d+) minor_faults=(\d+) disk_bytes=(\d+) resident_kib=(\d+) "
+                        r"shared_kib=(\d+)")
+PINNED = re.compile(r"^ai service: pinned=(\d+) pages", re.M)
+
+
+def loaded_files(bundle):
+    """The files the AI service reads into its region (engine.cpp's
+    bundle_files, for a Llama bundle): CFG, EMB, NRM, ROP and every layer."""
+    return [f for f in os.listdir(bundle) if re.fullmatch(r"(CFG|EMB|NRM|ROP|L\d\d)\.BIN", f)]
+
+
+def test_one_copy_of_a_loaded_model():
+    """One copy of a model (docs/virtual-memory.md): the AI service's weights
+    are the bundle's page-cache pages, pinned. In one boot of the SMOL image:
+    every page of every file the service loaded is pinned (free's pinned=
+    is exactly their page count); `llmrun --mmap` of that bundle reads
+    nothing from the disk and maps the service's pages (minor faults only),
+    also after `free --drop-caches` (the pinned pages are not evicted);
+    read() of the bundle adds no second copy to the cache; every run gives
+    the service's tokens; writing or truncating a loaded file is refused
+    (EBUSY); deleting one is allowed, unpins only its pages, the service
+    still answers the same, and a new file of that name is writable."""
+    need_built("free", "llmrun", "ai", "rm", "echo")
+    if not os.path.exists(SMOL_IMG) or not os.path.exists(os.path.join(SMOL, "L00.BIN")):
+        pytest.skip("build/fs-smol.img missing: run `make build/fs-smol.img`")
+    sizes = {f: os.path.getsize(os.path.join(SMOL, f)) for f in loaded_files(SMOL)}
+    bundle_pages = sum((s + 4095) // 4096 for s in sizes.values())
+    last = max(f for f in sizes if f.startswith("L"))
+    run = f"llmrun --int8 --timing --predict 6 {PROMPT}"
+    ask = f"ai --int8 --predict 6 {PROMPT}"
+    # `ai` first: it waits for the model to be loaded.
+    cmds = [ask, "free", f"{run} --mmap", f"{run} --mmap", "free --drop-caches", f"{run} --mmap", run, run,
+            "free", "echo x > /AI/SMOL/CFG.BIN", f"echo x >> /AI/SMOL/{last}", f"rm /AI/SMOL/{last}", "free", ask,
+            f"echo new > /AI/SMOL/{last}", f"cat /AI/SMOL/{last}"]
+    res = qemu_run.run(cmds, image=SMOL_IMG, kernel=KERNEL, snapshot=True, smp=2, timeout=300, boot_timeout=120)
+    assert res.ok, f"{res.error}\n{res.transcript[-3000:]}"
+    out = res.transcript
+    assert "panic" not in out and "killed" not in out, out[-3000:]
+
+    # The transcript's sections, one per command, in order.
+    parts, at = [], 0
+    for c in cmds:
+        at = out.index("$ " + c, at)
+        end = out.find("\n$ ", at + 2)
+        parts.append(out[at:end if end > 0 else len(out)])
+        at += 2
+    want = [line for line in parts[0].splitlines() if re.fullmatch(r"\d+( \d+)+", line)]
+    assert len(want) == 1, parts[0]
+    for i in (2, 3, 5, 6, 7, 13):
+        assert want[0] in parts[i].splitlines(), f"{cmds[i]}: not the service's tokens\n{parts[i]}"
+    pinned = [int(m) for p in (parts[1], parts[4], parts[8], parts[12]) for m in PINNED.findall(p)]
+    assert pinned[:3] == [bundle_pages] * 3, (pinned, bundle_pages)   # every loaded page, pinned, kept
+    for i in (2, 3, 5):   # mmap: the service's pages, no disk, no major fault
+        m = LLMRUN_MAP.search(parts[i])
+        assert m, parts[i]
+        major, minor, disk, resident, shared = map(int, m.groups())
+        assert major == 0 and disk == 0 and minor > 0, f"{cmds[i]}: {m.group(0)}"
+        assert shared * 1024 >= sum(sizes.values()) * 0.98, f"{cmds[i]}: the weights are not shared: {m.group(0)}"
+    # read() of the bundle twice: served from the service's pages, so the
+    # cache holds nothing of the bundle beyond them (no second copy).
+    cache = FREE.search(parts[8])
+    assert cache, parts[8]
+    assert int(cache.group(3)) - bundle_pages < bundle_pages // 20, (cache.groups(), bundle_pages)
+    assert "sh: /AI/SMOL/CFG.BIN: Device or resource busy" in parts[9], parts[9]
+    assert f"sh: /AI/SMOL/{last}: Device or resource busy" in parts[10], parts[10]
+    # Deleted: the cache lets go of that file's pages, the service keeps them.
+    assert pinned[3] == bundle_pages - (sizes[last] + 4095) // 4096, pinned
+    assert "new" in parts[15].splitlines(), parts[15]

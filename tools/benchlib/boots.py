@@ -89,9 +89,10 @@ def kernel_command_line(args, workers):
     return line
 
 
-def _boot(img, args, smp, workers, deterministic, disk):
+def _boot(img, args, smp, workers, deterministic, disk, extra=""):
+    append = kernel_command_line(args, workers) + (" " + extra if extra else "")
     s = qemu_run.Session(img, KERNEL, smp=smp, memory=args.memory, snapshot=True, boot_timeout=300,
-                         append=kernel_command_line(args, workers), deterministic=deterministic, disk=disk)
+                         append=append, deterministic=deterministic, disk=disk)
     if not s.booted:
         s.close()
         sys.exit("bench: boot failed:\n" + s.transcript)
@@ -111,7 +112,10 @@ def cold_warm(args, img, disks, logs):
     out = {}
     for d in disks:
         progress(f"cold vs warm on disk model {d}: booting in exact mode (one hart)")
-        s = _boot(img, args, 1, 1, True, d)
+        # The service keeps a private copy of the model (mem.share_models=0):
+        # by default its pages are the bundle's page-cache pages, and the
+        # cold runs would read them from memory, not from the disk.
+        s = _boot(img, args, 1, 1, True, d, extra="mem.share_models=0")
         try:
             text = run_command(s, f"coldwarm --model {args.name} --runs {args.cold_runs} --predict {args.predict}"
                                   f"{int8} --csv --disk {d} {prompt}", COMMAND_TIMEOUT_S,

@@ -5,7 +5,10 @@
 //
 // Cold path: fork + exec of `llmrun --timing` on /AI/NAME, which reads and
 // checks the whole bundle before it can compute; the page cache is dropped
-// first (dropcaches()), so each cold run reads the disk. Warm path: ai_submit +
+// first (dropcaches()), so each cold run reads the disk, provided the kernel
+// was booted with mem.share_models=0: by default the loaded model's pages are
+// the bundle's cached pages, pinned, and a cold run copies them from memory
+// (docs/virtual-memory.md, "One copy of a model"). Warm path: ai_submit +
 // ai_wait to the kernel service, whose copy of the model is resident. The two
 // alternate K times each (so drift on a noisy host hits both alike), must
 // produce identical tokens, and are summarised as median [min..max].
@@ -90,7 +93,7 @@ bool run_cold(Sample* s, uint32_t* ids, int* n_ids) {
 
   int fds[2];
   if (pipe(fds) < 0) return false;
-  dropcaches();   // cold: the bundle (and llmrun itself) from the disk, not the page cache
+  dropcaches();   // cold: llmrun and the bundle from the disk (but a loaded model's pinned pages)
   uint64_t t0 = clock_ns();
   int pid = fork();
   if (pid == 0) {

@@ -18,7 +18,7 @@ extern "C" const char* strerror(long err) {
     case KAI_ENOMEM: return "Out of memory";
     case KAI_EACCES: return "Permission denied";
     case KAI_EFAULT: return "Bad address";
-    case KAI_EBUSY: return "Busy";
+    case KAI_EBUSY: return "Device or resource busy";
     case KAI_EEXIST: return "File exists";
     case KAI_EXDEV: return "Cross-device link";
     case KAI_ENODEV: return "No such device";
