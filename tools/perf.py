@@ -94,6 +94,11 @@ from benchlib.parse import parse_ai_timing, parse_aibench, parse_calib, parse_co
 PROMPT_IDS = "504 3575 282 4649 314"   # "The capital of France is" in SmolLM2's tokenizer
 PREDICT = 16
 MODEL = "SMOL"
+# Boots that run coldwarm keep the service's private copy of the model: by
+# default the service's weights are the bundle's page-cache pages
+# (docs/virtual-memory.md, "One copy of a model"), and the cold path would
+# then never read the disk.
+PRIVATE_COPY = "mem.share_models=0"
 COLDWARM = f"coldwarm --model {MODEL} --int8 --csv --predict {PREDICT} --runs {{runs}} {PROMPT_IDS}"
 ONE_REQUEST = f"ai --model {MODEL} --int8 --timing --predict {PREDICT} {PROMPT_IDS}"
 BATCH_CLIENTS = 8
@@ -212,7 +217,7 @@ def one_request(text):
 def exact_boot(args):
     """Instruction counts (exact mode, one hart)."""
     out = {}
-    b = Boot(args, 1, exact=True)
+    b = Boot(args, 1, append=PRIVATE_COPY, exact=True)
     try:
         text = b.run("perfbench" if args.full_perfbench else "perfbench --quick", args.timeout)
         out["perfbench"] = {f"{m.group(1)}@{m.group(2)}": (int(m.group(4)), int(m.group(5)))
@@ -302,7 +307,7 @@ def real_boots(args):
     # that boot measured. Not the cold path: llmrun is one process on one hart.
     team = cases["row team"] = {}
     with tempfile.TemporaryDirectory() as tmp, \
-            measured_boot(args, boots, 1, monitor=os.path.join(tmp, "monitor.sock")) as b:
+            measured_boot(args, boots, 1, append=PRIVATE_COPY, monitor=os.path.join(tmp, "monitor.sock")) as b:
         rounds, cases["pairs calib"] = paired(b, args, ([], COLDWARM.format(runs=1), first_pair))
         pairs = [p for (p,) in rounds]
         for path in ("cold", "warm"):
