@@ -136,7 +136,7 @@ class Boot:
         start = self.session.mark()
         if not self.session.command(command, timeout):
             self.fail(f"'{command}' did not finish in {timeout:.0f} s")
-        text = self.session.transcript[start:]
+        text = self.session.since(start)
         if any(m in text for m in qemu_run.PANIC_MARKERS):
             self.fail("kernel panic")
         return text
