@@ -212,7 +212,8 @@ qemu-gdb: kernel fsimg
 # ---------------------------------------------------------------- host runtime and runner
 HOST_CXXFLAGS := -std=c++20 -O2 -g -Wall -Wextra -Ilib -Iinclude -MMD -MP
 HOST_LIB_OBJS := $(patsubst %,$(B)/host/%.o,$(LIB_SRCS))
-HOST_RUNNER_SRCS := $(filter-out %_kai.cpp,$(wildcard user/llmrun/*.cpp))
+# llmrun reads its command line with user/lib/option_parser.cpp (no libc in it).
+HOST_RUNNER_SRCS := $(filter-out %_kai.cpp,$(wildcard user/llmrun/*.cpp)) user/lib/option_parser.cpp
 
 host: $(B)/host/llmrun
 

@@ -298,7 +298,7 @@ def test_missing_directory(guest):
 def test_bad_arguments(guest):
     g, _ = guest
     assert "bad token 'x1'" in g.fails("llmrun --asset-dir /AI/LLAMA x1")
-    assert "unknown or incomplete option --frobnicate" in g.fails("llmrun --frobnicate")
+    assert "llmrun: unknown option --frobnicate" in g.fails("llmrun --frobnicate")
     assert "empty prompt" in g.fails("echo | llmrun --asset-dir /AI/LLAMA --stdin")
 
 
