@@ -100,10 +100,12 @@ UPROGS     += $(BENCH_PROGS) $(TEST_PROGS)
 
 # The LLM runner (cold path): user/llmrun/llmrun.cpp, the same source as the
 # host runner, with the guest platform layer platform_kai.cpp. One binary
-# under three names; llmrun_smol / llmrun_qwen default to /AI/SMOL, /AI/QWEN.
+# under three names: llmrun_smol and llmrun_qwen are hard links to llmrun
+# (one inode in the image, as for aitests) and default to /AI/SMOL, /AI/QWEN
+# (platform_kai.cpp's main looks at argv[0]).
 LLMRUN_OBJS  := $(B)/user/llmrun/llmrun.cpp.o $(B)/user/llmrun/platform_kai.cpp.o
-LLMRUN_PROGS := $(B)/user/bin/llmrun $(B)/user/bin/llmrun_smol $(B)/user/bin/llmrun_qwen
-UPROGS       += $(LLMRUN_PROGS)
+LLMRUN_LINKS := $(B)/user/bin/llmrun_smol $(B)/user/bin/llmrun_qwen
+UPROGS       += $(B)/user/bin/llmrun $(LLMRUN_LINKS)
 
 # usertests: one program built from the topic files of user/usertests/.
 USERTESTS_OBJS := $(patsubst %,$(B)/%.o,$(wildcard user/usertests/*.cpp))
@@ -154,8 +156,10 @@ $(B)/user/bin/aitests: $(AITESTS_OBJS) $(B)/user/libkai.a user/user.ld
 	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $(AITESTS_OBJS) $(B)/user/libkai.a -lgcc
 $(AITESTS_LINKS): $(B)/user/bin/aitests
 	ln -f $< $@
-$(LLMRUN_PROGS): $(LLMRUN_OBJS) $(B)/user/libkai.a user/user.ld
+$(B)/user/bin/llmrun: $(LLMRUN_OBJS) $(B)/user/libkai.a user/user.ld
 	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $(LLMRUN_OBJS) $(B)/user/libkai.a -lgcc
+$(LLMRUN_LINKS): $(B)/user/bin/llmrun
+	ln -f $< $@
 
 # ---------------------------------------------------------------- file-system image
 FSIMG      := $(B)/fs.img
@@ -218,7 +222,8 @@ qemu-gdb: kernel fsimg
 # ---------------------------------------------------------------- host runtime and runner
 HOST_CXXFLAGS := -std=c++20 -O2 -g -Wall -Wextra -Ilib -Iinclude -MMD -MP
 HOST_LIB_OBJS := $(patsubst %,$(B)/host/%.o,$(LIB_SRCS))
-HOST_RUNNER_SRCS := $(filter-out %_kai.cpp,$(wildcard user/llmrun/*.cpp))
+# llmrun reads its command line with user/lib/option_parser.cpp (no libc in it).
+HOST_RUNNER_SRCS := $(filter-out %_kai.cpp,$(wildcard user/llmrun/*.cpp)) user/lib/option_parser.cpp
 
 host: $(B)/host/llmrun
 

@@ -59,7 +59,7 @@ def boot(kernel, args):
             start = s.mark()
             if not s.command(command, args.timeout):
                 raise SystemExit(f"ab_kernels: '{command}' did not finish within {args.timeout} s on {kernel}")
-            value = figure(s.transcript[start:])
+            value = figure(s.since(start))
             if value is None:
                 raise SystemExit(f"ab_kernels: no figure in the output of '{command}' on {kernel}")
             figures.append(value)

@@ -62,14 +62,14 @@ def save_trace(session, label, timeout):
     LABEL.json and LABEL.png under TRACE["dir"]."""
     start = session.mark()
     if not session.command("aitrace", timeout=timeout):
-        raise RuntimeError("aitrace did not finish:\n" + session.transcript[start:][-2000:])
+        raise RuntimeError("aitrace did not finish:\n" + session.since(start)[-2000:])
     base = os.path.join(TRACE["dir"], label)
     with open(base + ".log", "w") as f:
-        f.write(session.transcript[start:])
+        f.write(session.since(start))
     spec = importlib.util.spec_from_file_location("kai_trace", os.path.join(HERE, "trace.py"))
     kai_trace = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(kai_trace)
-    tr = kai_trace.Trace(kai_trace.parse(session.transcript[start:]))
+    tr = kai_trace.Trace(kai_trace.parse(session.since(start)))
     kai_trace.write_json(tr, base + ".json")
     kai_trace.write_png(tr, base + ".png", title=label)
 
@@ -91,8 +91,8 @@ def boot_and_run(image, model, append, commands, deterministic, timeout, label=N
         for cmd in commands:
             start = s.mark()
             if not s.command(cmd, timeout=timeout):
-                raise RuntimeError(f"`{cmd}` did not finish in {timeout} s:\n" + s.transcript[start:][-2000:])
-            outputs[cmd] = s.transcript[start:]
+                raise RuntimeError(f"`{cmd}` did not finish in {timeout} s:\n" + s.since(start)[-2000:])
+            outputs[cmd] = s.since(start)
         if tracing:
             save_trace(s, label, timeout)
         s.halt()

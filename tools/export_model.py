@@ -35,26 +35,25 @@ EMB_CHUNK = 8192    # embedding rows handled at a time
 
 # Bundle layer keys -> HF names (below "<prefix>layers.N."); the zero-centred
 # norms of Qwen3.5 are stored as w in HF and as 1 + w in the bundle.
-_LLAMA_NAMES = {
+# Every layer has the two norms and the MLP; what mixes the tokens differs.
+_NORMS_AND_MLP = {
     "input_norm": "input_layernorm.weight",
     "post_attn_norm": "post_attention_layernorm.weight",
-    "q_proj": "self_attn.q_proj.weight", "k_proj": "self_attn.k_proj.weight",
-    "v_proj": "self_attn.v_proj.weight", "o_proj": "self_attn.o_proj.weight",
     "gate_proj": "mlp.gate_proj.weight", "up_proj": "mlp.up_proj.weight",
     "down_proj": "mlp.down_proj.weight",
 }
+_LLAMA_NAMES = dict(_NORMS_AND_MLP, **{
+    "q_proj": "self_attn.q_proj.weight", "k_proj": "self_attn.k_proj.weight",
+    "v_proj": "self_attn.v_proj.weight", "o_proj": "self_attn.o_proj.weight",
+})
 _FULL_NAMES = dict(_LLAMA_NAMES, q_norm="self_attn.q_norm.weight", k_norm="self_attn.k_norm.weight")
-_LINEAR_NAMES = {
-    "input_norm": "input_layernorm.weight",
-    "post_attn_norm": "post_attention_layernorm.weight",
+_LINEAR_NAMES = dict(_NORMS_AND_MLP, **{
     "conv1d": "linear_attn.conv1d.weight", "dt_bias": "linear_attn.dt_bias",
     "A_log": "linear_attn.A_log", "norm": "linear_attn.norm.weight",
     "in_proj_qkv": "linear_attn.in_proj_qkv.weight", "in_proj_z": "linear_attn.in_proj_z.weight",
     "in_proj_a": "linear_attn.in_proj_a.weight", "in_proj_b": "linear_attn.in_proj_b.weight",
     "out_proj": "linear_attn.out_proj.weight",
-    "gate_proj": "mlp.gate_proj.weight", "up_proj": "mlp.up_proj.weight",
-    "down_proj": "mlp.down_proj.weight",
-}
+})
 ZERO_CENTRED = {"input_norm", "post_attn_norm", "q_norm", "k_norm"}
 
 

@@ -79,7 +79,6 @@ import datetime
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -89,6 +88,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import qemu_run  # noqa: E402
 from benchlib import noise  # noqa: E402
+from benchlib.output import qemu_version, uptime  # noqa: E402
 from benchlib.parse import parse_ai_timing, parse_aibench, parse_calib, parse_coldwarm  # noqa: E402
 
 PROMPT_IDS = "504 3575 282 4649 314"   # "The capital of France is" in SmolLM2's tokenizer
@@ -141,7 +141,7 @@ class Boot:
         start = self.session.mark()
         if not self.session.command(command, timeout):
             self.fail(f"'{command}' did not finish in {timeout:.0f} s")
-        text = self.session.transcript[start:]
+        text = self.session.since(start)
         if any(m in text for m in qemu_run.PANIC_MARKERS):
             self.fail("kernel panic")
         return text
@@ -379,21 +379,6 @@ def smp_rounds(args, cases, boots, team):
             cases.setdefault("smp rounds calib", []).append(tuple(around))
 
 
-def uptime():
-    try:
-        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return "uptime unavailable"
-
-
-def qemu_version():
-    try:
-        out = subprocess.run(["qemu-system-riscv64", "--version"], capture_output=True, text=True).stdout
-        return out.splitlines()[0].replace("QEMU emulator version", "QEMU").strip()
-    except (OSError, IndexError):
-        return "QEMU ?"
-
-
 # Cases whose real time includes waiting for the disk: cold TTFT reads the
 # model's files (135 MB) after fork and exec, and while the device works the
 # guest runs no instructions, so its time per instruction is not a measure
@@ -455,7 +440,7 @@ def ratio_line(name, num, den, calib_around=None, unit="", full_speed_us=None):
 
 
 def report(exact, real, boots, jit, repeat, started, up_before, up_after):
-    lines = [f"make perf, {started:%Y-%m-%d %H:%M} UTC, {qemu_version()}, {os.cpu_count()} host cores",
+    lines = [f"make perf, {started:%Y-%m-%d %H:%M} UTC, {qemu_version().replace('QEMU emulator version', 'QEMU').strip() or 'QEMU ?'}, {os.cpu_count()} host cores",
              f"host load before: {up_before}",
              f"host load after:  {up_after}",
              f"model {MODEL} (SmolLM2-135M shape), int8 activations, prompt of 5 tokens, "

@@ -75,6 +75,10 @@ class _Console:
                 self.cond.notify_all()
 
     def text(self, start=0):
+        """The console from byte offset start on, decoded. The offset counts
+        bytes (as size() does): a model's answer may hold bytes that are not
+        UTF-8, each decoded to one replacement character, so slicing the
+        decoded text at a byte offset would land a few characters off."""
         with self.cond:
             return self.buf[start:].decode("utf-8", errors="replace")
 
@@ -82,12 +86,13 @@ class _Console:
         with self.cond:
             return len(self.buf)
 
-    def wait_for(self, predicate, timeout):
-        """Wait until predicate(text) holds; True if it did, False on timeout/EOF."""
+    def wait_for(self, predicate, timeout, start=0):
+        """Wait until predicate(text) holds, text being the console from byte
+        offset start on; True if it did, False on timeout/EOF."""
         deadline = time.monotonic() + timeout
         with self.cond:
             while True:
-                text = self.buf.decode("utf-8", errors="replace")
+                text = self.buf[start:].decode("utf-8", errors="replace")
                 if predicate(text):
                     return True
                 if self.eof:
@@ -223,11 +228,10 @@ def _boot_over(text):
         NO_ROOT.search(text) is not None
 
 
-def _prompt_after(start, echo_of=None):
-    """A predicate: the console, from offset start, ends with a fresh prompt."""
-    def check(text):
-        tail = text[start:]
-        if echo_of is not None:
+def _prompt_after(skip_echo=False):
+    """A predicate on the console since a mark: it ends with a fresh prompt."""
+    def check(tail):
+        if skip_echo:
             # Skip the echoed command line itself (it may contain "$ ").
             nl = tail.find("\n")
             if nl < 0:
@@ -278,15 +282,27 @@ class Session:
         self.console.send(data)
 
     def mark(self):
+        """A place in the console to read from later with since(); it counts
+        bytes, not characters (see _Console.text)."""
         return self.console.size()
 
+    def since(self, mark):
+        """The console's text from mark on: the bytes are cut at the mark,
+        then decoded (never transcript[mark:])."""
+        return self.console.text(mark)
+
+    def wait_for(self, predicate, start=0, timeout=60.0):
+        """True once predicate(self.since(start)) holds."""
+        return self.console.wait_for(predicate, timeout, start)
+
     def wait_prompt(self, start=None, timeout=60.0, skip_echo=False):
-        """True once the console (from offset start) ends with a fresh prompt."""
+        """True once the console (from mark start) ends with a fresh prompt."""
         start = self.mark() if start is None else start
-        return self.console.wait_for(_prompt_after(start, True if skip_echo else None), timeout)
+        return self.console.wait_for(_prompt_after(skip_echo), timeout, start)
 
     def wait_text(self, text, start=0, timeout=60.0):
-        return self.console.wait_for(lambda t: text in t[start:], timeout)
+        """True once text appears in the console after mark start."""
+        return self.console.wait_for(lambda t: text in t, timeout, start)
 
     def wait_log(self, pattern, timeout=60.0):
         """Waits for a whole kernel log line matching the regex `pattern`

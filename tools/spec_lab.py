@@ -166,8 +166,8 @@ def real_time_rounds(args):
         def run(cmd):
             start = s.mark()
             if not s.command(cmd, timeout=3600):
-                raise SystemExit(f"spec_lab: `{cmd}` timed out\n" + s.transcript[start:])
-            return parse_timing(s.transcript[start:])[0]
+                raise SystemExit(f"spec_lab: `{cmd}` timed out\n" + s.since(start))
+            return parse_timing(s.since(start))[0]
         run(plain)   # warm the translation cache before the first measured round
         for r in range(args.real_time):
             p1 = run(plain)
@@ -248,8 +248,8 @@ def main():
         for cmd in cases + runs:
             start = s.mark()
             if not s.command(cmd, timeout=3600):
-                raise SystemExit(f"spec_lab: `{cmd}` timed out\n" + s.transcript[start:])
-            outputs[cmd] = s.transcript[start:]
+                raise SystemExit(f"spec_lab: `{cmd}` timed out\n" + s.since(start))
+            outputs[cmd] = s.since(start)
             print(f"[{time.time() - started:6.0f} s] {cmd}", file=sys.stderr, flush=True)
         s.halt()
     pass_ns = {}

@@ -73,10 +73,6 @@ def run_in_session(session, command, timeout=60):
     start = session.mark()
     assert session.command(command, timeout=timeout), \
         f"`{command}` timed out\n" + session.transcript[-3000:]
-    # mark() counts bytes; slice the bytes, then decode: a model's answer may
-    # hold bytes that are not UTF-8, and each became one character of the
-    # decoded transcript, so a character offset would land a few characters
-    # off (cutting the echo's start here, and then the output's).
-    text = session.console.text(start)
+    text = session.since(start)
     text = text[text.find(command + "\n") + len(command) + 1:]
     return text[:-len(qemu_run.PROMPT)] if text.endswith(qemu_run.PROMPT) else text

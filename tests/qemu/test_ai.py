@@ -96,7 +96,7 @@ def boot(img, commands, models, smp=2, workers=1, timeout=600, append=""):
             start = s.mark()
             if not s.command(cmd, timeout=timeout):
                 return Result(False, f"`{cmd}` timed out", s.transcript, outputs)
-            text = s.transcript[start:]
+            text = s.since(start)
             echo = text.find(cmd + "\n")                       # skip the echoed command line
             text = text[echo + len(cmd) + 1:] if echo >= 0 else text
             if text.endswith(qemu_run.PROMPT):
@@ -191,7 +191,7 @@ def test_scheduling_boot_options(image):
             assert s.wait_log(rf"ai: model {name} (ready|failed)", timeout=180)
         start = s.mark()
         assert s.command("aictl", timeout=30)
-        assert "policy=priority aging_ms=5000 max_per_process=4" in s.transcript[start:], s.transcript[start:]
+        assert "policy=priority aging_ms=5000 max_per_process=4" in s.since(start), s.since(start)
         s.halt()
     with qemu_run.Session(img, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=180,
                           append="ai.policy=bogus ai.max_per_process=0") as s:
@@ -200,7 +200,7 @@ def test_scheduling_boot_options(image):
             assert s.wait_log(rf"ai: model {name} (ready|failed)", timeout=180)
         start = s.mark()
         assert s.command("aictl", timeout=30)
-        assert "policy=fcfs aging_ms=20000 max_per_process=8" in s.transcript[start:], s.transcript[start:]
+        assert "policy=fcfs aging_ms=20000 max_per_process=8" in s.since(start), s.since(start)
         assert "unknown ai.policy=bogus" in s.transcript
         assert "ai.max_per_process=0 out of range" in s.transcript
         s.halt()
@@ -239,8 +239,8 @@ def test_batched_tokens_equal_solo(image, smp, workers, max_batch, harts, drafts
             assert s.wait_log(rf"ai: model {name} (ready|failed)", timeout=180), s.transcript
         for cmd in commands:
             start = s.mark()
-            assert s.command(cmd, timeout=600), s.transcript[start:]
-            outputs[cmd] = s.transcript[start:]
+            assert s.command(cmd, timeout=600), s.since(start)
+            outputs[cmd] = s.since(start)
         assert not any(m in s.transcript for m in qemu_run.PANIC_MARKERS), s.transcript
         s.halt()
     host_cache = {}
@@ -286,8 +286,8 @@ def test_aictl_limits_harts_and_batch_in_a_running_boot(image):
 
         def run(cmd, timeout=600):
             start = s.mark()
-            assert s.command(cmd, timeout=timeout), s.transcript[start:]
-            return s.transcript[start:]
+            assert s.command(cmd, timeout=timeout), s.since(start)
+            return s.since(start)
 
         # Once every model has loaded, the team times each of its widths
         # (kernel/ai/width_survey.h), whatever the limit: its jobs run on both

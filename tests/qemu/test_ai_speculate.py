@@ -79,8 +79,8 @@ def session_outputs(image):
         assert s.command("echo 1 2 3 4 1 2 3 4 > /pred.txt"), s.transcript
         for cmd in commands + bad:
             start = s.mark()
-            assert s.command(cmd, timeout=300), s.transcript[start:]
-            outputs[cmd] = s.transcript[start:]
+            assert s.command(cmd, timeout=300), s.since(start)
+            outputs[cmd] = s.since(start)
         assert not any(m in s.transcript for m in qemu_run.PANIC_MARKERS), s.transcript
         s.halt()
     return models, bundles, outputs

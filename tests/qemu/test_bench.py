@@ -293,8 +293,8 @@ def session(tmp_path_factory):
 
 def output(s, command, timeout=120):
     start = s.mark()
-    assert s.command(command, timeout=timeout), s.transcript[start:]
-    text = s.transcript[start:].replace("\r", "")
+    assert s.command(command, timeout=timeout), s.since(start)
+    text = s.since(start).replace("\r", "")
     assert not any(m in text for m in qemu_run.PANIC_MARKERS), text
     return text
 
@@ -341,12 +341,12 @@ def test_aibench_client_killed_from_the_shell(session):
     session.command("aibench --model TINY --clients 3 --requests 8 --predict 64 --int8 --csv --think 200 &",
                     wait=False)
     pid_line = re.compile(r"aibench: client pids (\d+) (\d+) (\d+)\r?\n")
-    assert session.console.wait_for(lambda t: pid_line.search(t[start:]), 60), session.transcript[start:]
-    pids = pid_line.search(session.transcript[start:]).groups()
+    assert session.wait_for(pid_line.search, start, timeout=60), session.since(start)
+    pids = pid_line.search(session.since(start)).groups()
     output(session, f"kill {pids[1]}")
     assert session.wait_text("little:", start, timeout=120) or \
-        session.wait_text("never reported", start, timeout=1), session.transcript[start:]
-    text = session.transcript[start:].replace("\r", "")
+        session.wait_text("never reported", start, timeout=1), session.since(start)
+    text = session.since(start).replace("\r", "")
     m = re.search(r"requests: (\d+) done, (\d+) failed or cancelled, (\d+) never reported, (\d+) clients died",
                   text)
     assert m, text

@@ -70,14 +70,13 @@ def boot(img, commands, append=""):
             assert s.wait_log(rf"ai: model {name} (ready|failed)", timeout=120), s.transcript
         for cmd in commands:
             # The model's answers are arbitrary text, "$ " included: the end
-            # of a command is a marker line, not the shell's prompt. Offsets
-            # are in bytes (the answers need not be ASCII).
+            # of a command is a marker line, not the shell's prompt. since()
+            # cuts at the mark in bytes (the answers need not be ASCII).
             start = s.mark()
             s.send(f"{cmd}; echo {END}\n")
-            marker = ("\n" + END).encode()
-            assert s.console.wait_for(lambda _: marker in s.console.buf[start:], 600), s.console.text(start)
-            assert s.console.wait_for(lambda _: s.console.buf.endswith(qemu_run.PROMPT.encode()), 60)
-            text = s.console.text(start).replace("\r\n", "\n")
+            assert s.wait_text("\n" + END, start, timeout=600), s.since(start)
+            assert s.wait_for(lambda t: t.endswith(qemu_run.PROMPT), start, timeout=60)
+            text = s.since(start).replace("\r\n", "\n")
             text = text[text.index(f"; echo {END}\n") + len(END) + 8:]
             outputs[cmd] = text[:text.index("\n" + END) + 1]
         s.halt()

@@ -126,8 +126,8 @@ def outputs():
         assert s.command("echo '{\"type\":\"object\",\"pattern\":\"x\"}' > /bad.json"), s.transcript
         for c in commands:
             start = s.mark()
-            assert s.command(c, timeout=300), s.transcript[start:]
-            text = s.transcript[start:]
+            assert s.command(c, timeout=300), s.since(start)
+            text = s.since(start)
             echo = text.find(c + "\n")
             out[c] = text[echo + len(c) + 1:] if echo >= 0 else text
         assert not any(m in s.transcript for m in qemu_run.PANIC_MARKERS), s.transcript

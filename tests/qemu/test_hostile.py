@@ -55,8 +55,8 @@ def free_pages(s):
     """Free pages from the kernel's ^P process dump."""
     start = s.mark()
     s.send("\x10")
-    assert s.console.wait_for(lambda t: FREE_MEMORY.search(t[start:]) is not None, 30)
-    return int(FREE_MEMORY.search(s.transcript[start:]).group(1))
+    assert s.wait_for(FREE_MEMORY.search, start, timeout=30)
+    return int(FREE_MEMORY.search(s.since(start)).group(1))
 
 
 def token_ids(text):
@@ -182,7 +182,7 @@ def test_shell_answers_while_a_request_runs_on_one_hart():
                                timeout=60)
             latency = time.monotonic() - t0
             assert s.wait_prompt(start, timeout=60, skip_echo=True)
-            stat = s.transcript[start:]
+            stat = s.since(start)
             print(f"\necho answered after {latency * 1000:.0f} ms (attempt {attempt})")
             assert seen, "echo never answered\n" + stat
             # ... while the request's tokens were still to come.

@@ -65,13 +65,13 @@ def run_command(session, command, timeout, label, total=None):
             break
         now = time.monotonic()
         if now - t0 > timeout:
-            raise RuntimeError(f"`{command}` did not finish in {timeout} s:\n{session.transcript[start:]}")
-        done = re.findall(r"aibench: progress (\d+)/(\d+)", session.transcript[start:])
+            raise RuntimeError(f"`{command}` did not finish in {timeout} s:\n{session.since(start)}")
+        done = re.findall(r"aibench: progress (\d+)/(\d+)", session.since(start))
         shown = f"{done[-1][0]}/{done[-1][1]} requests" if done else (f"0/{total} requests" if total else "running")
         if shown != last_shown or now - last_time >= 30:
             progress(f"{label}: {shown}, {now - t0:.0f} s")
             last_shown, last_time = shown, now
-    text = session.transcript[start:]
+    text = session.since(start)
     text = text[text.find("\n") + 1:]                # drop the echoed command line
     if text.endswith(qemu_run.PROMPT):
         text = text[:-len(qemu_run.PROMPT)]

@@ -17,6 +17,16 @@ def _output(*command):
         return ""
 
 
+def qemu_version():
+    """QEMU's version line ("QEMU emulator version 8.2.2 (...)"), or ""."""
+    return _output("qemu-system-riscv64", "--version").split("\n")[0]
+
+
+def uptime():
+    """The host's `uptime` line (how loaded it is), or "uptime unavailable"."""
+    return _output("uptime") or "uptime unavailable"
+
+
 def environment():
     """The commit (with " (with local changes)" if tracked files differ from
     it), the date, the host, its CPUs and load, and the QEMU version."""
@@ -24,7 +34,7 @@ def environment():
     if _output("git", "status", "--porcelain", "--untracked-files=no"):
         commit += " (with local changes)"
     return {"commit": commit, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "host_cpus": os.cpu_count(),
-            "host": platform.platform(), "qemu": _output("qemu-system-riscv64", "--version").split("\n")[0],
+            "host": platform.platform(), "qemu": qemu_version(),
             "loadavg_start": "%.1f" % os.getloadavg()[0]}
 
 

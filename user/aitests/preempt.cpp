@@ -56,10 +56,7 @@ int aipreempt_main(int argc, char** argv) {
   }
   char name[KAI_AI_MODEL_NAME_MAX];
   kai_ai_model_info mi{};
-  if (int r = ai_wait_model_ready(o.model, 300, name, &mi); r < 0) {
-    fprintf(2, "aipreempt: model %s: %s\n", o.model[0] ? o.model : "(first)", strerror(r));
-    return 1;
-  }
+  if (ai_open_model("aipreempt", o.model, 300, name, &mi) < 0) return 1;
   if (o.prompt + o.predict > mi.runtime_seq_len) {
     fprintf(2, "aipreempt: prompt %u + predict %u does not fit model %s (runtime_seq_len %u)\n", o.prompt,
             o.predict, name, mi.runtime_seq_len);

@@ -18,6 +18,7 @@
 #include "kai.h"
 #include "kai_ai.h"
 #include "kai_options.h"
+#include "kai_stats.h"
 #include "aitests.h"
 
 namespace {
@@ -29,11 +30,6 @@ struct Options {
   uint32_t requests = 8, prefix = 128, tail = 8, predict = 8, flags = 0, seed = 0;
   bool concurrent = false, sampled = false;
 };
-
-int cmp_u64(const void* a, const void* b) {
-  uint64_t x = *static_cast<const uint64_t*>(a), y = *static_cast<const uint64_t*>(b);
-  return x < y ? -1 : x > y;
-}
 
 void make_prompt(const Options& o, uint32_t i, uint32_t vocab, uint32_t* p) {
   for (uint32_t t = 0; t < o.prefix; t++) p[t] = (t * 7 + 3) % vocab;
@@ -143,8 +139,8 @@ int aiprefix_main(int argc, char** argv) {
     total_cached += cached;
     cached = 0;
   }
-  qsort(later, n_later, sizeof(uint64_t), cmp_u64);
-  uint64_t p50 = n_later ? later[(n_later - 1) / 2] : 0;
+  sort_u64(later, n_later);
+  uint64_t p50 = percentile(later, n_later, 50);
   uint64_t ratio_x100 = first ? p50 * 100 / first : 0;
   printf("aiprefix: first_ttft_us=%lu later_ttft_p50_us=%lu ratio=%lu.%02lu cached_tokens=%u\n",
          (unsigned long)(first / 1000), (unsigned long)(p50 / 1000), (unsigned long)(ratio_x100 / 100),

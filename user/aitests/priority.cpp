@@ -74,10 +74,7 @@ int aipriority_main(int argc, char** argv) {
   }
   char name[KAI_AI_MODEL_NAME_MAX];
   kai_ai_model_info mi{};
-  if (int r = ai_wait_model_ready(opt.model, 300, name, &mi); r < 0) {
-    fprintf(2, "aipriority: model %s: %s\n", opt.model[0] ? opt.model : "(first)", strerror(r));
-    return 1;
-  }
+  if (ai_open_model("aipriority", opt.model, 300, name, &mi) < 0) return 1;
   strlcpy(opt.model, name, sizeof opt.model);
   static kai_ai_info info;
   if (ai_info(&info) < 0 || info.policy != KAI_AI_POLICY_PRIORITY || info.max_batch != opt.requests) {

@@ -36,6 +36,7 @@
 #include "kai_ai.h"
 #include "kai_options.h"
 #include "kai_prompt.h"
+#include "kai_stats.h"
 #include "llm_math.h"
 
 namespace {
@@ -242,21 +243,8 @@ void open_loop_client(int fd, int client, uint64_t t0) {
   for (; collected < n; collected++) report(fd, client, collected, ids[collected]);
 }
 
-int cmp_u64(const void* a, const void* b) {
-  uint64_t x = *static_cast<const uint64_t*>(a), y = *static_cast<const uint64_t*>(b);
-  return x < y ? -1 : x > y;
-}
-
-// p-th percentile (0..100) of n sorted values, nearest rank.
-uint64_t percentile(const uint64_t* v, int n, int p) {
-  if (n == 0) return 0;
-  int rank = (p * n + 99) / 100;
-  if (rank < 1) rank = 1;
-  return v[rank - 1];
-}
-
 void print_stat(const char* name, uint64_t* v, int n) {
-  qsort(v, n, sizeof(uint64_t), cmp_u64);
+  sort_u64(v, n);
   uint64_t sum = 0;
   for (int i = 0; i < n; i++) sum += v[i];
   printf("%-12s mean %8lu  p50 %8lu  p95 %8lu  max %8lu us\n", name, (unsigned long)(n ? sum / n / 1000 : 0),

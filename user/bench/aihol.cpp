@@ -14,6 +14,7 @@
 #include "kai.h"
 #include "kai_ai.h"
 #include "kai_options.h"
+#include "kai_stats.h"
 
 namespace {
 
@@ -24,18 +25,6 @@ struct Options {
   char model[KAI_AI_MODEL_NAME_MAX] = "";
   uint32_t clients = 4, predict = 48, long_len = 255, flags = 0;
 };
-
-int cmp_u64(const void* a, const void* b) {
-  uint64_t x = *static_cast<const uint64_t*>(a), y = *static_cast<const uint64_t*>(b);
-  return x < y ? -1 : x > y;
-}
-
-uint64_t percentile(uint64_t* v, uint32_t n, uint32_t pct) {
-  if (n == 0) return 0;
-  qsort(v, n, sizeof(uint64_t), cmp_u64);
-  uint32_t at = (n * pct + 99) / 100;   // nearest rank
-  return v[at == 0 ? 0 : at - 1];
-}
 
 // A streaming client: writes the publication time of each of its tokens
 // (one uint64 each, then a 0) into its pipe.
@@ -133,8 +122,10 @@ int main(int argc, char** argv) {
   }
   for (uint32_t i = 0; i < o.clients; i++) wait(nullptr);
   ai_info(&info);
+  sort_u64(solo, n_solo);
+  sort_u64(during, n_during);
   uint64_t solo_p50 = percentile(solo, n_solo, 50);
-  uint64_t d_max = n_during ? (qsort(during, n_during, sizeof(uint64_t), cmp_u64), during[n_during - 1]) : 0;
+  uint64_t d_max = n_during ? during[n_during - 1] : 0;
   uint64_t d_p50 = percentile(during, n_during, 50), d_p95 = percentile(during, n_during, 95);
   uint64_t ratio_x100 = solo_p50 ? d_p95 * 100 / solo_p50 : 0;
   printf("aihol: solo_p50_us=%lu during_p50_us=%lu during_p95_us=%lu during_max_us=%lu gaps_during=%u "

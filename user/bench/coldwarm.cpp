@@ -33,6 +33,7 @@
 #include "kai_ai.h"
 #include "kai_options.h"
 #include "kai_prompt.h"
+#include "kai_stats.h"
 
 namespace {
 
@@ -173,11 +174,6 @@ bool run_warm(Sample* s, uint32_t* ids, int* n_ids) {
   return true;
 }
 
-int cmp_u64(const void* a, const void* b) {
-  uint64_t x = *static_cast<const uint64_t*>(a), y = *static_cast<const uint64_t*>(b);
-  return x < y ? -1 : x > y;
-}
-
 struct Summary {
   uint64_t median, min, max;
 };
@@ -185,7 +181,7 @@ struct Summary {
 Summary summarize(const Sample* s, int n, uint64_t Sample::*member) {
   uint64_t v[kMaxRuns];
   for (int i = 0; i < n; i++) v[i] = s[i].*member;
-  qsort(v, n, sizeof(uint64_t), cmp_u64);
+  sort_u64(v, n);
   uint64_t median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   return {median, v[0], v[n - 1]};
 }

@@ -19,6 +19,7 @@
 #include <kai/ai_trace.h>
 
 #include "kai.h"
+#include "kai_file.h"
 #include "kai_options.h"
 #include "llm.h"
 
@@ -31,27 +32,15 @@ class DirBundle : public llm::BundleSource {
   bool get(const char* name, llm::Bytes* out) override {
     char path[256];
     snprintf(path, sizeof path, "%s/%s", dir_, name);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return false;
-    kai_stat st;
-    if (fstat(fd, &st) < 0) {
-      close(fd);
-      return false;
-    }
-    auto* buf = static_cast<uint8_t*>(aligned_alloc(4096, st.size ? st.size : 64));
-    uint64_t got = 0;
-    while (buf && got < st.size) {
-      long r = read(fd, buf + got, st.size - got);
-      if (r <= 0) break;
-      got += uint64_t(r);
-    }
-    close(fd);
-    if (!buf || got != st.size) {
-      fprintf(2, "perfbench: cannot read %s\n", path);
+    size_t size = 0;
+    int err = 0;
+    uint8_t* buf = read_whole_file(path, &size, &err, 4096);
+    if (!buf) {
+      if (err != -KAI_ENOENT) fprintf(2, "perfbench: cannot read %s: %s\n", path, strerror(err));
       return false;
     }
     out->data = buf;
-    out->size = st.size;
+    out->size = size;
     return true;
   }
 
@@ -83,6 +72,22 @@ struct Bench {
            (unsigned long)macs, (unsigned long)ns, (unsigned long)wbytes);
   }
 
+  // One batched pass, timed (only the pass: the profiler samples it alone);
+  // *best keeps the shortest pass so far. False after saying why it failed.
+  bool timed_forward(llm::BatchItem* items, uint32_t n, uint64_t* best) {
+    sampling(true);
+    uint64_t t0 = clock_ns();
+    auto r = batch.forward(items, n);
+    uint64_t t1 = clock_ns();
+    sampling(false);
+    if (r.is_error()) {
+      fprintf(2, "perfbench: %s\n", r.error().message);
+      return false;
+    }
+    if (t1 - t0 < *best) *best = t1 - t0;
+    return true;
+  }
+
   bool decode(uint32_t b) {
     uint64_t best = ~0ull, macs = 0, wbytes = 0;
     for (uint32_t rep = 0; rep < repeat; rep++) {
@@ -95,16 +100,7 @@ struct Bench {
         if (sessions[s].prefill(prompt, 8).is_error()) return false;
         items[s] = llm::BatchItem{&sessions[s], token(1000 + s), llm::Phase::Decode, true, 0};
       }
-      sampling(true);
-      uint64_t t0 = clock_ns();
-      auto r = batch.forward(items, b);
-      uint64_t t1 = clock_ns();
-      sampling(false);
-      if (r.is_error()) {
-        fprintf(2, "perfbench: %s\n", r.error().message);
-        return false;
-      }
-      if (t1 - t0 < best) best = t1 - t0;
+      if (!timed_forward(items, b, &best)) return false;
       macs = wbytes = 0;  // reset() zeroed the counts: this pass only
       for (uint32_t s = 0; s < b; s++) {
         macs += sessions[s].work(llm::Phase::Decode).macs;
@@ -122,16 +118,7 @@ struct Bench {
     for (uint32_t rep = 0; rep < repeat; rep++) {
       s.reset();
       for (uint32_t i = 0; i < n; i++) items[i] = llm::BatchItem{&s, token(i), llm::Phase::Prefill, i + 1 == n, 0};
-      sampling(true);
-      uint64_t t0 = clock_ns();
-      auto r = batch.forward(items, n);
-      uint64_t t1 = clock_ns();
-      sampling(false);
-      if (r.is_error()) {
-        fprintf(2, "perfbench: %s\n", r.error().message);
-        return false;
-      }
-      if (t1 - t0 < best) best = t1 - t0;
+      if (!timed_forward(items, n, &best)) return false;
     }
     const llm::WorkCounts& w = s.work(llm::Phase::Prefill);
     report("prefill", n, n, w.macs, best, w.weight_bytes);

@@ -1,5 +1,6 @@
 // One command-line parser for the AI programs (benchmarks, test drivers, and
-// in time ai, chat and llmrun), so every program reads the same options the
+// ai, chat and llmrun, which uses only its OptionParser part: it also
+// builds on the host), so every program reads the same options the
 // same way and names a bad one the same way:
 //
 //   missing value    "aibench: --clients needs a value"
@@ -28,6 +29,7 @@
 #include <stdint.h>
 
 #include "kai_ai.h"
+#include "option_parser.h"
 
 // Where a prompt of token ids comes from: ids given as arguments, a file
 // (--prompt-file F) or standard input (--stdin). At most one of them.
@@ -37,29 +39,11 @@ struct PromptChoice {
   uint32_t n_args = 0;          // token ids given as arguments, already in ids[]
 };
 
-class CommandLine {
+// OptionParser (option_parser.h) walks the arguments and reads flags,
+// numbers and texts; CommandLine adds the options of the AI service.
+class CommandLine : public OptionParser {
  public:
-  // usage: the synopsis after "usage: ", printed after an unknown argument.
-  CommandLine(const char* prog, const char* usage, int argc, char** argv)
-      : prog_(prog), usage_(usage), argc_(argc), argv_(argv) {}
-
-  // Moves to the next argument; false when there are none left.
-  bool next() { return ++at_ < argc_; }
-  const char* current() const { return argv_[at_]; }
-  const char* prog() const { return prog_; }
-
-  // --NAME with no value: true if the current argument is it.
-  bool flag(const char* name);
-  bool flag(const char* name, bool* out);
-  // --NAME that sets bits in a flags word (--int8 -> KAI_AI_INT8).
-  bool flag_bits(const char* name, uint32_t bits, uint32_t* flags);
-
-  // --NAME N with N a whole number in lo..hi (number_option's check).
-  bool number(const char* name, uint32_t lo, uint32_t hi, uint32_t* out);
-  bool number(const char* name, uint32_t lo, uint32_t hi, int* out);   // hi <= INT32_MAX
-
-  // --NAME TEXT: any value, kept as a pointer into argv.
-  bool text(const char* name, const char** out);
+  using OptionParser::OptionParser;
 
   // --model NAME (or another option naming a model, e.g. lateness's --load)
   // into a buffer of KAI_AI_MODEL_NAME_MAX, refusing a name that does not fit.
@@ -71,29 +55,15 @@ class CommandLine {
   // ai_generation_option in kai_ai.h).
   bool generation(ai_generation* g);
 
+  // --regex R and --json-schema FILE (ai_grammar_option in kai_ai.h).
+  bool grammar(ai_grammar_choice* g);
+
   // --prompt-file F and --stdin; with ids != nullptr also a bare token id
   // (not starting with '-'), appended to ids[0..cap).
   bool prompt(PromptChoice* p, uint32_t* ids = nullptr, uint32_t cap = 0);
 
   // --timing: the programs that can print their latency figures.
   bool timing(bool* out) { return flag("--timing", out); }
-
-  // A positional argument (not starting with "--"), at most one of it.
-  bool positional(const char** out);
-
-  // The current argument is none of this program's: names it, prints the
-  // usage line and exits with status 2.
-  [[noreturn]] void unknown() const;
-
- private:
-  // The value after option name, or exits with "PROG: NAME needs a value".
-  const char* value_of(const char* name);
-
-  const char* prog_;
-  const char* usage_;
-  int argc_;
-  char** argv_;
-  int at_ = 0;
 };
 
 // After parsing: checks that the prompt came one way at most (ways: the

@@ -2,6 +2,7 @@
 #include "kai_text.h"
 #include "kai.h"
 #include "kai_ai.h"
+#include "kai_file.h"
 
 namespace {
 
@@ -30,36 +31,18 @@ int KaiText::open(const char* model, char* err, size_t errcap) {
     set_err(err, errcap, "model name too long: ", model);
     return -KAI_ENAMETOOLONG;
   }
-  int fd = ::open(path, O_RDONLY);
-  if (fd < 0) {
+  size_t got = 0;
+  int r = 0;
+  uint8_t* buf = read_whole_file(path, &got, &r);
+  if (!buf) {
     struct kai_stat dir_st;
     char dir[160];
     snprintf(dir, sizeof dir, "%s%s", is_dir ? "" : "/AI/", model);
-    if (fd == -KAI_ENOENT && stat(dir, &dir_st) < 0)
+    if (r == -KAI_ENOENT && stat(dir, &dir_st) < 0)
       set_err(err, errcap, "no model ", model, is_dir ? " (no such directory)" : " under /AI");
-    else if (fd == -KAI_ENOENT) set_err(err, errcap, model, " has no TOK.BIN (no tokenizer: use token ids)");
-    else set_err(err, errcap, path, ": ", strerror(fd));
-    return fd;
-  }
-  struct kai_stat st;
-  int r = fstat(fd, &st);
-  uint8_t* buf = r < 0 ? nullptr : static_cast<uint8_t*>(malloc(st.size ? st.size : 1));
-  if (r < 0 || !buf) {
-    ::close(fd);
-    set_err(err, errcap, path, ": ", r < 0 ? strerror(r) : "out of memory");
-    return r < 0 ? r : -KAI_ENOMEM;
-  }
-  size_t got = 0;
-  while (got < st.size) {
-    long n = read(fd, buf + got, st.size - got);
-    if (n <= 0) break;
-    got += size_t(n);
-  }
-  ::close(fd);
-  if (got != st.size) {
-    free(buf);
-    set_err(err, errcap, path, ": short read");
-    return -KAI_EIO;
+    else if (r == -KAI_ENOENT) set_err(err, errcap, model, " has no TOK.BIN (no tokenizer: use token ids)");
+    else set_err(err, errcap, path, ": ", r == -KAI_EIO ? "short read" : r == -KAI_ENOMEM ? "out of memory" : strerror(r));
+    return r;
   }
   auto loaded = llm::load_tokenizer(buf, got);
   if (loaded.is_error()) {

@@ -52,6 +52,7 @@
 #include "llm_speculate.h"
 #include "llm_rope.h"
 #include "grammar.h"
+#include "../lib/option_parser.h"
 
 namespace {
 
@@ -689,15 +690,70 @@ bool set_context(llm::Model& model, uint32_t requested) {
   return true;
 }
 
-void usage() {
-  errln("usage: llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin | --text \"...\"] [--int8] [--group G]");
-  errln("              [--mmap] [--populate] [--forks N] [--context N]");
-  errln("              [--timing] [--align-tick] [--stream] [--temp X] [--top-k N] [--top-p X] [--min-p X]");
-  errln("              [--repeat-penalty X] [--repeat-last-n N] [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"]");
-  errln("              [--stop-eos] [--speculate ngram:K|predicted:K|oracle:K:A|none] [--adaptive] [--prediction FILE]");
-  errln("              [--regex R | --json-schema FILE] tok...");
-  errln("  --text implies --stream and --stop-eos; --stop-text is encoded with the bundle's TOK.BIN");
-  errln("  no tokens: read lines '<predict> <tok...>' until 'exit' or 'quit'");
+constexpr const char* kUsage =
+    "llmrun [--asset-dir D] [--predict N] [--prompt-file F | --stdin | --text \"...\"] [--int8] [--group G]\n"
+    "              [--mmap] [--populate] [--forks N] [--context N]\n"
+    "              [--timing] [--align-tick] [--stream] [--temp X] [--top-k N] [--top-p X] [--min-p X]\n"
+    "              [--repeat-penalty X] [--repeat-last-n N] [--seed N] [--stop \"ID ...\"] [--stop-text \"TEXT\"]\n"
+    "              [--stop-eos] [--speculate ngram:K|predicted:K|oracle:K:A|none] [--adaptive] [--prediction FILE]\n"
+    "              [--regex R | --json-schema FILE] tok...\n"
+    "  --text implies --stream and --stop-eos; --stop-text is encoded with the bundle's TOK.BIN\n"
+    "  no tokens: read lines '<predict> <tok...>' until 'exit' or 'quit'";
+
+// The shared parser (user/lib/option_parser.h) with llmrun's own sampling
+// options: they fill the runtime's Generation, not the kernel's request.
+class RunnerCommandLine : public OptionParser {
+ public:
+  using OptionParser::OptionParser;
+  bool generation(Generation* g) {
+    int taken = generation_option(argc_, argv_, &at_, g);
+    if (taken < 0) option_io::exit(2);   // generation_option said why
+    return taken > 0;
+  }
+};
+
+// Reads the command line into opt and prompt[0..*n_prompt), or exits with
+// status 2 naming what is wrong.
+void parse_options(int argc, char** argv, Options& opt, uint32_t* prompt, uint32_t* n_prompt) {
+  RunnerCommandLine args("llmrun", kUsage, argc, argv);
+  const uint32_t kAny = 0xffffffffu;
+  const char* speculate = nullptr;
+  while (args.next()) {
+    if (args.help() || args.text("--asset-dir", &opt.asset_dir) || args.number("--predict", 0, kAny, &opt.predict) ||
+        args.text("--prompt-file", &opt.prompt_file) || args.flag("--stdin", &opt.use_stdin) ||
+        args.flag("--stream", &opt.stream) || args.text("--text", &opt.text) ||
+        args.flag("--stop-eos", &opt.gen.stop_eos) || args.generation(&opt.gen) || args.flag("--timing", &opt.timing) ||
+        args.flag("--align-tick", &opt.align_tick) || args.flag("--mmap", &opt.map) ||
+        args.number("--forks", 1, 64, &opt.forks) || args.text("--speculate", &speculate) ||
+        args.flag("--adaptive", &opt.spec.adaptive) || args.text("--prediction", &opt.prediction_file) ||
+        args.number("--context", 1, kAny, &opt.context) || args.number("--group", 0, kAny, &opt.session.int8_group))
+      continue;
+    const char* a = args.current();
+    if (args.flag("--populate")) {
+      opt.map = opt.populate = true;
+    } else if (args.flag("--int8")) {
+      opt.session.matvec = llm::MatvecKind::Int8;
+    } else if (args.flag("--regex") || args.flag("--json-schema")) {
+      if (opt.grammar != llm::GrammarKind::None) {
+        errln("give one grammar: --regex or --json-schema, once");
+        option_io::exit(2);
+      }
+      opt.grammar = a[2] == 'r' ? llm::GrammarKind::Regex : llm::GrammarKind::JsonSchema;
+      args.text(a, &opt.grammar_arg);
+    } else if (a[0] == '-') {
+      args.unknown();
+    } else {
+      if (*n_prompt >= kMaxTokens) {
+        char most[16];
+        llm::TextBuf(most, sizeof most).u64(kMaxTokens);
+        args.fail({"more than ", most, " prompt tokens"});
+      }
+      if (!parse_u32(a, &prompt[*n_prompt])) args.fail({"bad token '", a, "': expected a decimal token id"});
+      ++*n_prompt;
+    }
+  }
+  if (speculate && !llm::parse_speculate(speculate, &opt.spec))
+    args.fail({"--speculate: '", speculate, "' is not ngram:K, predicted:K, oracle:K:A or none (K 1..8, A 0..1)"});
 }
 
 }  // namespace
@@ -707,93 +763,7 @@ int llmrun_main(int argc, char** argv) {
   static uint32_t prompt[kMaxTokens];
   uint32_t n_prompt = 0;
   static char text[kLineCap];
-  for (int i = 1; i < argc; i++) {
-    const char* a = argv[i];
-    bool has_next = i + 1 < argc;
-    if (llm::str_eq(a, "--asset-dir") && has_next) {
-      opt.asset_dir = argv[++i];
-    } else if (llm::str_eq(a, "--predict") && has_next) {
-      if (!parse_u32(argv[++i], &opt.predict)) {
-        errln("--predict needs a non-negative number");
-        return 2;
-      }
-    } else if (llm::str_eq(a, "--prompt-file") && has_next) {
-      opt.prompt_file = argv[++i];
-    } else if (llm::str_eq(a, "--stdin")) {
-      opt.use_stdin = true;
-    } else if (llm::str_eq(a, "--stream")) {
-      opt.stream = true;
-    } else if (llm::str_eq(a, "--text") && has_next) {
-      opt.text = argv[++i];
-    } else if (llm::str_eq(a, "--stop-eos")) {
-      opt.gen.stop_eos = true;
-    } else if (int taken = generation_option(argc, argv, &i, &opt.gen); taken != 0) {
-      if (taken < 0) return 2;
-    } else if (llm::str_eq(a, "--timing")) {
-      opt.timing = true;
-    } else if (llm::str_eq(a, "--align-tick")) {
-      opt.align_tick = true;
-    } else if (llm::str_eq(a, "--mmap")) {
-      opt.map = true;
-    } else if (llm::str_eq(a, "--populate")) {
-      opt.map = opt.populate = true;
-    } else if (llm::str_eq(a, "--forks") && has_next) {
-      if (!parse_u32(argv[++i], &opt.forks) || opt.forks == 0 || opt.forks > 64) {
-        errln("--forks needs a number of children from 1 to 64");
-        return 2;
-      }
-    } else if (llm::str_eq(a, "--speculate") && has_next) {
-      if (!llm::parse_speculate(argv[++i], &opt.spec)) {
-        err("--speculate: '");
-        err(argv[i]);
-        errln("' is not ngram:K, predicted:K, oracle:K:A or none (K 1..8, A 0..1)");
-        return 2;
-      }
-    } else if (llm::str_eq(a, "--adaptive")) {
-      opt.spec.adaptive = true;
-    } else if (llm::str_eq(a, "--prediction") && has_next) {
-      opt.prediction_file = argv[++i];
-    } else if ((llm::str_eq(a, "--regex") || llm::str_eq(a, "--json-schema")) && has_next) {
-      if (opt.grammar != llm::GrammarKind::None) {
-        errln("give one grammar: --regex or --json-schema, once");
-        return 2;
-      }
-      opt.grammar = a[2] == 'r' ? llm::GrammarKind::Regex : llm::GrammarKind::JsonSchema;
-      opt.grammar_arg = argv[++i];
-    } else if (llm::str_eq(a, "--context") && has_next) {
-      if (!parse_u32(argv[++i], &opt.context) || opt.context == 0) {
-        errln("--context needs a number of positions, 1 or more");
-        return 2;
-      }
-    } else if (llm::str_eq(a, "--int8")) {
-      opt.session.matvec = llm::MatvecKind::Int8;
-    } else if (llm::str_eq(a, "--group") && has_next) {
-      if (!parse_u32(argv[++i], &opt.session.int8_group)) {
-        errln("--group needs a non-negative number (0 = one scale per vector)");
-        return 2;
-      }
-    } else if (llm::str_eq(a, "-h") || llm::str_eq(a, "--help")) {
-      usage();
-      return 0;
-    } else if (a[0] == '-' && a[1] == '-') {
-      err("unknown or incomplete option ");
-      errln(a);
-      usage();
-      return 2;
-    } else {
-      if (n_prompt >= kMaxTokens) {
-        errln("too many tokens");
-        return 2;
-      }
-      if (!parse_u32(a, &prompt[n_prompt])) {
-        err("bad token '");
-        err(a);
-        errln("': expected a decimal token id");
-        return 2;
-      }
-      n_prompt++;
-    }
-  }
+  parse_options(argc, argv, opt, prompt, &n_prompt);
   if ((opt.prompt_file != nullptr) + opt.use_stdin + (n_prompt > 0) + (opt.text != nullptr) > 1) {
     errln("give the prompt one way: tokens, --prompt-file, --stdin or --text");
     return 2;

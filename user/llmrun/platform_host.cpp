@@ -1,5 +1,6 @@
 // llmrun's platform on a Linux host.
 #include "platform.h"
+#include "../lib/option_parser.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,5 +86,12 @@ const char* default_asset_dir() {
 }
 
 }  // namespace platform
+
+// The command-line parser's output and exit (user/lib/option_parser.h).
+void option_io::write(int fd, const char* text) {
+  if (fd == 2) platform::write_err(text, strlen(text));
+  else platform::write_out(text, strlen(text));
+}
+void option_io::exit(int status) { ::exit(status); }
 
 int main(int argc, char** argv) { return llmrun_main(argc, argv); }
