@@ -258,6 +258,10 @@ struct kai_ai_model_info {
   uint64_t n_params;
   uint64_t bytes;             // kernel memory holding the weights
   uint64_t load_ns;           // time to read and validate the bundle
+  uint64_t pinned_pages;      // of `bytes`, pages that are the bundle's page-cache pages (one copy of a
+                              // model, docs/virtual-memory.md): adopted at load, never evicted; 0 with
+                              // mem.share_models=0. meminfo's cache_pinned_pages is their sum (less the
+                              // pages of a loaded file deleted since).
 };
 #define KAI_AI_MODEL_LOADING 1
 #define KAI_AI_MODEL_READY   2

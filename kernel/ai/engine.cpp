@@ -255,8 +255,9 @@ ErrorOr<EngineModel*, Error> engine_load(const char* dir, ModelSummary* summary)
   // must not free pages the cache holds. kai never unloads a model, so the
   // pages stay pinned for good (an unload would kfree them page by page).
   cursor = region + align_up(sizeof(EngineModel), kFileAlign);
+  summary->pinned_pages = 0;
   for (int i = 0; i < n_files; i++) {
-    adopt_file(dir, names[i], cursor, sizes[i]);
+    summary->pinned_pages += adopt_file(dir, names[i], cursor, sizes[i]);
     cursor += align_up(sizes[i], kFileAlign);
   }
   auto context_set = em->model.set_context(context, rope_bytes ? reinterpret_cast<float*>(cursor) : nullptr);

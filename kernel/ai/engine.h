@@ -21,6 +21,7 @@ struct ModelSummary {
   uint32_t dim, n_layers, vocab_size, runtime_seq_len;
   uint64_t n_params;
   uint64_t bytes;       // kernel memory holding the weights
+  uint64_t pinned_pages;   // of which the bundle's page-cache pages (adopted at load, never evicted)
   llm::Config config;   // the parsed CFG.BIN: requests are checked against it
   uint32_t eos[4];      // end-of-sequence ids (from TOK.BIN when the bundle has one)
   uint32_t n_eos;

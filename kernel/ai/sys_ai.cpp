@@ -412,6 +412,7 @@ SyscallResult sys_ai_info() {
       mi.n_params = m.summary.n_params;
       mi.bytes = m.summary.bytes;
       mi.load_ns = m.load_ns;
+      mi.pinned_pages = m.summary.pinned_pages;
     }
   }
   TRY(copy_to_user(arg_ptr<kai_ai_info>(0), &info));

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from kai_boot import KERNEL, PYTHON as PY, ROOT, all_programs, make_image, need_built, qemu_run
+from kai_boot import KERNEL, PYTHON as PY, ROOT, all_programs, make_image, need_built, need_model, qemu_run
 
 SMOL = os.path.join(ROOT, "build", "assets", "SMOL")
 WORK = os.path.join(ROOT, "build", "test-vm")
@@ -97,7 +97,6 @@ def test_file_larger_than_free_memory_through_read_and_map():
     assert mapped1 == 0 and free0 == free1, (free0, free1, mapped1)   # every page back
 
 
-SMOL_IMG = os.path.join(ROOT, "build", "fs-smol.img")
 PROMPT = "504 3575 282"
 LLMRUN_MAP = re.compile(r" major_faults=(\d+) minor_faults=(\d+) disk_bytes=(\d+) resident_kib=(\d+) "
                         r"shared_kib=(\d+)")
@@ -110,30 +109,50 @@ def loaded_files(bundle):
     return [f for f in os.listdir(bundle) if re.fullmatch(r"(CFG|EMB|NRM|ROP|L\d\d)\.BIN", f)]
 
 
+AISTAT_MODEL = re.compile(r"^  (\w+) .* ready .* pinned_pages=(\d+) pinned_bytes=(\d+)$", re.M)
+
+
+def pages_of(bundle):
+    """The pages the AI service pins for a bundle: each loaded file on pages of its own."""
+    return sum((os.path.getsize(os.path.join(bundle, f)) + 4095) // 4096 for f in loaded_files(bundle))
+
+
 def test_one_copy_of_a_loaded_model():
     """One copy of a model (docs/virtual-memory.md): the AI service's weights
-    are the bundle's page-cache pages, pinned. In one boot of the SMOL image:
-    every page of every file the service loaded is pinned (free's pinned=
-    is exactly their page count); `llmrun --mmap` of that bundle reads
-    nothing from the disk and maps the service's pages (minor faults only),
-    also after `free --drop-caches` (the pinned pages are not evicted);
-    read() of the bundle adds no second copy to the cache; every run gives
-    the service's tokens; writing or truncating a loaded file is refused
-    (EBUSY); deleting one is allowed, unpins only its pages, the service
-    still answers the same, and a new file of that name is writable."""
-    need_built("free", "llmrun", "ai", "rm", "echo")
-    if not os.path.exists(SMOL_IMG) or not os.path.exists(os.path.join(SMOL, "L00.BIN")):
-        pytest.skip("build/fs-smol.img missing: run `make build/fs-smol.img`")
+    are the bundles' page-cache pages, pinned. One boot of SMOL and a tiny
+    model (TINY, loaded after SMOL): a write through a descriptor of one of
+    TINY's files opened while TINY was still loading is refused (EBUSY) once
+    it is loaded; every page of every file the service loaded is pinned
+    (free's pinned= is exactly their page count, and aistat's per-model
+    pinned pages and bytes are each bundle's and add up to it); `llmrun
+    --mmap` of SMOL reads nothing from the disk and maps the service's pages
+    (minor faults only), also after `free --drop-caches` (the pinned pages
+    are not evicted); read() of the bundle adds no second copy to the cache;
+    every run gives the service's tokens; a fork or sbrk that would need the
+    pinned pages is refused (ENOMEM, oomtest pinned); writing or truncating a
+    loaded file is refused (EBUSY); deleting one is allowed, unpins only its
+    pages, the service still answers the same, and a new file of that name
+    is writable."""
+    need_built("free", "llmrun", "ai", "rm", "echo", "aistat", "oomtest", "modelwrite")
+    if not os.path.exists(os.path.join(SMOL, "L00.BIN")):
+        pytest.skip("build/assets/SMOL missing: run `make build/fs-smol.img`")
+    tiny = need_model("tiny-llama")
+    os.makedirs(WORK, exist_ok=True)
+    img = make_image(os.path.join(WORK, "two-models.img"), all_programs(), [("AI/SMOL", SMOL), ("AI/TINY", tiny)])
     sizes = {f: os.path.getsize(os.path.join(SMOL, f)) for f in loaded_files(SMOL)}
-    bundle_pages = sum((s + 4095) // 4096 for s in sizes.values())
+    smol_pages, tiny_pages = pages_of(SMOL), pages_of(tiny)
+    bundle_pages = smol_pages + tiny_pages
     last = max(f for f in sizes if f.startswith("L"))
+    tiny_last = max(f for f in loaded_files(tiny) if f.startswith("L"))   # pinned last of all
     run = f"llmrun --int8 --timing --predict 6 {PROMPT}"
-    ask = f"ai --int8 --predict 6 {PROMPT}"
-    # `ai` first: it waits for the model to be loaded.
-    cmds = [ask, "free", f"{run} --mmap", f"{run} --mmap", "free --drop-caches", f"{run} --mmap", run, run,
-            "free", "echo x > /AI/SMOL/CFG.BIN", f"echo x >> /AI/SMOL/{last}", f"rm /AI/SMOL/{last}", "free", ask,
+    ask = f"ai --model SMOL --int8 --predict 6 {PROMPT}"
+    # modelwrite first, while the loader is still busy with SMOL; then `ai`,
+    # which waits for SMOL to be loaded.
+    cmds = [f"modelwrite /AI/TINY/{tiny_last} TINY", ask, "free", "aistat", f"{run} --mmap", f"{run} --mmap",
+            "free --drop-caches", f"{run} --mmap", run, run, "free", "echo x > /AI/SMOL/CFG.BIN",
+            f"echo x >> /AI/SMOL/{last}", "oomtest pinned", f"rm /AI/SMOL/{last}", "free", ask,
             f"echo new > /AI/SMOL/{last}", f"cat /AI/SMOL/{last}"]
-    res = qemu_run.run(cmds, image=SMOL_IMG, kernel=KERNEL, snapshot=True, smp=2, timeout=300, boot_timeout=120)
+    res = qemu_run.run(cmds, image=img, kernel=KERNEL, snapshot=True, smp=2, timeout=300, boot_timeout=120)
     assert res.ok, f"{res.error}\n{res.transcript[-3000:]}"
     out = res.transcript
     assert "panic" not in out and "killed" not in out, out[-3000:]
@@ -145,13 +164,23 @@ def test_one_copy_of_a_loaded_model():
         end = out.find("\n$ ", at + 2)
         parts.append(out[at:end if end > 0 else len(out)])
         at += 2
-    want = [line for line in parts[0].splitlines() if re.fullmatch(r"\d+( \d+)+", line)]
-    assert len(want) == 1, parts[0]
-    for i in (2, 3, 5, 6, 7, 13):
+    # Opened before the load (the loader had not reached TINY), refused after it.
+    assert re.search(rf"modelwrite: opened /AI/TINY/{tiny_last} while TINY was (loading|not listed yet)",
+                     parts[0]), f"the open did not come before TINY's load:\n{parts[0]}"
+    assert "modelwrite: write after the load: Device or resource busy" in parts[0], parts[0]
+    want = [line for line in parts[1].splitlines() if re.fullmatch(r"\d+( \d+)+", line)]
+    assert len(want) == 1, parts[1]
+    for i in (4, 5, 7, 8, 9, 16):
         assert want[0] in parts[i].splitlines(), f"{cmds[i]}: not the service's tokens\n{parts[i]}"
-    pinned = [int(m) for p in (parts[1], parts[4], parts[8], parts[12]) for m in PINNED.findall(p)]
+    pinned = [int(m) for p in (parts[2], parts[6], parts[10], parts[15]) for m in PINNED.findall(p)]
     assert pinned[:3] == [bundle_pages] * 3, (pinned, bundle_pages)   # every loaded page, pinned, kept
-    for i in (2, 3, 5):   # mmap: the service's pages, no disk, no major fault
+    # aistat: each model's pinned pages (the service's count, at load) are
+    # its bundle's, in pages and bytes, and they add up to free's line (the
+    # page cache's count).
+    stat = {name: (int(p), int(b)) for name, p, b in AISTAT_MODEL.findall(parts[3])}
+    assert stat == {"SMOL": (smol_pages, smol_pages * 4096), "TINY": (tiny_pages, tiny_pages * 4096)}, parts[3]
+    assert sum(p for p, _ in stat.values()) == pinned[0], (stat, pinned)
+    for i in (4, 5, 7):   # mmap: the service's pages, no disk, no major fault
         m = LLMRUN_MAP.search(parts[i])
         assert m, parts[i]
         major, minor, disk, resident, shared = map(int, m.groups())
@@ -159,11 +188,15 @@ def test_one_copy_of_a_loaded_model():
         assert shared * 1024 >= sum(sizes.values()) * 0.98, f"{cmds[i]}: the weights are not shared: {m.group(0)}"
     # read() of the bundle twice: served from the service's pages, so the
     # cache holds nothing of the bundle beyond them (no second copy).
-    cache = FREE.search(parts[8])
-    assert cache, parts[8]
-    assert int(cache.group(3)) - bundle_pages < bundle_pages // 20, (cache.groups(), bundle_pages)
-    assert "sh: /AI/SMOL/CFG.BIN: Device or resource busy" in parts[9], parts[9]
-    assert f"sh: /AI/SMOL/{last}: Device or resource busy" in parts[10], parts[10]
+    cache = FREE.search(parts[10])
+    assert cache, parts[10]
+    assert int(cache.group(3)) - bundle_pages < smol_pages // 20, (cache.groups(), bundle_pages)
+    assert "sh: /AI/SMOL/CFG.BIN: Device or resource busy" in parts[11], parts[11]
+    assert f"sh: /AI/SMOL/{last}: Device or resource busy" in parts[12], parts[12]
+    # The memory policy does not count pinned pages as reclaimable.
+    assert "oomtest: PASS" in parts[13], parts[13]
+    assert re.search(r"oomtest: fork of a \d+ MiB process: Out of memory", parts[13]), parts[13]
+    assert re.search(r"oomtest: sbrk of \d+ MiB more: Out of memory", parts[13]), parts[13]
     # Deleted: the cache lets go of that file's pages, the service keeps them.
     assert pinned[3] == bundle_pages - (sizes[last] + 4095) // 4096, pinned
-    assert "new" in parts[15].splitlines(), parts[15]
+    assert "new" in parts[18].splitlines(), parts[18]

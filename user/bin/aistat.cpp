@@ -1,6 +1,7 @@
 // aistat: the AI service's models, queue and counters (ai_info): how the
 // model is shared (prefix-cache domains, preemptions by cause) and, once
-// any process has submitted, the fair policy's per-process counters.
+// any process has submitted, the fair policy's per-process counters; for
+// each loaded model, how much of it is pinned page-cache pages.
 #include "kai.h"
 
 static const char* model_state(int32_t s) {
@@ -26,6 +27,11 @@ int main(int argc, char** argv) {
     printf("  %-8s %-8s %-7s dim=%u layers=%u vocab=%u seq=%u params=%lu bytes=%lu load_ms=%lu",
            m.name, m.family, model_state(m.state), m.dim, m.n_layers, m.vocab_size, m.runtime_seq_len,
            (unsigned long)m.n_params, (unsigned long)m.bytes, (unsigned long)(m.load_ns / 1000000));
+    // One copy of a model: the weights that are the bundle's page-cache
+    // pages (free's "ai service: pinned=" line is the sum over models).
+    if (m.state == KAI_AI_MODEL_READY)
+      printf(" pinned_pages=%lu pinned_bytes=%lu", (unsigned long)m.pinned_pages,
+             (unsigned long)(m.pinned_pages * 4096));
     if (m.state == KAI_AI_MODEL_FAILED) printf(" error=%s", strerror(m.error));
     printf("\n");
   }

@@ -17,6 +17,8 @@
 //                      VERSION full|partial|empty|bad|missing" (after a reboot).
 //   oomtest mem        prints meminfo(): total and free pages, the policy's sizes.
 //   oomtest hold       takes all the memory it may and keeps it until killed.
+//   oomtest pinned     with a model loaded: a fork or sbrk that would need the
+//                      model's pinned page-cache pages is refused (ENOMEM).
 //
 // Every mode that changes memory ends with "oomtest: free before A after B"
 // (meminfo's free pages: everything must come back) and "oomtest: PASS" or
@@ -348,6 +350,73 @@ bool sbrkfail() {
   return all_back(before) && ok;
 }
 
+// -- pinned ------------------------------------------------------------------
+
+// The memory policy counts cached file pages as free (an allocation evicts
+// them), but not a loaded model's pinned pages, which nothing evicts
+// (docs/virtual-memory.md, "One copy of a model"). This process grows until
+// a fork of it would fit only if the pinned pages counted: the fork must be
+// refused with ENOMEM at once (not admitted, its child to be killed later at
+// a copy-on-write store it has no memory for), and so must an sbrk of that
+// much. Then it shrinks back, a fork works again and every page comes back.
+// The trial, in a child (its page tables go with it at exit); true if
+// both requests were refused with ENOMEM.
+bool pinned_trial(const kai_meminfo& before) {
+  uint64_t pinned = before.cache_pinned_pages;
+  uint64_t floor = before.reserve_pages + before.headroom_pages;
+  // Growing by P pages costs P + P/512 (the page tables); a fork of the
+  // grown process asks as much again. So with F free and P chosen so that
+  // 2 P (1 + 1/512) + floor = F + pinned / 2, the fork misses by half the
+  // pinned pages, and would be admitted by as much if they counted.
+  uint64_t grow = (before.free_pages - floor + pinned / 2) * 512 / (2 * 513);
+  if (sbrk(long(grow * 4096)) < 0) return fail("the first sbrk was refused");
+  bool ok = true;
+  int pid = fork();
+  if (pid == 0) exit(0);
+  if (pid >= 0) {
+    wait(nullptr);
+    ok = fail("fork admitted: it needed the pinned pages");
+  } else if (pid != -KAI_ENOMEM) {
+    ok = fail("fork failed, but not with ENOMEM");
+  }
+  printf("oomtest: fork of a %lu MiB process: %s\n", grow >> 8, pid < 0 ? strerror(pid) : "admitted");
+  // The same for sbrk: what is free now, plus half the pinned pages.
+  uint64_t more = info().free_pages - floor + pinned / 2;
+  long r = sbrk(long(more * 4096));
+  if (r >= 0) {
+    sbrk(-long(more * 4096));
+    ok = fail("sbrk admitted: it needed the pinned pages");
+  } else if (r != -KAI_ENOMEM) {
+    ok = fail("sbrk failed, but not with ENOMEM");
+  }
+  printf("oomtest: sbrk of %lu MiB more: %s\n", more >> 8, r < 0 ? strerror(int(r)) : "admitted");
+  return ok;
+}
+
+bool pinned() {
+  kai_meminfo before = info();
+  printf("oomtest: %lu pages free, %lu pinned, reserve + headroom %lu\n", before.free_pages,
+         before.cache_pinned_pages, before.reserve_pages + before.headroom_pages);
+  if (before.cache_pinned_pages < 4096)
+    return fail("needs a loaded model's pinned pages (at least 16 MiB: free's pinned=)");
+  if (before.free_pages < before.reserve_pages + before.headroom_pages + before.cache_pinned_pages)
+    return fail("too little free memory to try");
+  int pid = fork();
+  if (pid == 0) {
+    bool ok = pinned_trial(before);
+    if (!ok) printf("oomtest: %s\n", failure);
+    exit(ok ? 0 : 1);
+  }
+  int status = -1;
+  if (pid < 0 || wait(&status) != pid || status != 0) fail("the trial failed (above)");
+  // Nothing broke: a fork works again, and every page came back.
+  pid = fork();
+  if (pid == 0) exit(0);
+  if (pid < 0) fail("fork refused after the trial");
+  else wait(nullptr);
+  return all_back(before) && !failure[0];
+}
+
 // -- torture -----------------------------------------------------------------
 
 // Churns until the deadline: forks, pipes, sbrk up and down, open files read
@@ -475,7 +544,7 @@ void verify() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    printf("usage: oomtest sbrkfail | torture [SECONDS] | verify | mem | hold\n");
+    printf("usage: oomtest sbrkfail | torture [SECONDS] | verify | mem | hold | pinned\n");
     return 2;
   }
   if (strcmp(argv[1], "verify") == 0) {
@@ -497,6 +566,7 @@ int main(int argc, char** argv) {
   bool ok;
   if (strcmp(argv[1], "sbrkfail") == 0) ok = sbrkfail();
   else if (strcmp(argv[1], "torture") == 0) ok = torture(argc > 2 ? atoi(argv[2]) : 5);
+  else if (strcmp(argv[1], "pinned") == 0) ok = pinned();
   else return 2;
   if (ok) printf("oomtest: PASS\n");
   else printf("oomtest: FAIL %s\n", failure);
