@@ -41,7 +41,18 @@ memory for its copy fails, and its message is shown), tokens per second
 start-to-end: load + init + total, virtual time), and whether the service's
 answer was the processes' tokens.
 
-    /usr/bin/python3 tools/vm_lab.py [--image build/fs-smol.img] [--disk ssd] [--predict 16] [--concurrent]
+--pressure prints a third table: files larger than the memory the page
+cache may use. One boot of build/vm-pressure.img (built here: every program,
+SMOL at /AI/SMOL, the Qwen3.5-0.8B-shape bundle of `make qwen-assets` at
+/BIG/QWEN, outside /AI so that the service does not load it): the bundle
+summed (cksum) through read(), a map and read() again, its largest file
+copied with write() (cp) and the copy summed through a map and read(), then
+again after a bundle pass evicted it. For each pass: virtual time, MiB read
+from the disk, pages evicted, the cache's size after; every checksum must
+equal the host's `cksum`, and the service's answer be the same before and
+after (exit status 1 otherwise).
+
+    /usr/bin/python3 tools/vm_lab.py [--image build/fs-smol.img] [--disk ssd] [--predict 16] [--concurrent | --pressure]
 """
 import argparse
 import os
@@ -61,8 +72,8 @@ IDS = re.compile(r"^\d+( \d+)+$", re.M)
 PRIVATE = "mem.share_models=0"
 
 
-def boot(args, commands, append=""):
-    argv = ["/usr/bin/python3", os.path.join(ROOT, "tools", "qemu_run.py"), "--image", args.image, "--snapshot",
+def boot(args, commands, append="", image=None):
+    argv = ["/usr/bin/python3", os.path.join(ROOT, "tools", "qemu_run.py"), "--image", image or args.image, "--snapshot",
             "--deterministic", "--smp", "1", "--disk", args.disk, "--timeout", "1800"]
     if append:
         argv += ["--append", append]
@@ -175,13 +186,126 @@ def concurrent(args):
     return 0 if ok else 1
 
 
+CACHE = re.compile(r"^page cache: pages=(\d+) mapped=(\d+) hits=(\d+) misses=(\d+) evictions=(\d+) "
+                   r"disk_bytes=(\d+)", re.M)
+REAL = re.compile(r"^real (\d+)\.(\d+) ms$", re.M)
+SUMS = re.compile(r"^(\d+) (\d+) (/\S+)$", re.M)
+PRESSURE_IMAGE = os.path.join(ROOT, "build", "vm-pressure.img")
+
+
+def pressure_image(qwen):
+    """build/vm-pressure.img: every program, SMOL at /AI/SMOL (the service
+    loads it: its pages are pinned) and the Qwen-shape bundle at /BIG/QWEN
+    (not under /AI: the service would load it too), with room for a copy of
+    its largest file. Rebuilt on every run (about ten seconds)."""
+    smol = os.path.join(ROOT, "build", "assets", "SMOL")
+    bins = os.path.join(ROOT, "build", "user", "bin")
+    progs = [os.path.join(bins, p) for p in sorted(os.listdir(bins))
+             if os.path.isfile(os.path.join(bins, p)) and "." not in p]
+    size = lambda d: sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
+    biggest = max(os.path.getsize(os.path.join(qwen, f)) for f in os.listdir(qwen))
+    mib = (size(smol) + size(qwen) + biggest) // 2**20 + 128
+    subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools", "mkfsimg.py"), "--out", PRESSURE_IMAGE,
+                    "--size", f"{mib}M", "--add-dir", f"AI/SMOL={smol}", "--add-dir", f"BIG/QWEN={qwen}"] + progs,
+                   check=True, stdout=subprocess.DEVNULL)
+    return PRESSURE_IMAGE
+
+
+def pressure(args):
+    """Files larger than the memory the page cache may use (--pressure): the
+    Qwen3.5-0.8B-shape bundle (721 MiB) read through read(), through a map
+    and through read() again, beside the AI service holding SMOL in 1 GiB;
+    then its largest file copied with write() (cp) and the copy read
+    through a map and read(), before and after its pages were evicted.
+    Every checksum must equal the host's; the service must answer the same
+    before and after. One boot, exact mode."""
+    qwen = os.path.join(ROOT, "build", "assets", "QWEN")
+    if not os.path.exists(os.path.join(qwen, "CFG.BIN")):
+        raise SystemExit("vm_lab: build/assets/QWEN missing: run `make qwen-assets`")
+    image = pressure_image(qwen)
+    names = sorted(os.listdir(qwen))
+    biggest = max(names, key=lambda f: os.path.getsize(os.path.join(qwen, f)))
+    host = {}
+    for line in subprocess.run(["cksum"] + names, cwd=qwen, capture_output=True, text=True,
+                               check=True).stdout.splitlines():
+        crc, size, name = line.split()
+        host[f"/BIG/QWEN/{name}"] = (crc, size)
+    host["/copy"] = host[f"/BIG/QWEN/{biggest}"]
+    files = " ".join(f"/BIG/QWEN/{n}" for n in names)
+    bundle = sum(int(v[1]) for k, v in host.items() if k != "/copy")
+    ask = f"ai --model SMOL --int8 --predict 4 {PROMPT}"
+    passes = [("bundle, read()", f"cksum {files}"),
+              ("bundle, map (cksum --mmap)", f"cksum --mmap {files}"),
+              ("bundle, read() again", f"cksum {files}"),
+              (f"cp {biggest} /copy (write())", f"cp /BIG/QWEN/{biggest} /copy"),
+              ("copy, map", "cksum --mmap /copy"),
+              ("copy, read()", "cksum /copy"),
+              ("bundle, read() (evicts the copy)", f"cksum {files}"),
+              ("copy, map, after eviction", "cksum --mmap /copy"),
+              ("copy, read(), after eviction", "cksum /copy")]
+    cmds = [ask, "free"]
+    for _, c in passes:
+        cmds += [f"time {c}", "free"]
+    cmds.append(ask)
+    out = boot(args, cmds, image=image)
+    if "panic" in out:
+        raise SystemExit(f"vm_lab: kernel panic:\n{out[-3000:]}")
+    secs = sections(out, cmds)
+    first = FREE.search(secs[1])
+    cache0 = CACHE.search(secs[1])
+    if not first or not cache0:
+        raise SystemExit(f"vm_lab: no free output:\n{secs[1][-2000:]}")
+    mib = lambda pages: int(pages) * 4096 / 2**20
+    print(f"# vm-lab --pressure: the Qwen3.5-0.8B-shape bundle ({bundle / 2**20:.1f} MiB, {len(names)} files) "
+          f"beside the AI service holding SMOL ({mib(first.group(7)):.1f} MiB pinned); 1 GiB, exact mode "
+          f"(virtual time), 1 hart, disk {args.disk}; before: {mib(first.group(2)):.1f} MiB free, "
+          f"page cache {mib(first.group(5)):.1f} MiB")
+    print("| pass | virtual s | MiB read from the disk | pages evicted | page cache MiB after | "
+          "free MiB after | checksums |")
+    print("|---|---|---|---|---|---|---|")
+    ok = True
+    prev = cache0
+    for k, (what, c) in enumerate(passes):
+        text, after = secs[2 + 2 * k], secs[3 + 2 * k]
+        real = REAL.search(text)
+        cache, mem = CACHE.search(after), FREE.search(after)
+        sums = {name: (crc, size) for crc, size, name in SUMS.findall(text)}
+        if c.startswith("cp "):
+            verdict = "-" if "cp:" not in text else "FAILED: " + text.strip().splitlines()[-1]
+            ok &= verdict == "-"
+        else:
+            wanted = [n for n in host if n in c.split()]
+            bad = [n for n in wanted if sums.get(n) != host[n]]
+            verdict = f"{len(wanted)} equal to the host's" if not bad else f"DIFFER: {', '.join(bad)}"
+            ok &= not bad
+        if not real or not cache or not mem:
+            raise SystemExit(f"vm_lab: pass '{what}' has no timing or free output:\n{text[-2000:]}\n{after[-1000:]}")
+        secs_v = int(real.group(1)) / 1000 + int(real.group(2)) / 1e6
+        disk = (int(cache.group(6)) - int(prev.group(6))) / 2**20
+        evicted = int(cache.group(5)) - int(prev.group(5))
+        print(f"| {what} | {secs_v:.2f} | {disk:.1f} | {evicted} | {mib(cache.group(1)):.1f} | "
+              f"{mib(mem.group(2)):.1f} | {verdict} |")
+        prev = cache
+    before, after = tokens(secs[0]), tokens(secs[len(cmds) - 1])
+    ok &= before is not None and before == after
+    killed = [line for line in out.splitlines() if "killed" in line or "ENOMEM" in line]
+    ok &= not killed
+    print(f"the service's tokens before and after: {'the same' if before == after else 'DIFFER'}: {before}")
+    print(f"processes killed or refused: {len(killed)}" + (f": {killed[:3]}" if killed else ""))
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--image", default=os.path.join(ROOT, "build", "fs-smol.img"))
     ap.add_argument("--disk", default="ssd")
     ap.add_argument("--predict", type=int, default=16)
     ap.add_argument("--concurrent", action="store_true", help="N = 1, 2, 4, 8 processes, read() against mmap")
+    ap.add_argument("--pressure", action="store_true",
+                    help="the Qwen-shape bundle (721 MiB) read and mapped beside SMOL in 1 GiB (build/vm-pressure.img)")
     args = ap.parse_args()
+    if args.pressure:
+        return pressure(args)
     if not os.path.exists(args.image):
         raise SystemExit(f"vm_lab: {args.image} missing: run `make build/fs-smol.img`")
     if args.concurrent:
