@@ -60,6 +60,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qemu_run  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROMPT = "504 3575 282 4649 314"
 TIMING = re.compile(r"^timing model=\S+ (.*)$", re.M)
@@ -73,28 +76,26 @@ PRIVATE = "mem.share_models=0"
 
 
 def boot(args, commands, append="", image=None):
-    argv = ["/usr/bin/python3", os.path.join(ROOT, "tools", "qemu_run.py"), "--image", image or args.image, "--snapshot",
-            "--deterministic", "--smp", "1", "--disk", args.disk, "--timeout", "1800"]
-    if append:
-        argv += ["--append", append]
-    for c in ["sleep 1"] + commands:
-        argv += ["-c", c]
-    out = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT).stdout
-    return out
-
-
-def sections(out, commands):
-    """The output of each command, by command line."""
-    res = {}
-    start = 0
-    for i, c in enumerate(commands):
-        start = out.find("$ " + c, start)   # in order: two rows may run the same command
-        if start < 0:
-            raise SystemExit(f"vm_lab: command missing from the transcript: {c}\n{out[-3000:]}")
-        end = out.find("\n$ ", start + 2)
-        res[i] = out[start:end if end > 0 else len(out)]
-        start += 2
-    return res
+    """One boot in exact mode (one hart, the disk model, 1 GiB): `sleep 1`
+    first (the service loads SMOL meanwhile), then each command in turn.
+    Returns the console's transcript and each command's output (its echo,
+    what it printed and the next prompt), in order."""
+    with qemu_run.Session(image or args.image, qemu_run.DEFAULT_KERNEL, smp=1, memory="1G", snapshot=True,
+                          boot_timeout=300, append=append, deterministic=True, disk=args.disk) as s:
+        if not s.booted:
+            raise SystemExit("vm_lab: boot failed:\n" + s.transcript[-3000:])
+        outputs = []
+        for c in ["sleep 1"] + commands:
+            start = s.mark()
+            done = s.command(c, timeout=1800)
+            text = s.since(start)
+            if any(m in text for m in qemu_run.PANIC_MARKERS):
+                raise SystemExit(f"vm_lab: kernel panic during `{c}`:\n{text[-3000:]}")
+            if not done:
+                raise SystemExit(f"vm_lab: `{c}` did not finish in 1800 s:\n{text[-3000:]}")
+            outputs.append(text)
+        s.halt()
+        return s.transcript, outputs[1:]
 
 
 def fields(text):
@@ -140,8 +141,7 @@ def concurrent(args):
             jobs = " & ".join(f"{run}{flag} {PROMPT} > /o{n}-{k}" for k in range(n))
             cmds.append(f"{ask} > /s{n} & {jobs} & sleep {n * 3 // 2 + 1}; free; wait")
             cmds += [f"cat /o{n}-{k}" for k in range(n)] + [f"cat /s{n}"]
-        out = boot(args, cmds, append)
-        secs = sections(out, cmds)
+        out, secs = boot(args, cmds, append)
         idle = FREE.search(secs[0])
         region = REGION.search(out)
         if not idle or not region:
@@ -247,10 +247,7 @@ def pressure(args):
     for _, c in passes:
         cmds += [f"time {c}", "free"]
     cmds.append(ask)
-    out = boot(args, cmds, image=image)
-    if "panic" in out:
-        raise SystemExit(f"vm_lab: kernel panic:\n{out[-3000:]}")
-    secs = sections(out, cmds)
+    out, secs = boot(args, cmds, image=image)
     first = FREE.search(secs[1])
     cache0 = CACHE.search(secs[1])
     if not first or not cache0:
@@ -321,8 +318,7 @@ def main():
     rows = {}
     for b, append in boots:
         cmds = [c for _, c in b]
-        out = boot(args, cmds, append)
-        secs = sections(out, cmds)
+        _, secs = boot(args, cmds, append)
         for i, (row, _) in enumerate(b):
             t = fields(secs[i])
             if not t:
