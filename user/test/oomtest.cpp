@@ -29,6 +29,11 @@ namespace {
 
 constexpr const char* DIR = "/oomt";
 constexpr int MAX_FILES = 1000;
+// torture's writer tries at least this many files (so two versions of the
+// big file and four directories) however slow the host, and each churner
+// does at least one round of each of its CHURN_KINDS.
+constexpr int MIN_WRITES = 16;
+constexpr int CHURN_KINDS = 4;
 char failure[200];
 
 bool fail(const char* what) {
@@ -419,12 +424,13 @@ bool pinned() {
 
 // -- torture -----------------------------------------------------------------
 
-// Churns until the deadline: forks, pipes, sbrk up and down, open files read
-// through, each until refused, everything given back each round.
+// Churns until the deadline, and at least one round of each kind: forks,
+// pipes, sbrk up and down, open files read through, each until refused,
+// everything given back each round.
 void churner(uint64_t deadline, int seed) {
   long refused = 0;
-  for (int i = seed; clock_ns() < deadline; i++) {
-    switch (i % 4) {
+  for (int i = seed; i < seed + CHURN_KINDS || clock_ns() < deadline; i++) {
+    switch (i % CHURN_KINDS) {
       case 0: {
         int pid = fork();
         if (pid == 0) exit(0);
@@ -461,11 +467,12 @@ void churner(uint64_t deadline, int seed) {
   exit(refused > 0 ? 0 : 1);
 }
 
-// Writes files and directories until the deadline; prints what was acknowledged.
+// Writes files and directories until the deadline, and at least
+// MIN_WRITES of them whatever the time; prints what was acknowledged.
 void writer(uint64_t deadline) {
   int files = 0, dirs = 0;
   char path[64];
-  for (int n = 0; n < MAX_FILES && clock_ns() < deadline; n++) {
+  for (int n = 0; n < MAX_FILES && (n < MIN_WRITES || clock_ns() < deadline); n++) {
     snprintf(path, sizeof path, "%s/f%d", DIR, n);
     if (write_file(path, n)) {
       printf("ack file %d %ld\n", n, file_size(n));
@@ -494,7 +501,6 @@ bool torture(int seconds) {
   // memory); each waits for a byte on the go pipe.
   constexpr int CHURNERS = 3;
   int workers[1 + CHURNERS];
-  uint64_t deadline = clock_ns() + uint64_t(seconds) * 1000000000ull + 2000000000ull;
   for (int i = 0; i <= CHURNERS; i++) {
     workers[i] = fork();
     if (workers[i] == 0) {
@@ -502,6 +508,10 @@ bool torture(int seconds) {
       char c;
       read(go[0], &c, 1);
       close(go[0]);
+      // The window opens now, with memory exhausted: a deadline taken
+      // before exhaust() would be spent by it on a slow (busy) host, and
+      // the workers would be let go after it and do nothing.
+      uint64_t deadline = clock_ns() + uint64_t(seconds) * 1000000000ull + 2000000000ull;
       if (i == 0) writer(deadline);
       churner(deadline, i);
     }
