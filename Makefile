@@ -159,7 +159,7 @@ $(AITESTS_LINKS): $(B)/user/bin/aitests
 $(B)/user/bin/llmrun: $(LLMRUN_OBJS) $(B)/user/libkai.a user/user.ld
 	$(CXX_RV) $(RV_COMMON) -T user/user.ld -Wl,--build-id=none -Wl,--gc-sections -o $@ $(LLMRUN_OBJS) $(B)/user/libkai.a -lgcc
 $(LLMRUN_LINKS): $(B)/user/bin/llmrun
-	ln -f $< $@
+	ln -f $(B)/user/bin/llmrun $@
 
 # ---------------------------------------------------------------- file-system image
 FSIMG      := $(B)/fs.img

@@ -292,7 +292,7 @@ def test_aictl_limits_harts_and_batch_in_a_running_boot(image):
         # Once every model has loaded, the team times each of its widths
         # (kernel/ai/width_survey.h), whatever the limit: its jobs run on both
         # harts. On a slow host it was still running when the trace below
-        # started (CI, 2026-12-05: one survey window's parts in the trace of
+        # started (once in CI: one survey window's parts in the trace of
         # the run at harts 1). So first wait for its choice, the WIDTH event
         # with verdict 7 (KAI_TRACE_WIDTH_SURVEYED).
         deadline = time.monotonic() + 120

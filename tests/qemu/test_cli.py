@@ -305,3 +305,32 @@ def test_without_a_model_name_the_first_ready_model_is_used(session):
     assert "aibench: model LLAMA" in out and "requests: 1 done" in out, out
     out = run_in_session(session, "ai --predict 2 5 6", timeout=120)
     assert "model LLAMA:" in out, out
+
+
+@pytest.mark.parametrize("cmd,usage", [
+    ("ai --help", "usage: ai [--model NAME] [--predict N]"),
+    ("chat -h", "usage: chat [--model NAME] [--system TEXT]"),
+    ("llmrun --help", "usage: llmrun [--asset-dir D] [--predict N]"),
+    ("llmrun_smol --help", "usage: llmrun [--asset-dir D] [--predict N]"),
+])
+def test_help_prints_the_usage_on_standard_output_and_exits_zero(session, cmd, usage):
+    """--help and -h (user/lib/option_parser.h): the usage on standard output
+    (the file below gets it, the console nothing) and exit status 0, before
+    anything reaches the service."""
+    before = counters(session)
+    out = run_in_session(session, f"{cmd} > /help.txt && echo EXIT-ZERO")
+    assert out.strip() == "EXIT-ZERO", out
+    text = run_in_session(session, "cat /help.txt")
+    assert text.startswith(usage), text
+    assert counters(session) == before
+
+
+def test_llmrun_smol_and_llmrun_qwen_are_llmrun_itself(session):
+    """One program under three names (Makefile, LLMRUN_LINKS: hard links that
+    the image keeps as one inode), not three copies of it."""
+    out = run_in_session(session, "ls /bin/llmrun /bin/llmrun_smol /bin/llmrun_qwen /bin/ai")
+    files = {name: (int(ino), int(size)) for kind, ino, size, name in
+             (line.split() for line in out.splitlines() if line.startswith("file "))}
+    assert set(files) == {"/bin/llmrun", "/bin/llmrun_smol", "/bin/llmrun_qwen", "/bin/ai"}, out
+    assert files["/bin/llmrun_smol"] == files["/bin/llmrun_qwen"] == files["/bin/llmrun"], out
+    assert files["/bin/ai"][0] != files["/bin/llmrun"][0], out

@@ -168,7 +168,7 @@ def test_shell_answers_while_a_request_runs_on_one_hart():
             # 160 int8 tokens of the SmolLM2 shape: about 20 s of work at some
             # 120 ms per token, so even a host several times faster is still
             # generating when aistat runs (with 8 tokens, about 1.1 s, a fast
-            # host had finished before; CI dry run, 2026-12-05). The client
+            # host had finished before in a CI dry run). The client
             # is killed after the check: its request is cancelled at the
             # worker's next iteration.
             launched = run_in_session(s, "ai --model SMOL --int8 --predict 160 504 3575 282 4649 314 > /out &", 30)

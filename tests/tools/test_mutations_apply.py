@@ -4,7 +4,7 @@ A mutation shows that a test can fail: it breaks one line of the source and
 expects a named test to notice. When the source moves on (a line renamed,
 reformatted or duplicated), the mutation no longer applies, and mutate.py
 reports "does not apply" only when someone runs it, which takes QEMU boots.
-Four mutations had gone stale that way unnoticed (found 2026-12-05). This check is
+Four mutations had gone stale that way unnoticed. This check is
 cheap, so it runs in `make test`: it fails the commit that moves the line,
 while its author still knows where the line went."""
 import importlib.util
