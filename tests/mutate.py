@@ -211,7 +211,7 @@ MUTATIONS = [
              "while (k.n_free < k.blocks_per_ckpt && ckpt_evict_oldest(k)) {",
              "while (false && k.n_free < k.blocks_per_ckpt && ckpt_evict_oldest(k)) {",
              USER_AND_KERNEL,
-             [pytest("tests/qemu/test_qwen_chat.py")],
+             [pytest("tests/qemu/test_qwen_reuse.py", "full_pool")],
              "a finished request's final checkpoint takes free blocks only: in a full pool the next chat turn "
              "resumes at the previous prompt, not at the previous answer"),
     Mutation("checkpoint-resume-one-off", "kernel/ai/kv_cache.cpp",
