@@ -104,10 +104,11 @@ uint32_t ckpt_evictable_blocks(const ModelKv& k, uint32_t except) {
   return n;
 }
 
-void ckpt_let_go(ModelKv& k, uint32_t c) {
+void ckpt_let_go(ModelKv& k, uint32_t c, bool preempted) {
   if (c >= kMaxCheckpoints || k.ckpt[c].state != CkptState::Cached || !k.ckpt[c].held)
     panic("ai: checkpoint %u let go while not held", c);
   k.ckpt[c].held = false;
+  k.ckpt[c].awaited = preempted;
   k.ckpt[c].stamp = ++k.clock;
 }
 
@@ -125,11 +126,11 @@ void ckpt_anchor_evicted(ModelKv& k, uint32_t b) {
     }
 }
 
-bool ckpt_evict_oldest(ModelKv& k) {
+bool ckpt_evict_oldest(ModelKv& k, bool spare_awaited) {
   uint32_t oldest = kNoCkpt;
   for (uint32_t c = 0; c < kMaxCheckpoints; c++) {
     const Checkpoint& r = k.ckpt[c];
-    if (evictable(r) && (oldest == kNoCkpt || r.stamp < k.ckpt[oldest].stamp))
+    if (evictable(r) && !(spare_awaited && r.awaited) && (oldest == kNoCkpt || r.stamp < k.ckpt[oldest].stamp))
       oldest = c;
   }
   if (oldest == kNoCkpt) return false;
@@ -170,9 +171,10 @@ uint32_t kv_final_checkpoint(const PrefixKey& key, const BlockTable& table, uint
   // A bet on a next turn that may never come: it takes free blocks, or
   // the blocks of older checkpoints, least recently used first (in a
   // chat, the earlier turns' states, which the next turn has gone past),
-  // but never a cached prefix block, nor a checkpoint that a preempted
-  // request (held) or an admitted one (pinned) counts on.
-  while (k.n_free < k.blocks_per_ckpt && ckpt_evict_oldest(k)) {
+  // but never a cached prefix block, nor a checkpoint that a running
+  // request (held), an admitted one (pinned) or a preempted one (awaited)
+  // counts on.
+  while (k.n_free < k.blocks_per_ckpt && ckpt_evict_oldest(k, true)) {
   }
   if (k.n_free < k.blocks_per_ckpt) return kNoCkpt;
   return kv_ckpt_reserve(key, table, fed);
@@ -242,6 +244,7 @@ void kv_ckpt_unpin(int m, uint32_t id) {
   Checkpoint& r = k.ckpt[id];
   if (r.state != CkptState::Cached || r.readers == 0) panic("ai: checkpoint %u unpinned while not pinned", id);
   r.readers--;
+  r.awaited = false;     // if its preempted request was the reader, it is back
   r.stamp = ++k.clock;   // just used: the last to be evicted
 }
 
