@@ -60,6 +60,18 @@ struct WorkCounts {
   uint64_t macs = 0, weight_bytes = 0, kv_read_bytes = 0, kv_write_bytes = 0;
 };
 
+// Where a copy of a session's recurrent state goes in the middle of a pass
+// (BatchItem::keep_state): put(ctx, at, src, n) receives n floats that
+// belong at float `at` of the session's snapshot stream (the order of
+// Session::snapshot_spans: every linear layer's conv window, then every
+// DeltaNet head's state). Pieces arrive in any order, and from several
+// harts at once (the heads of a layer run on the row team): put must only
+// write where `at` says, and the pieces never overlap.
+struct StateSink {
+  void (*put)(void* ctx, size_t at, const float* src, size_t n) = nullptr;
+  void* ctx = nullptr;
+};
+
 struct BatchItem {   // one token of one request
   Session* session;  // its KV cache / recurrent state advance by one position
   uint32_t token;    // fed at session->position() (+ earlier items of the same session)
@@ -72,6 +84,15 @@ struct BatchItem {   // one token of one request
   // sampler, a verifier or a mask), and `next` is left as it was. One
   // product over the vocabulary per position either way.
   float* logits = nullptr;
+  // Not null: right after this item, the session's recurrent state (the
+  // state at position + 1, as if the pass had ended here) is copied to
+  // this sink, layer by layer as the pass goes. Why: a linear layer's state
+  // changes in place with every token, so without this the state at a
+  // position inside a prompt chunk would exist only if the chunk stopped
+  // there, costing a pass over the weights (kernel/ai/kv_checkpoint.h).
+  // The K/V rows are per position and need no such copy. Models without
+  // linear layers never call it.
+  const StateSink* keep_state = nullptr;
 };
 
 // Scratch for one forward pass over up to max_items tokens. Holds no request

@@ -108,6 +108,8 @@ void Batch::delta_head(Batch& b, const void* arg, uint32_t j, uint32_t part) {
     rmsnorm(out, out, L.gnorm, dv, c.rms_eps);
     const float* z = b.z_ + i * b.z_stride_ + j * dv;
     for (uint32_t d = 0; d < dv; d++) out[d] *= silu_f(z[d]);
+    // The state at this item's next position, for a checkpoint there.
+    if (const StateSink* keep = b.items_[i].keep_state) keep->put(keep->ctx, s.ssm_offset(job.slot, j), S, size_t(dk) * dv);
   }
 }
 
@@ -180,6 +182,7 @@ void Batch::deltanet(const LayerView& L, uint32_t slot, const ActVec* a) {
       qkv[ch] = silu_f(acc);
     }
     wc.macs += uint64_t(cd) * K;
+    if (const StateSink* keep = items_[i].keep_state) keep->put(keep->ctx, s.conv_offset(slot), st, size_t(cd) * K);
     // q and k L2-normalised per head (q also scaled by 1/sqrt(dk)): the
     // state update stays bounded whatever the input scale.
     float* qv = qkv;

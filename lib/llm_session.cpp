@@ -77,6 +77,7 @@ ErrorOr<void, Error> Session::init(const Model& model, void* mem, size_t size, c
   model_ = &model;
   cfg_ = &c;
   n_full_ = c.n_full_layers();
+  n_linear_ = c.n_linear_layers();
   ops_ = &matvec_ops(opt.matvec);
   opt_ = opt;
   hidden_ = F(s.hidden);
@@ -119,10 +120,17 @@ size_t Session::snapshot_floats(const Config& c, uint32_t rows) {
   return conv_floats(c) + ssm_floats(c) + size_t(2) * rows * c.n_full_layers() * c.kv_dim();
 }
 
+size_t Session::recurrent_floats(const Config& c) { return conv_floats(c) + ssm_floats(c); }
+
 void Session::snapshot_spans(uint32_t from, uint32_t to, SpanFn fn, void* ctx) {
   const Config& c = *cfg_;
   fn(ctx, conv_, conv_floats(c));
   fn(ctx, ssm_, ssm_floats(c));
+  snapshot_row_spans(from, to, fn, ctx);
+}
+
+void Session::snapshot_row_spans(uint32_t from, uint32_t to, SpanFn fn, void* ctx) {
+  const Config& c = *cfg_;
   for (uint32_t pos = from; pos < to; pos++)
     for (uint32_t slot = 0; slot < n_full_; slot++) {
       KvRows rows = kv_rows(slot, pos);

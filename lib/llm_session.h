@@ -145,6 +145,11 @@ class Session {
   // < kv_capacity() only).
   using SpanFn = void (*)(void* ctx, float* span, size_t n_floats);
   void snapshot_spans(uint32_t from, uint32_t to, SpanFn fn, void* ctx);
+  // The K/V rows part alone (positions [from, to)), in the same order: for
+  // a snapshot whose recurrent part a pass already handed to a StateSink
+  // (BatchItem::keep_state), which lands at recurrent_floats() onwards.
+  void snapshot_row_spans(uint32_t from, uint32_t to, SpanFn fn, void* ctx);
+  static size_t recurrent_floats(const Config& cfg);
   static size_t snapshot_floats(const Config& cfg, uint32_t rows);
   // A fresh session whose snapshot_spans(from, pos) were just written from
   // a snapshot taken at position pos (and whose K/V rows of [0, from) are
@@ -195,6 +200,13 @@ class Session {
     const Config& c = *cfg_;
     return ssm_ + (size_t(slot) * c.lin_v_heads + head) * c.lin_k_dim * c.lin_v_dim;
   }
+  // Where those two sit in the snapshot stream (snapshot_spans): every
+  // conv window first, then every DeltaNet head's state.
+  size_t conv_offset(uint32_t slot) const { return size_t(slot) * cfg_->conv_dim() * cfg_->conv_kernel; }
+  size_t ssm_offset(uint32_t slot, uint32_t head) const {
+    const Config& c = *cfg_;
+    return conv_offset(n_linear_) + (size_t(slot) * c.lin_v_heads + head) * c.lin_k_dim * c.lin_v_dim;
+  }
 
   const Model* model_ = nullptr;
   const Config* cfg_ = nullptr;
@@ -212,6 +224,7 @@ class Session {
   // cfg_->n_full_layers(), kept: kv_rows() runs for every position of every
   // head, and the count walks all the layers (1% of a decode step's real time).
   uint32_t n_full_ = 0;
+  uint32_t n_linear_ = 0;    // cfg_->n_linear_layers(), kept for the same reason
   uint32_t n_table_ = 0;
   float* conv_ = nullptr;    // [n_linear][conv_dim][conv_kernel] last inputs of the causal conv
   float* ssm_ = nullptr;     // [n_linear][v_heads][k_dim][v_dim] DeltaNet recurrent states

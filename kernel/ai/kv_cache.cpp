@@ -339,13 +339,13 @@ void kv_publish(const PrefixKey& key, uint32_t fed, BlockTable& table) {
   }
 }
 
-void kv_release(int m, BlockTable& table) {
+void kv_release(int m, BlockTable& table, bool preempted) {
   ModelKv& k = pools[m];
   // Tail first: the deepest block of a prefix enters the LRU list before
   // its parent, so it is evicted before its parent (see the invariants).
   if (k.paged)
     for (uint32_t i = table.n; i-- > 0;) put_block(k, table.block[i]);
-  if (k.paged && table.held_ckpt != kNoCkpt) ckpt_let_go(k, table.held_ckpt);
+  if (k.paged && table.held_ckpt != kNoCkpt) ckpt_let_go(k, table.held_ckpt, preempted);
   table.n = 0;
   table.registered = 0;
   table.held_ckpt = kNoCkpt;

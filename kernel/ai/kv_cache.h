@@ -142,8 +142,9 @@ void kv_shrink(int m, BlockTable& table, uint32_t positions);
 // The table's owner no longer needs its blocks (finished, cancelled or
 // preempted): each goes back, tail first, to the free list or, if it holds
 // a cached prefix, to the LRU list of unreferenced cached blocks. The table
-// is left empty. Lock held.
-void kv_release(int m, BlockTable& table);
+// is left empty. A preempted owner's newest checkpoint stays awaited
+// (kv_pool.h, Checkpoint::awaited). Lock held.
+void kv_release(int m, BlockTable& table, bool preempted = false);
 
 KvStats kv_stats();   // lock held
 

@@ -104,10 +104,11 @@ uint32_t ckpt_evictable_blocks(const ModelKv& k, uint32_t except) {
   return n;
 }
 
-void ckpt_let_go(ModelKv& k, uint32_t c) {
+void ckpt_let_go(ModelKv& k, uint32_t c, bool preempted) {
   if (c >= kMaxCheckpoints || k.ckpt[c].state != CkptState::Cached || !k.ckpt[c].held)
     panic("ai: checkpoint %u let go while not held", c);
   k.ckpt[c].held = false;
+  k.ckpt[c].awaited = preempted;
   k.ckpt[c].stamp = ++k.clock;
 }
 
@@ -125,11 +126,11 @@ void ckpt_anchor_evicted(ModelKv& k, uint32_t b) {
     }
 }
 
-bool ckpt_evict_oldest(ModelKv& k) {
+bool ckpt_evict_oldest(ModelKv& k, bool spare_awaited) {
   uint32_t oldest = kNoCkpt;
   for (uint32_t c = 0; c < kMaxCheckpoints; c++) {
     const Checkpoint& r = k.ckpt[c];
-    if (evictable(r) && (oldest == kNoCkpt || r.stamp < k.ckpt[oldest].stamp))
+    if (evictable(r) && !(spare_awaited && r.awaited) && (oldest == kNoCkpt || r.stamp < k.ckpt[oldest].stamp))
       oldest = c;
   }
   if (oldest == kNoCkpt) return false;
@@ -161,15 +162,21 @@ uint32_t kv_next_checkpoint(const PrefixKey& key, const BlockTable& table, uint3
 }
 
 uint32_t kv_final_checkpoint(const PrefixKey& key, const BlockTable& table, uint32_t fed) {
-  const ModelKv& k = pools[key.model];
+  ModelKv& k = pools[key.model];
   if (!k.paged || !k.recurrent || !k.reuses_prefixes || fed == 0 || fed > key.len()) return kNoCkpt;
-  // A bet on a next turn that may never come: only free blocks, never a
-  // cached prefix or checkpoint that a preempted or waiting request counts on.
-  if (k.n_free < k.blocks_per_ckpt) return kNoCkpt;
   uint32_t B = k.pool.block_size, anchor;
   if (cached_anchor(k, key, anchor_in(table, fed, B), fed, &anchor) &&
       find(k, anchor, parent_tag(k, anchor, key), fed, key) != kNoCkpt)
     return kNoCkpt;   // this sequence's state at fed is cached already
+  // A bet on a next turn that may never come: it takes free blocks, or
+  // the blocks of older checkpoints, least recently used first (in a
+  // chat, the earlier turns' states, which the next turn has gone past),
+  // but never a cached prefix block, nor a checkpoint that a running
+  // request (held), an admitted one (pinned) or a preempted one (awaited)
+  // counts on.
+  while (k.n_free < k.blocks_per_ckpt && ckpt_evict_oldest(k, true)) {
+  }
+  if (k.n_free < k.blocks_per_ckpt) return kNoCkpt;
   return kv_ckpt_reserve(key, table, fed);
 }
 
@@ -237,6 +244,7 @@ void kv_ckpt_unpin(int m, uint32_t id) {
   Checkpoint& r = k.ckpt[id];
   if (r.state != CkptState::Cached || r.readers == 0) panic("ai: checkpoint %u unpinned while not pinned", id);
   r.readers--;
+  r.awaited = false;     // if its preempted request was the reader, it is back
   r.stamp = ++k.clock;   // just used: the last to be evicted
 }
 
@@ -257,26 +265,42 @@ namespace {
 
 // A checkpoint's floats as one stream over its blocks: each block gives
 // its K half, then its V half (half = n_full * B * kv_dim floats each).
+// Copies n floats between span and the stream's floats [at, at + n).
+void copy_at(const llm::KvPool& pool, const uint32_t* blocks, size_t half, size_t at, float* span, size_t n,
+             bool save) {
+  while (n > 0) {
+    size_t seg = at / half, off = at % half;
+    float* base = (seg % 2 == 0 ? pool.k : pool.v) + size_t(blocks[seg / 2]) * half + off;
+    size_t take = half - off < n ? half - off : n;
+    if (save) memcpy(base, span, take * sizeof(float));
+    else memcpy(span, base, take * sizeof(float));
+    span += take;
+    n -= take;
+    at += take;
+  }
+}
+
+size_t half_block(const ModelKv& k) { return size_t(k.config.n_full_layers()) * k.pool.block_size * k.config.kv_dim(); }
+
+// A walk over the stream from float `at` on (Session::snapshot_spans).
 struct Stream {
   const llm::KvPool* pool;
   const uint32_t* blocks;
   size_t half;     // floats per half block
-  size_t at;       // floats streamed so far
+  size_t at;       // the next float of the stream
   bool save;       // session -> checkpoint
 };
 
 void copy_span(void* ctx, float* span, size_t n) {
   auto& s = *static_cast<Stream*>(ctx);
-  while (n > 0) {
-    size_t seg = s.at / s.half, off = s.at % s.half;
-    float* base = (seg % 2 == 0 ? s.pool->k : s.pool->v) + size_t(s.blocks[seg / 2]) * s.half + off;
-    size_t take = s.half - off < n ? s.half - off : n;
-    if (s.save) memcpy(base, span, take * sizeof(float));
-    else memcpy(span, base, take * sizeof(float));
-    span += take;
-    n -= take;
-    s.at += take;
-  }
+  copy_at(*s.pool, s.blocks, s.half, s.at, span, n, s.save);
+  s.at += n;
+}
+
+// The pass's sink: a piece of the recurrent state, at its place.
+void put_state(void* ctx, size_t at, const float* src, size_t n) {
+  const auto& w = *static_cast<const CkptWriter*>(ctx);
+  copy_at(*w.pool, w.blocks, w.half, at, const_cast<float*>(src), n, true);
 }
 
 }  // namespace
@@ -286,8 +310,22 @@ void kv_ckpt_copy(int m, uint32_t id, llm::Session& session, bool save) {
   // one with readers > 0 cannot be evicted, and neither's blocks move.
   const ModelKv& k = pools[m];
   uint32_t B = k.pool.block_size, pos = k.ckpt[id].pos;
-  Stream s{&k.pool, blocks_of(k, id), size_t(k.config.n_full_layers()) * B * k.config.kv_dim(), 0, save};
+  Stream s{&k.pool, blocks_of(k, id), half_block(k), 0, save};
   session.snapshot_spans(pos / B * B, pos, copy_span, &s);
+}
+
+void kv_ckpt_writer(int m, uint32_t id, CkptWriter* writer) {
+  const ModelKv& k = pools[m];
+  if (k.ckpt[id].state != CkptState::Writing) panic("ai: checkpoint %u written while not reserved", id);
+  *writer = CkptWriter{{put_state, writer}, &k.pool, blocks_of(k, id), half_block(k)};
+}
+
+void kv_ckpt_copy_rows(int m, uint32_t id, llm::Session& session) {
+  // No lock, as kv_ckpt_copy: the record is Writing, its blocks stay.
+  const ModelKv& k = pools[m];
+  uint32_t B = k.pool.block_size, pos = k.ckpt[id].pos;
+  Stream s{&k.pool, blocks_of(k, id), half_block(k), llm::Session::recurrent_floats(k.config), true};
+  session.snapshot_row_spans(pos / B * B, pos, copy_span, &s);
 }
 
 }  // namespace ai

@@ -23,9 +23,15 @@
 // and one position before the prompt's end (the same prompt again resumes
 // there: its last token must still be fed for its logits, so a checkpoint at
 // the very end would be of no use to it). The scheduler cuts prefill chunks
-// at those positions and reserves a checkpoint for the pass that reaches
-// one; the worker copies the session's snapshot into it after the pass;
-// commit() publishes it once its anchor block is in the prefix cache.
+// at those positions; the scheduler reserves a checkpoint for the pass that
+// reaches one, anywhere in the pass: the item at the position before it
+// carries a sink (llm::BatchItem::keep_state, CkptWriter below) through
+// which the pass copies each linear layer's state into the checkpoint's
+// blocks right after that item, so a prompt chunk need not stop there
+// (stopping cost a whole extra pass over the weights: a 5-token prompt ran
+// as 4 + 1 positions). After the pass the worker adds the K/V rows
+// (kv_ckpt_copy_rows); commit() publishes it once its anchor block is in
+// the prefix cache and the position stood.
 //
 // Keys (the same rules as prefix blocks, so the same session domains):
 // a checkpoint at position p is keyed by its anchor, the cached block that
@@ -62,7 +68,7 @@ namespace ai {
 // past them, or one is already cached there). Lock held.
 uint32_t kv_next_checkpoint(const PrefixKey& key, const BlockTable& table, uint32_t fed);
 // Reserves a Writing checkpoint for position pos of a request with this key
-// and table (pos == the position the coming pass ends at). kNoCkpt if none
+// and table (a position the coming pass reaches). kNoCkpt if none
 // can be had without preempting anyone. Lock held.
 uint32_t kv_ckpt_reserve(const PrefixKey& key, const BlockTable& table, uint32_t pos);
 // At a request's end (its last token chosen; positions [0, fed) computed
@@ -71,9 +77,10 @@ uint32_t kv_ckpt_reserve(const PrefixKey& key, const BlockTable& table, uint32_t
 // chat, whose prompt is this sequence plus the template's tail and a new
 // message, resumes there: chat templates rewrite the end of a turn, so the
 // state one token before the last (often the end-of-turn id) is the one
-// that still matches. It takes only free blocks (it is a bet on a next
-// turn: it evicts no cached prefix or checkpoint). kNoCkpt: none (reuse
-// off, an equal one is cached, or too few free blocks). Lock held.
+// that still matches. It takes free blocks, or older checkpoints' blocks
+// (least recently used first: a chat's earlier turns), never cached prefix
+// blocks (it is a bet on a next turn). kNoCkpt: none (reuse off, an equal
+// one is cached, or not enough blocks that way). Lock held.
 uint32_t kv_final_checkpoint(const PrefixKey& key, const BlockTable& table, uint32_t fed);
 // After the pass and kv_publish(): the Writing checkpoint `id` becomes
 // Cached if its anchor is now in the prefix cache (and no equal one is),
@@ -88,6 +95,20 @@ void kv_ckpt_unpin(int m, uint32_t id);
 // position. No lock: the record is Writing or pinned, so its blocks stay.
 void kv_ckpt_copy(int m, uint32_t id, llm::Session& s, bool save);
 uint32_t kv_ckpt_position(int m, uint32_t id);
+// Writing checkpoint `id` while the pass runs: writer->sink, set on the
+// item at position pos - 1, puts the session's recurrent state straight
+// into the checkpoint's blocks (from any hart: the pieces never overlap).
+// After the pass, kv_ckpt_copy_rows adds the K/V rows of [pos/B*B, pos),
+// which the pass wrote in the session's own blocks and nothing after pos
+// overwrites. The writer must stay where it is until the pass ends.
+struct CkptWriter {
+  llm::StateSink sink;
+  const llm::KvPool* pool;
+  const uint32_t* blocks;
+  size_t half;   // floats per half block (K or V)
+};
+void kv_ckpt_writer(int m, uint32_t id, CkptWriter* writer);
+void kv_ckpt_copy_rows(int m, uint32_t id, llm::Session& s);
 // For checking (the host tests; lock held): the blocks model m's
 // checkpoints own, at most cap of them into out; returns how many.
 uint32_t kv_ckpt_owned_blocks(int m, uint32_t* out, uint32_t cap);

@@ -25,6 +25,11 @@ struct Checkpoint {
   CkptState state = CkptState::Free;
   uint32_t readers = 0;      // admitted requests that have not yet restored from it
   bool held = false;         // Cached: the newest one of a request that still holds its blocks
+  // Cached: the newest one of a request that was preempted and has not yet
+  // come back (kv_ckpt_unpin clears it). Evictable as any other when blocks
+  // are short, but a final checkpoint, a bet on a chat's next turn, never
+  // takes it (kv_final_checkpoint): the preempted request is a sure use.
+  bool awaited = false;
   uint32_t anchor = kNoBlock;   // the cached block just below pos's block (kNoBlock: pos < B)
   uint32_t anchor_tag = 0;      // Cached: the anchor's gen (or first_block_tag) when published
   uint32_t pos = 0;             // the snapshot's position; the tokens [anchor end, pos) are below
@@ -82,12 +87,14 @@ uint32_t lookup(const ModelKv& k, uint32_t parent, uint32_t pgen, const uint32_t
 // kv_checkpoint.cpp, for take_block: block b is being evicted (the
 // checkpoints anchored on it can never be found again: they go too), and
 // the oldest checkpoint nobody is restoring from, evicted to free its
-// blocks (false if there is none).
+// blocks (false if there is none; with spare_awaited, none that a
+// preempted request awaits).
 void ckpt_anchor_evicted(ModelKv& k, uint32_t b);
-bool ckpt_evict_oldest(ModelKv& k);
+bool ckpt_evict_oldest(ModelKv& k, bool spare_awaited = false);
 // The request that held checkpoint c (BlockTable::held_ckpt) let its
-// blocks go: c is evictable from now on, as the most recently used.
-void ckpt_let_go(ModelKv& k, uint32_t c);
+// blocks go: c is evictable from now on, as the most recently used, and
+// awaited if the request was preempted.
+void ckpt_let_go(ModelKv& k, uint32_t c, bool preempted = false);
 // Blocks of Cached checkpoints that nobody is restoring from, but for
 // `except` (admission counts them as evictable).
 uint32_t ckpt_evictable_blocks(const ModelKv& k, uint32_t except);

@@ -283,7 +283,7 @@ void preempt(Request* r, uint32_t cause) {
   trace::emit(KAI_TRACE_PREEMPT, uint64_t(r->id), r->worker, cause, r->fed);
   uint32_t blocks = r->kv.n;
   uint32_t cached = trace::enabled(KAI_TRACE_KV_FREE) ? kv_blocks_cached(r->model) : 0;
-  kv_release(r->model, r->kv);
+  kv_release(r->model, r->kv, /*preempted=*/true);
   if (blocks > 0 && trace::enabled(KAI_TRACE_KV_FREE))
     trace::emit(KAI_TRACE_KV_FREE, uint64_t(r->id), uint32_t(r->model), blocks, kv_blocks_in_use(r->model), kv_blocks_cached(r->model) - cached);
   r->preemptions++;

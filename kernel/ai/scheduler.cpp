@@ -97,7 +97,9 @@ PrefixKey prefix_key(const Request& r) {
 void release_checkpoints(BatchSlot& s) {
   if (s.request && s.ckpt_read != kNoCkpt) kv_ckpt_unpin(s.request->model, s.ckpt_read);
   if (s.request && s.ckpt_write != kNoCkpt) kv_ckpt_drop(s.request->model, s.ckpt_write);
+  for (uint32_t i = 0; s.request && i < s.n_pass_ckpt; i++) kv_ckpt_drop(s.request->model, s.pass_ckpt[i].id);
   s.ckpt_read = s.ckpt_write = kNoCkpt;
+  s.n_pass_ckpt = 0;
 }
 
 void clear_slot(BatchSlot& s) {
@@ -333,24 +335,33 @@ void choose_counts(WorkerBatch& w) {
     BatchSlot& s = *order[i];
     Request& r = *s.request;
     uint32_t left = context_len(r) - r.fed;
-    // A chunk stops where a recurrent-state checkpoint is to be taken
-    // (kv_checkpoint.h): the state exists only at the end of a pass.
-    uint32_t stop = s.recurrent ? kv_next_checkpoint(prefix_key(r), r.kv, r.fed) : 0;
-    if (stop > 0 && stop - r.fed < left) left = stop - r.fed;
+    // A recurrent model's chunk does not stop where a checkpoint is to be
+    // taken: the pass copies the state there (reserve_checkpoints).
     s.count = left < budget ? left : budget;
     budget -= s.count;
   }
 }
 
-// 4b. A checkpoint for every pass that ends where one is to be taken; none
-// if the pool cannot spare the blocks now (nobody is preempted for it).
+// 4b. A checkpoint for every position of the pass where one is to be
+// taken (a pass with proposals takes none: its positions may not stand);
+// none if the pool cannot spare the blocks now (nobody is preempted for it).
 void reserve_checkpoints(WorkerBatch& w) {
   for (auto& s : w.slots) {
     Request* r = s.request;
-    if (r == nullptr || s.count == 0 || !s.recurrent) continue;
+    s.n_pass_ckpt = 0;
+    if (r == nullptr || s.count == 0 || !s.recurrent || s.drafts > 0) continue;
     uint32_t end = r->fed + s.count;
-    if (s.drafts == 0 && kv_next_checkpoint(prefix_key(*r), r->kv, r->fed) == end)
-      s.ckpt_write = kv_ckpt_reserve(prefix_key(*r), r->kv, end);
+    PrefixKey key = prefix_key(*r);
+    for (uint32_t pos = kv_next_checkpoint(key, r->kv, r->fed); pos != 0 && pos <= end;
+         pos = kv_next_checkpoint(key, r->kv, pos)) {
+      if (s.n_pass_ckpt == BatchSlot::kPassCheckpoints) break;
+      uint32_t id = kv_ckpt_reserve(key, r->kv, pos);
+      if (id == kNoCkpt) break;
+      BatchSlot::PassCheckpoint& c = s.pass_ckpt[s.n_pass_ckpt++];
+      c.id = id;
+      c.pos = pos;
+      kv_ckpt_writer(r->model, id, &c.writer);
+    }
   }
 }
 
@@ -419,6 +430,9 @@ void write_plan(WorkerBatch& w) {
         item.want_next = at + 1 >= len;
         item.next = 0;
         item.logits = nullptr;   // the worker gives Sample items their rows
+        item.keep_state = nullptr;
+        for (uint32_t c = 0; c < s.n_pass_ckpt; c++)
+          if (s.pass_ckpt[c].pos == at + 1) item.keep_state = &s.pass_ckpt[c].writer.sink;
         p.want[p.n_items] = !item.want_next ? Want::Nothing : s.sampled ? Want::Sample : Want::Argmax;
         p.slot[p.n_items++] = &s;
       }
@@ -604,12 +618,13 @@ bool accept(WorkerBatch& w, BatchSlot& s, uint64_t now) {
     trace::emit_at(now, KAI_TRACE_DRAFT, uint64_t(r->id), w.id, s.drafts, drafts_kept, fed);
   if (s.rewind) kv_shrink(r->model, r->kv, fed);
   kv_publish(prefix_key(*r), r->fed, r->kv);   // its newly computed full prompt blocks join the prefix cache
-  if (s.ckpt_write != kNoCkpt) {
-    // The pass ended at the checkpoint's position, and every position stood.
-    if (r->fed == kv_ckpt_position(r->model, s.ckpt_write)) kv_ckpt_publish(prefix_key(*r), r->kv, s.ckpt_write);
-    else kv_ckpt_drop(r->model, s.ckpt_write);
-    s.ckpt_write = kNoCkpt;
+  // The pass's checkpoints, oldest first (kv_ckpt_publish keeps the
+  // request's newest): each whose position stood.
+  for (uint32_t c = 0; c < s.n_pass_ckpt; c++) {
+    if (r->fed >= s.pass_ckpt[c].pos) kv_ckpt_publish(prefix_key(*r), r->kv, s.pass_ckpt[c].id);
+    else kv_ckpt_drop(r->model, s.pass_ckpt[c].id);
   }
+  s.n_pass_ckpt = 0;
   if (stop) {
     // A recurrent model's state at the end of the sequence, for the next
     // turn of a conversation: the worker copies it after this commit, then

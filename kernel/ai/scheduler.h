@@ -20,6 +20,7 @@
 #include "llm_batch.h"
 #include "llm_sample.h"
 #include "ai_error.h"
+#include "kv_checkpoint.h"
 
 namespace ai {
 
@@ -66,15 +67,28 @@ struct BatchSlot {
   bool rewind;
   // Recurrent-state checkpoints (kv_checkpoint.h): the one its session is
   // restored from before its first pass (admitted at that checkpoint's
-  // position; pinned until commit), and the one reserved for this
-  // iteration's pass, which ends at that checkpoint's position (written by
-  // the worker after the pass, published or given back by commit).
+  // position; pinned until commit), and the final one of a finished
+  // request (below).
   uint32_t ckpt_read = kNoCkpt;
   uint32_t ckpt_write = kNoCkpt;
   // Its request has chosen its last token and waits for its final
   // checkpoint (ckpt_write, kv_final_checkpoint) to be copied: the worker
   // copies it after commit(), then finish_checkpointed() completes it.
   bool finishing = false;
+  // The checkpoints reserved for this iteration's pass, in position order,
+  // at most one per position the pass reaches (kv_next_checkpoint offers
+  // two per prompt): the item at pos - 1 carries writer.sink, the worker
+  // adds the K/V rows after the pass, commit() publishes each whose
+  // position stood (or gives it back). The writers live here, in the
+  // worker's static batch, because the pass reads them through pointers.
+  struct PassCheckpoint {
+    uint32_t id;
+    uint32_t pos;
+    CkptWriter writer;
+  };
+  static constexpr uint32_t kPassCheckpoints = 2;
+  PassCheckpoint pass_ckpt[kPassCheckpoints];
+  uint32_t n_pass_ckpt = 0;
   bool failed;               // the run failed for it (error says why); commit fails the request
   bool grammar_stuck;        // ... because its grammar allowed no token (KAI_AI_FINISH_NO_TOKEN)
   Error error;

@@ -11,8 +11,8 @@
 //      request was admitted at), one batched forward pass per (model,
 //      activation kind) group, reading every weight once for all its
 //      tokens, and the sampler's draw for every item the plan marked
-//      Sample, from the logits the pass computed for it; then the
-//      snapshots of the checkpoints reserved for the pass;
+//      Sample, from the logits the pass computed for it; then the K/V
+//      rows of the checkpoints the pass wrote;
 //   3. under the lock: commit() accepts what agrees with the model,
 //      publishes each new token and finishes what is complete.
 //
@@ -179,10 +179,17 @@ void forward_all(WorkerBatch& w) {
   }
 }
 
-// Checkpoints reserved for this pass (the scheduler cut each one's chunk
-// to end at its position): the session's snapshot goes into it now, before
-// anything moves the session on; commit() publishes it.
-void save_checkpoints(WorkerBatch& w) {
+// Checkpoints reserved for this pass: the pass put the recurrent state in
+// (BatchItem::keep_state); their K/V rows go in now. commit() publishes them.
+void save_pass_checkpoints(WorkerBatch& w) {
+  for (auto& s : w.slots)
+    for (uint32_t c = 0; s.request && !s.failed && c < s.n_pass_ckpt; c++)
+      kv_ckpt_copy_rows(s.request->model, s.pass_ckpt[c].id, *s.session);
+}
+
+// A finished request's final checkpoint (commit reserved it): the
+// session's snapshot at its end, before anything moves the session on.
+void save_final_checkpoints(WorkerBatch& w) {
   for (auto& s : w.slots)
     if (s.request && s.ckpt_write != kNoCkpt && !s.failed)
       kv_ckpt_copy(s.request->model, s.ckpt_write, *s.session, true);
@@ -216,7 +223,7 @@ WorkerBatch batches[kMaxWorkers];
     if (!riscv::intr_get()) panic("ai-worker%u: about to compute with interrupts off", me);
     prepare_sessions(w);
     forward_all(w);
-    save_checkpoints(w);
+    save_pass_checkpoints(w);
     {
       SpinlockGuard guard(lock);
       commit(w);
@@ -224,7 +231,7 @@ WorkerBatch batches[kMaxWorkers];
     }
     // Requests that ended here wait for their final checkpoint (commit
     // reserved it): copied without the lock, as any checkpoint.
-    save_checkpoints(w);
+    save_final_checkpoints(w);
     SpinlockGuard guard(lock);
     finish_checkpointed(w);
   }

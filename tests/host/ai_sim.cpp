@@ -528,18 +528,33 @@ void Sim::run_and_commit(uint32_t w, bool fail_begin) {
       if (p.items[i].want_next) p.items[i].next = fake_next(r, pos);
     }
   }
-  // As the worker's save_checkpoints(): the state at the pass's end.
-  auto save_checkpoints = [&] {
+  // A checkpoint's state at pos: the tokens of positions [0, pos).
+  auto state_at = [&](const ai::Request& r, uint32_t pos) {
+    std::vector<uint32_t> state(pos);
+    for (uint32_t q = 0; q < pos; q++) state[q] = rows_[r.model][size_t(r.kv.block[q / B]) * B + q % B];
+    return state;
+  };
+  // As the pass and the worker's save_pass_checkpoints(): each checkpoint
+  // reserved for the pass is written by the item before its position.
+  for (uint32_t i = 0; i < ai::kMaxBatch; i++) {
+    ai::BatchSlot& s = wb.slots[i];
+    if (s.request == nullptr || s.failed) continue;
+    const ai::Request& r = *s.request;
+    for (uint32_t c = 0; c < s.n_pass_ckpt; c++) {
+      uint32_t pos = s.pass_ckpt[c].pos;
+      SIM_REQUIRE((pos > r.fed && pos <= r.fed + s.count));
+      SIM_REQUIRE(p.items[s.first + (pos - 1 - r.fed)].keep_state == &s.pass_ckpt[c].writer.sink);
+      ckpt_state_[{r.model, s.pass_ckpt[c].id}] = state_at(r, pos);
+    }
+  }
+  // As the worker's save_final_checkpoints(): the state at the request's end.
+  auto save_final_checkpoints = [&] {
     for (uint32_t i = 0; i < ai::kMaxBatch; i++) {
       ai::BatchSlot& s = wb.slots[i];
       if (s.request == nullptr || s.ckpt_write == ai::kNoCkpt || s.failed) continue;
-      const ai::Request& r = *s.request;
-      std::vector<uint32_t> state(pos_[w][i]);
-      for (uint32_t q = 0; q < pos_[w][i]; q++) state[q] = rows_[r.model][size_t(r.kv.block[q / B]) * B + q % B];
-      ckpt_state_[{r.model, s.ckpt_write}] = state;
+      ckpt_state_[{s.request->model, s.ckpt_write}] = state_at(*s.request, pos_[w][i]);
     }
   };
-  save_checkpoints();
   // Step 3.
   SpinlockGuard guard(ai::lock);
   auto before = snapshot();
@@ -552,7 +567,7 @@ void Sim::run_and_commit(uint32_t w, bool fail_begin) {
   if (ai::has_finishing(wb)) {
     for (uint32_t i = 0; i < ai::kMaxBatch; i++)
       if (wb.slots[i].request && wb.slots[i].finishing) SIM_REQUIRE(pos_[w][i] == wb.slots[i].request->fed);
-    save_checkpoints();
+    save_final_checkpoints();
     ai::finish_checkpointed(wb);
   }
   for (int i = 0; i < ai::kQueueCapacity; i++) {

@@ -591,3 +591,75 @@ TEST_CASE("a rewind to the checkpoint forgets the rejected positions bit for bit
     }
   }
 }
+
+namespace {
+
+// A StateSink into host memory that also counts how often each float was
+// written (every one exactly once, or a piece is missing or doubled).
+struct KeptState {
+  std::vector<float> floats;
+  std::vector<uint8_t> writes;
+  llm::StateSink sink{put, this};
+  explicit KeptState(size_t n) : floats(n), writes(n) {}
+  static void put(void* ctx, size_t at, const float* src, size_t n) {
+    auto* k = static_cast<KeptState*>(ctx);
+    REQUIRE(at + n <= k->floats.size());
+    memcpy(k->floats.data() + at, src, n * sizeof(float));
+    for (size_t i = at; i < at + n; i++) k->writes[i]++;
+  }
+};
+
+// The recurrent part of a session's snapshot (snapshot_spans with no rows).
+std::vector<float> recurrent_state(llm::Session& s) {
+  std::vector<float> out;
+  s.snapshot_spans(0, 0, [](void* ctx, float* span, size_t n) {
+    auto* v = static_cast<std::vector<float>*>(ctx);
+    v->insert(v->end(), span, span + n);
+  }, &out);
+  return out;
+}
+
+}  // namespace
+
+// A checkpoint inside a pass (BatchItem::keep_state, kernel/ai/kv_checkpoint.h):
+// the state handed over right after item i of a prompt chunk is, bit for
+// bit, the state of a session fed only up to there, for two requests in
+// one pass; and keeping it changes nothing the pass computes.
+TEST_CASE("the recurrent state kept inside a pass is the state at that position", "[batch][checkpoint]") {
+  std::mt19937 rng(47);
+  for (const char* name : kModels) {
+    Loaded L;
+    if (!load(name, &L)) continue;
+    const llm::Config& c = L.model.config();
+    if (c.n_linear_layers() == 0) continue;   // nothing recurrent to keep
+    for (const auto& opt : kOptions) {
+      INFO(name << " " << llm::matvec_ops(opt.matvec).name << " group " << opt.int8_group);
+      auto a_seq = random_tokens(rng, 7, c.vocab_size);
+      auto b_seq = random_tokens(rng, 4, c.vocab_size);
+      Reference a_ref = reference(L.model, opt, a_seq), b_ref = reference(L.model, opt, b_seq);
+      // The states at position 3 of a and 4 of b (the end of b's chunk).
+      Sess a3(L.model, opt), b4(L.model, opt);
+      for (uint32_t i = 0; i < 3; i++) REQUIRE(!a3.s.feed(a_seq[i]).is_error());
+      for (uint32_t t : b_seq) REQUIRE(!b4.s.feed(t).is_error());
+      std::vector<float> want_a = recurrent_state(a3.s), want_b = recurrent_state(b4.s);
+      REQUIRE(want_a.size() == llm::Session::recurrent_floats(c));
+
+      Sess a(L.model, opt), b(L.model, opt);
+      KeptState kept_a(want_a.size()), kept_b(want_b.size());
+      std::vector<llm::BatchItem> items;
+      for (uint32_t i = 0; i < a_seq.size(); i++) items.push_back({&a.s, a_seq[i], llm::Phase::Prefill, true, 0});
+      for (uint32_t i = 0; i < b_seq.size(); i++) items.push_back({&b.s, b_seq[i], llm::Phase::Prefill, true, 0});
+      items[2].keep_state = &kept_a.sink;                 // after a's third token: position 3
+      items[a_seq.size() + 3].keep_state = &kept_b.sink;  // after b's last token
+      BatchMem bm(L.model, uint32_t(items.size()), opt);
+      REQUIRE(!bm.b.forward(items.data(), uint32_t(items.size())).is_error());
+      for (size_t i = 0; i < want_a.size(); i++) REQUIRE(kept_a.writes[i] == 1);
+      for (size_t i = 0; i < want_b.size(); i++) REQUIRE(kept_b.writes[i] == 1);
+      REQUIRE(same_bits(kept_a.floats.data(), want_a.data(), want_a.size() * sizeof(float)));
+      REQUIRE(same_bits(kept_b.floats.data(), want_b.data(), want_b.size() * sizeof(float)));
+      for (uint32_t i = 0; i < a_seq.size(); i++) REQUIRE(items[i].next == a_ref.next[i]);
+      for (uint32_t i = 0; i < b_seq.size(); i++) REQUIRE(items[a_seq.size() + i].next == b_ref.next[i]);
+      REQUIRE((recurrent_state(b.s) == want_b));   // b's chunk ended there: its live state is the kept one
+    }
+  }
+}

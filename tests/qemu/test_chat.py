@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from kai_boot import KERNEL, MODELS, ROOT, make_image, need_built, need_model, programs, qemu_run
-from chat_turns import common_prefix, turns_of
+from chat_transcript import common_prefix, turns_of
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import chat_template as CT  # noqa: E402

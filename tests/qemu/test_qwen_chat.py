@@ -25,7 +25,7 @@ import re
 import pytest
 
 from kai_boot import KERNEL, ROOT, make_image, need_built, need_model, programs, qemu_run, run_in_session
-from chat_turns import common_prefix, turns_of
+from chat_transcript import common_prefix, turns_of
 
 WORK = os.path.join(ROOT, "build", "test-qwen-chat")
 B = 16   # ai.kv_block's default

@@ -19,7 +19,10 @@ recurrent-state checkpoints kept in the KV pool (kernel/ai/kv_checkpoint.h):
   the context is refused with a message naming it;
 - a finished request leaves a checkpoint at the end of its prompt and
   output (less the last token): a prompt that continues it resumes there;
-- checkpoints stay in their session domain, as prefix blocks do.
+- checkpoints stay in their session domain, as prefix blocks do;
+- chat-like turns (each prompt the previous prompt and answer plus new
+  tokens) in a pool with room for few checkpoints: every turn resumes at
+  the previous turn's final checkpoint, which replaced older checkpoints.
 
 What each request is compared with: the host runner alone, never an output
 of the kernel under test."""
@@ -217,5 +220,36 @@ def test_checkpoints_stay_in_their_session_domain(image):
             assert cached == [0, 0, prefix - 1], (cmd, cached)
             hits += 1
         assert re.search(rf"prefix_hits={hits} ", run_in_session(s, "aistat", 30))
+    finally:
+        s.__exit__(None, None, None)
+
+
+def test_turns_in_a_full_pool_resume_at_the_previous_answer(image):
+    """Five turns, each prompt the previous prompt and answer plus 5 new
+    tokens, in a pool of 22 blocks (ai.context=256: 16 blocks for one
+    request, 4 per checkpoint). Every prompt leaves checkpoints (its last
+    whole block, one before its end) that fill the pool; a finished
+    request's final checkpoint then replaces the least recently used of
+    them (kv_final_checkpoint), so each turn resumes after the whole
+    previous answer: aistat's prefix_tokens grows by exactly the previous
+    prompt and answer less the last token, and the tokens are the host
+    runner's alone."""
+    img, bundle = image
+    s = boot(img, "ai.context=256 ai.kv_blocks=22")
+    try:
+        prompt, answer = [(t * 3 + 1) % 384 for t in range(30)], []
+        for turn in range(5):
+            if turn > 0:
+                resumed_at = len(prompt) + len(answer) - 1
+                prompt = prompt + answer + [(turn * 50 + t) % 384 for t in range(5)]
+            before = prefix_tokens(run_in_session(s, "aistat", 30))
+            out = run_in_session(s, "ai --model QWEN --predict 10 " + " ".join(map(str, prompt)), 60)
+            got = next(l for l in out.splitlines() if re.fullmatch(r"\d+( \d+)*", l.strip()))
+            answer = [int(t) for t in got.split()]
+            assert answer == host_run(bundle, prompt, 10, False, None), (turn, prompt, out)
+            stat = run_in_session(s, "aistat", 30)
+            if turn > 0:
+                assert prefix_tokens(stat) - before == resumed_at, (turn, resumed_at, stat)
+        assert re.search(r"^checkpoints: count=[1-9]\d* ", stat, re.M), stat
     finally:
         s.__exit__(None, None, None)

@@ -1,6 +1,7 @@
 """Reading `chat --show-ids --timing` transcripts: the turns' prompts,
 answers, finish reasons and prefix-cache figures (test_chat.py and
-test_qwen_chat.py)."""
+test_qwen_chat.py). Not named chat_turns.py: that is tools/chat_turns.py, the chat
+benchmark, which shadows it when tools/ comes first on the path."""
 import re
 
 
