@@ -248,8 +248,6 @@ void kv_ckpt_unpin(int m, uint32_t id) {
   r.stamp = ++k.clock;   // just used: the last to be evicted
 }
 
-uint32_t kv_ckpt_position(int m, uint32_t id) { return pools[m].ckpt[id].pos; }
-
 uint32_t kv_ckpt_owned_blocks(int m, uint32_t* out, uint32_t cap) {
   const ModelKv& k = pools[m];
   uint32_t n = 0;

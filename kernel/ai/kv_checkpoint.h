@@ -94,7 +94,6 @@ void kv_ckpt_unpin(int m, uint32_t id);
 // `save`): the session's snapshot_spans(p/B*B, p), p the checkpoint's
 // position. No lock: the record is Writing or pinned, so its blocks stay.
 void kv_ckpt_copy(int m, uint32_t id, llm::Session& s, bool save);
-uint32_t kv_ckpt_position(int m, uint32_t id);
 // Writing checkpoint `id` while the pass runs: writer->sink, set on the
 // item at position pos - 1, puts the session's recurrent state straight
 // into the checkpoint's blocks (from any hart: the pieces never overlap).
