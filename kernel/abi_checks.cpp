@@ -10,9 +10,11 @@
 #include "llm_stop.h"
 #include "llm_speculate.h"
 
-// A prompt the ABI accepts must fit the runtime's prompt buffer.
-static_assert(KAI_AI_MAX_PROMPT == llm::kMaxPrompt,
-              "KAI_AI_MAX_PROMPT (ai_abi.h) and llm::kMaxPrompt (lib/llm_config.h) differ");
+// The service checks prompts with the runtime's limit for a caller that sets
+// the context, and copies one in through one page (sys_ai.cpp, IdPage).
+static_assert(KAI_AI_MAX_PROMPT == llm::kMaxContextPrompt,
+              "KAI_AI_MAX_PROMPT (ai_abi.h) and llm::kMaxContextPrompt (lib/llm_config.h) differ");
+static_assert(KAI_AI_MAX_PROMPT * sizeof(uint32_t) <= 4096, "a prompt's ids fit one page");
 // ai_wait can return at most what a request slot holds.
 static_assert(KAI_AI_MAX_OUTPUT == ai::kMaxOutput,
               "KAI_AI_MAX_OUTPUT (ai_abi.h) and ai::kMaxOutput (kernel/ai/limits.h) differ");

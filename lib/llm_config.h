@@ -10,7 +10,12 @@ namespace llm {
 
 constexpr uint32_t kCfgMagic = 0x31474643;  // "CFG1"
 constexpr uint32_t kMaxLayers = 100;         // L00.BIN .. L99.BIN
+// Prompt tokens per request. The course's runners take at most 255
+// (llmrun keeps that, docs/cold-path.md); a caller that sets the context
+// (the kernel's service, `llmrun --context N`) takes up to
+// kMaxContextPrompt, one page of ids, within the context.
 constexpr uint32_t kMaxPrompt = 255;
+constexpr uint32_t kMaxContextPrompt = 1024;
 
 // Sanity limits: a header beyond these is rejected as corrupt.
 constexpr uint32_t kMaxDim = 16384;

@@ -43,11 +43,11 @@ Sizes layout(const Config& c, const SessionOptions& opt) {
 }  // namespace
 
 ErrorOr<void, Error> check_request(const Config& cfg, const uint32_t* prompt, uint32_t n_prompt,
-                                   uint32_t n_predict) {
+                                   uint32_t n_predict, uint32_t max_prompt) {
   if (n_prompt == 0) return Error::make(ErrorCode::EmptyRequest).str("empty prompt");
   if (n_predict == 0) return Error::make(ErrorCode::EmptyRequest).str("nothing to predict (predict=0)");
-  if (n_prompt > kMaxPrompt)
-    return Error::make(ErrorCode::PromptTooLong).str("prompt too long: ").num(n_prompt).str(" tokens, at most ").num(kMaxPrompt);
+  if (n_prompt > max_prompt)
+    return Error::make(ErrorCode::PromptTooLong).str("prompt too long: ").num(n_prompt).str(" tokens, at most ").num(max_prompt);
   for (uint32_t i = 0; i < n_prompt; i++)
     if (prompt[i] >= cfg.vocab_size) return Error::make(ErrorCode::TokenOutOfRange).str("token ").num(i).str(" out of range");
   if (uint64_t(n_prompt) + n_predict > cfg.runtime_seq_len)

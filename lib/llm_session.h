@@ -49,11 +49,12 @@ struct KvPool {
 };
 
 // Request checks with the course's wording and one code per cause:
-// EmptyRequest (no prompt or n_predict == 0), PromptTooLong (> 255),
+// EmptyRequest (no prompt or n_predict == 0), PromptTooLong (> max_prompt:
+// the course's 255 unless the caller allows more, llm_config.h),
 // TokenOutOfRange ("token i out of range", i = index in the prompt),
 // RequestTooLong ("request too long for runtime_seq_len=N").
 ErrorOr<void, Error> check_request(const Config& cfg, const uint32_t* prompt, uint32_t n_prompt,
-                                   uint32_t n_predict);
+                                   uint32_t n_predict, uint32_t max_prompt = kMaxPrompt);
 
 class Session {
  public:

@@ -10,7 +10,8 @@
 #pragma once
 #include <stdint.h>
 
-#define KAI_AI_MAX_PROMPT     255   // prompt tokens per request
+#define KAI_AI_MAX_PROMPT     1024  // prompt tokens per request (one page of ids); the model's
+                                    // context (ai.context) bounds prompt + n_predict further
 #define KAI_AI_MAX_OUTPUT     4096  // generated tokens per request (n_predict): size ai_wait buffers by it
 #define KAI_AI_MODEL_NAME_MAX 16    // bundle directory name under /AI, with NUL
 #define KAI_AI_MAX_MODELS     8

@@ -456,7 +456,9 @@ ErrorOr<LogitsRoom, Error> engine_logits_room(uint32_t worker, EngineModel* em, 
 
 ErrorOr<void, Error> engine_check_request(const ModelSummary& model, const uint32_t* prompt,
                                           uint32_t prompt_len, uint32_t n_predict) {
-  auto checked = llm::check_request(model.config, prompt, prompt_len, n_predict);
+  // The service sets each model's context (ai.context), so it takes the
+  // longer prompts (KAI_AI_MAX_PROMPT, abi_checks.cpp), within that context.
+  auto checked = llm::check_request(model.config, prompt, prompt_len, n_predict, llm::kMaxContextPrompt);
   if (checked.is_error()) return Error::from("request", checked.error());
   return {};
 }

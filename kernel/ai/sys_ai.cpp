@@ -51,7 +51,7 @@ SyscallResult reject(Errno e) {
   return e;
 }
 
-// Copies in and checks the request (the prompt into `prompt`); returns the
+// Copies in and checks the request (the prompt into `prompt_page`); returns the
 // model's index. Waits, if need be, until the loader has listed /AI. The
 // ABI's own rules (flags, priority, reserved fields, buffer bounds) are
 // checked here; the model's rules by the runtime's check_request, once.
@@ -81,16 +81,18 @@ ErrorOr<void> check_stop_ids(const uint32_t* stop, uint32_t stop_words, uint32_t
   return {};
 }
 
-// The prediction's staging buffer: one page, taken only for a request that
-// brings a prediction (a kernel stack has no room for 4 KiB) and given back
-// when sys_ai_submit returns (submit() copies it into the slot).
+// A staging buffer for token ids copied in from the caller (the prompt; a
+// prediction): one page, taken when needed (a kernel stack has no room for
+// 4 KiB) and given back on every return from sys_ai_submit (submit() copies
+// the ids into the slot).
 static_assert(KAI_AI_MAX_PREDICTION * sizeof(uint32_t) <= PAGE_SIZE, "a prediction is staged in one page");
-class PredictionPage {
+static_assert(KAI_AI_MAX_PROMPT * sizeof(uint32_t) <= PAGE_SIZE, "a prompt is staged in one page");
+class IdPage {
  public:
-  PredictionPage() = default;
-  PredictionPage(const PredictionPage&) = delete;
-  PredictionPage& operator=(const PredictionPage&) = delete;
-  ~PredictionPage() {
+  IdPage() = default;
+  IdPage(const IdPage&) = delete;
+  IdPage& operator=(const IdPage&) = delete;
+  ~IdPage() {
     if (ids_) kfree(ids_);
   }
   uint32_t* get() {
@@ -126,7 +128,7 @@ bool speculation_ok(const kai_ai_speculation& sp) {
 }
 
 // Copies in the prediction of a PREDICTED request (shape already checked).
-ErrorOr<void> copy_prediction(const kai_ai_speculation& sp, PredictionPage& page) {
+ErrorOr<void> copy_prediction(const kai_ai_speculation& sp, IdPage& page) {
   if (sp.proposer != KAI_AI_PROPOSER_PREDICTED) return {};
   uint32_t* ids = page.get();
   if (ids == nullptr) return Errno::NoMem;
@@ -160,7 +162,7 @@ class GrammarOwner {
   RequestGrammar* g_;
 };
 
-ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt, uint32_t* stop, PredictionPage& prediction) {
+ErrorOr<int> validate(const kai_ai_submit& req, IdPage& prompt_page, uint32_t* stop, IdPage& prediction) {
   if (req.flags & ~uint32_t(KAI_AI_NONBLOCK | KAI_AI_INT8 | KAI_AI_STOP_AT_EOS)) return Errno::Invalid;
   for (uint32_t word : req.reserved)
     if (word != 0) return Errno::Invalid;   // kept for later
@@ -179,6 +181,8 @@ ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt, uint32_t* stop
   char name[KAI_AI_MODEL_NAME_MAX];
   auto copied = copy_string_from_user(name, UserPtr<char>(reinterpret_cast<uint64_t>(req.model)), sizeof(name));
   if (copied.is_error()) return copied.error() == Errno::NameTooLong ? Errno::NoEnt : Errno::Fault;
+  uint32_t* prompt = prompt_page.get();
+  if (prompt == nullptr) return Errno::NoMem;
   TRY(copy_from_user(prompt, UserPtr<uint32_t>(reinterpret_cast<uint64_t>(req.prompt)), req.prompt_len));
   TRY(copy_stop(req, stop));
   TRY(copy_prediction(req.spec, prediction));
@@ -206,10 +210,9 @@ ErrorOr<int> validate(const kai_ai_submit& req, uint32_t* prompt, uint32_t* stop
 SyscallResult sys_ai_submit() {
   kai_ai_submit req;
   if (copy_from_user(&req, arg_ptr<kai_ai_submit>(0)).is_error()) return reject(Errno::Fault);
-  static_assert(KAI_AI_MAX_PROMPT * 4 <= 1024, "prompt copy lives on the kernel stack");
-  uint32_t prompt[KAI_AI_MAX_PROMPT];
+  IdPage prompt;
   uint32_t stop[KAI_AI_MAX_STOP_WORDS];
-  PredictionPage prediction;
+  IdPage prediction;
   auto model = validate(req, prompt, stop, prediction);
   if (model.is_error()) return reject(model.error());
   // The grammar, compiled for the model (without ai::lock: it sleeps).
@@ -234,7 +237,7 @@ SyscallResult sys_ai_submit() {
     sleep(&slot_freed_chan, lock);
   }
   note_backlogged(me()->pid);   // the fair policy's counters (fair_share.h)
-  Request* r = submit(NewRequest{me()->pid, model.value(), prompt, req.prompt_len, req.n_predict, req.flags,
+  Request* r = submit(NewRequest{me()->pid, model.value(), prompt.ids(), req.prompt_len, req.n_predict, req.flags,
                                  req.priority, prefix_domain(me()->sid), req.sampling, stop, req.stop_words,
                                  &req.spec, prediction.ids(), grammar.release()});
   trace::emit_at(r->t_submit, KAI_TRACE_SUBMIT, r->id, r->model, r->prompt_len, r->n_predict, r->priority,

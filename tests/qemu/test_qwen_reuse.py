@@ -68,6 +68,8 @@ def host_run(bundle, prompt, predict, int8, seed):
     key = (tuple(prompt), predict, int8, seed)
     if key not in _host:
         cmd = [HOST_LLMRUN, "--asset-dir", bundle, "--predict", str(predict)]
+        if len(prompt) > 255:   # the course's limit; with --context, the service's (1024)
+            cmd += ["--context", "1024"]
         if int8:
             cmd.append("--int8")
         if seed is not None:
@@ -131,8 +133,12 @@ def test_checkpoints_reuse_prefixes_exactly(image):
         # before the end of the same prompt; at 192, the last whole block of
         # the shared 200 tokens, as its 5-token tail differs).
         assert re.search(r"^  QWEN .* seq=1024 ", run_in_session(s, "aistat", 30), re.M)
+        # Prompts past the course's 255 tokens (the service takes up to
+        # KAI_AI_MAX_PROMPT = 1024 within the context): 600 shared, resumed
+        # at 592, the shared part's last whole block.
         for cmd, want in [("aiprefix --model QWEN --prefix 50 --tail 0 --predict 60 --requests 2", 49),
-                          ("aiprefix --model QWEN --prefix 200 --tail 5 --predict 64 --requests 2 --seed 5", 192)]:
+                          ("aiprefix --model QWEN --prefix 200 --tail 5 --predict 64 --requests 2 --seed 5", 192),
+                          ("aiprefix --model QWEN --prefix 600 --tail 5 --predict 16 --requests 2", 592)]:
             cached = check_aiprefix(cmd, run_in_session(s, cmd, 300), bundle)
             assert cached[1] == want, (cmd, cached)
         # A finished request leaves a checkpoint at the end of its whole

@@ -199,7 +199,7 @@ static void test_submit_errors() {
   r = request(prompt, kPromptLen, 0);
   check(ai_submit(&r) == -KAI_EINVAL, "zero tokens to predict: EINVAL");
   r = request(big, KAI_AI_MAX_PROMPT + 1, 1);
-  check(ai_submit(&r) == -KAI_E2BIG, "256-token prompt: E2BIG");
+  check(ai_submit(&r) == -KAI_E2BIG, "KAI_AI_MAX_PROMPT + 1 prompt tokens: E2BIG");
   r = request(bad_token, 2, 1);
   check(ai_submit(&r) == -KAI_ERANGE, "token id = vocab_size: ERANGE");
   r = request(prompt, kPromptLen, minfo.runtime_seq_len - kPromptLen + 1);

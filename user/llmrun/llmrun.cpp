@@ -41,7 +41,9 @@
 //   timing line, with fork_us= (the parent's fork() to the child's start).
 //   --context N: positions per request, as the kernel's ai.context=N (the
 //   default is llm::context_for's: 1024 for Qwen, the bundle's
-//   runtime_seq_len for Llama); RoPE rows past ROP.BIN are computed.
+//   runtime_seq_len for Llama); RoPE rows past ROP.BIN are computed. With
+//   it a prompt may have up to 1024 tokens, as in the kernel's service
+//   (without it, the course's 255).
 //
 // With no prompt it reads lines "<predict> <tok0> <tok1> ..." until "exit",
 // "quit" or end of input. Each request prints one line of generated ids.
@@ -257,6 +259,9 @@ struct Runner {
   platform::VmCounts vm_start;   // at start: the timing line shows what this run added
   int64_t fork_us = -1;          // --forks: from the parent's fork() to the child's start
   bool timing = false, align_tick = false;
+  // The course's 255 prompt tokens; with --context, the service's limit
+  // (llm::kMaxContextPrompt), so that long prompts can be checked here too.
+  uint32_t max_prompt = llm::kMaxPrompt;
   uint32_t gen[kMaxTokens];
   char line[kMaxTokens * 11 + 16];
 
@@ -399,7 +404,7 @@ struct Runner {
 
   // One request: validate, prefill, decode, print. false on error.
   bool run(const uint32_t* prompt, uint32_t n_prompt, uint32_t n_predict) {
-    auto ok = llm::check_request(model.config(), prompt, n_prompt, n_predict);
+    auto ok = llm::check_request(model.config(), prompt, n_prompt, n_predict, max_prompt);
     if (ok.is_error()) {
       err(ok.error().message);
       if (ok.error().code == llm::ErrorCode::TokenOutOfRange) {
@@ -813,6 +818,7 @@ int llmrun_main(int argc, char** argv) {
     return 1;
   }
   if (!set_context(r.model, opt.context)) return 1;
+  if (opt.context) r.max_prompt = llm::kMaxContextPrompt;
   uint64_t t1 = platform::clock_ns();
   size_t need = llm::Session::bytes_needed(r.model.config(), opt.session);
   void* mem = platform::alloc(need);
