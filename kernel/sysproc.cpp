@@ -3,6 +3,7 @@
 // copy_to_user, which check it against the caller's page table.
 #include "console.h"
 #include "fs/page_cache.h"
+#include "fs/bio.h"
 #include "kalloc.h"
 #include "mem_policy.h"
 #include "param.h"
@@ -50,6 +51,9 @@ SyscallResult sys_meminfo() {
   info.cache_evictions = cache.evictions;
   info.cache_disk_bytes = cache.disk_bytes;
   info.cache_pinned_pages = cache.adopted;
+  fs::BufCacheStats blocks = fs::bcache_stats();
+  info.bcache_blocks = blocks.blocks;
+  info.bcache_disk_reads = blocks.disk_reads;
   info.reserve_pages = mem::reserve_pages();
   info.headroom_pages = mem::headroom_pages();
   info.small_process_pages = mem::SMALL_PROCESS_PAGES;

@@ -20,4 +20,8 @@ struct kai_meminfo {
   uint64_t cache_evictions;      // pages evicted under memory pressure
   uint64_t cache_disk_bytes;     // bytes read from the disk into the cache
   uint64_t cache_pinned_pages;   // of cache_pages, the AI service's loaded models' (never evicted)
+  // The buffer cache (kernel/fs/bio.h): disk blocks of metadata (inodes,
+  // directories, block maps, the log) and of reads that go block by block.
+  uint64_t bcache_blocks;        // blocks it holds (valid copies)
+  uint64_t bcache_disk_reads;    // blocks it has read from the disk since boot
 };

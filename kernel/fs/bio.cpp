@@ -25,6 +25,7 @@ BCache bcache;
 Buf bufs[NBUF];
 alignas(4096) uint8_t buf_data[NBUF][BSIZE];
 uint32_t block_limit = 0xffffffffu;
+uint64_t disk_reads = 0;         // bcache.lock; blocks buf_io has read
 
 uint32_t hash_of(uint32_t dev, uint32_t blockno) { return (blockno * 31u + dev) % NHASH; }
 
@@ -115,6 +116,8 @@ ErrorOr<Buf*> bread(uint32_t dev, uint32_t blockno) {
       return r.error();
     }
     b->valid = true;
+    SpinlockGuard guard(bcache.lock);
+    disk_reads++;
   }
   return b;
 }
@@ -151,6 +154,29 @@ void bpin(Buf* b) {
 void bunpin(Buf* b) {
   SpinlockGuard guard(bcache.lock);
   b->refcnt--;
+}
+
+// A buffer nobody holds (refcnt 0) is clean: a write goes through the log,
+// which pins (bpin) every block it has yet to install, and a read in
+// progress holds its buffer. So forgetting one loses nothing but speed.
+uint32_t bdrop_unheld() {
+  SpinlockGuard guard(bcache.lock);
+  uint32_t n = 0;
+  for (Buf& b : bufs) {
+    if (b.refcnt != 0 || !b.valid) continue;
+    hash_remove(&b);
+    b.valid = false;
+    b.blockno = 0xffffffffu;   // as binit leaves it: in no hash chain
+    n++;
+  }
+  return n;
+}
+
+BufCacheStats bcache_stats() {
+  SpinlockGuard guard(bcache.lock);
+  BufCacheStats s{0, disk_reads};
+  for (const Buf& b : bufs) s.blocks += b.valid;
+  return s;
 }
 
 uint32_t bcached_first(uint32_t dev, uint32_t start, uint32_t count) {

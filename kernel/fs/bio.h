@@ -34,6 +34,15 @@ ErrorOr<void> bwrite(Buf* b);     // b locked
 void brelse(Buf* b);              // b locked; unlocks
 void bpin(Buf* b);                // keep cached (the log holds it)
 void bunpin(Buf* b);
+// Forgets every cached block nobody holds (dropcaches(): a cold start reads
+// directories, inodes and small files from the disk again, as Linux's
+// drop_caches=3 drops its dentries and inodes too). Returns how many.
+uint32_t bdrop_unheld();
+struct BufCacheStats {
+  uint64_t blocks;       // valid copies held
+  uint64_t disk_reads;   // blocks read from the disk since boot
+};
+BufCacheStats bcache_stats();
 // The smallest i < count such that block start + i is in the cache (valid or
 // being read), else count. The large-read path reads uncached blocks
 // straight from the disk and the rest through the cache.

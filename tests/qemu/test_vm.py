@@ -53,6 +53,36 @@ def test_bundle_bigger_than_the_cache_reads_back_equal():
     assert free0 == free1 == free2, (free0, free1, free2)   # every page back (cached ones count as free)
 
 
+BCACHE = re.compile(r"^buffer cache: blocks=(\d+) disk_reads=(\d+)$", re.M)
+
+
+def test_drop_caches_makes_the_next_run_cold():
+    """`free --drop-caches` leaves nothing warm: the page cache's unmapped
+    pages go, and so do the buffer cache's blocks nobody holds (directories,
+    inodes, small files), so the next run reads them from the disk again;
+    without a drop the same run reads nothing. (A cold start that found the
+    metadata cached made the throttled-disk bound of test_bench.py pass or
+    fail by chance.)"""
+    need_built("free", "cat")
+    os.makedirs(os.path.join(WORK, "note"), exist_ok=True)
+    text = "".join(f"line {i} of a small file read block by block\n" for i in range(200))
+    with open(os.path.join(WORK, "note", "NOTE.TXT"), "w") as f:
+        f.write(text)
+    img = make_image(os.path.join(WORK, "note.img"), all_programs(), [("D", os.path.join(WORK, "note"))])
+    cmds = ["cat /D/NOTE.TXT", "free", "cat /D/NOTE.TXT", "free", "free --drop-caches", "cat /D/NOTE.TXT", "free"]
+    res = qemu_run.run(cmds, image=img, kernel=KERNEL, snapshot=True, smp=1, timeout=120)
+    assert res.ok, f"{res.error}\n{res.transcript[-3000:]}"
+    assert "panic" not in res.transcript
+    assert res.transcript.count("line 199 of a small file") == 3, res.transcript[-3000:]
+    stats = [tuple(map(int, m)) for m in BCACHE.findall(res.transcript)]
+    assert len(stats) == 4, res.transcript[-3000:]
+    (blocks1, reads1), (blocks2, reads2), (blocks3, reads3), (_, reads4) = stats
+    assert blocks1 > 0 and reads2 == reads1, stats        # warm: `cat` and `free` again read nothing
+    assert blocks3 < blocks2 and reads3 == reads2, stats  # the drop forgets blocks, reads none
+    # Cold: /bin/cat, /D and NOTE.TXT (about 8 blocks) come from the disk again.
+    assert reads4 - reads3 >= len(text) // 4096, stats
+
+
 HUGE_MIB = 160   # more than a 160 MiB machine has free (about 130 MiB after the kernel)
 
 

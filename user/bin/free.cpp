@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
          (unsigned long)m.cache_pages, (unsigned long)m.cache_mapped_pages, (unsigned long)m.cache_hits,
          (unsigned long)m.cache_misses, (unsigned long)m.cache_evictions,
          (unsigned long)m.cache_disk_bytes);
+  printf("buffer cache: blocks=%lu disk_reads=%lu\n", (unsigned long)m.bcache_blocks,
+         (unsigned long)m.bcache_disk_reads);
   printf("ai service: pinned=%lu pages (%lu MiB of loaded models' weights, in the page cache)\n",
          (unsigned long)m.cache_pinned_pages, mib(m.cache_pinned_pages));
   return 0;
