@@ -72,7 +72,7 @@ extern "C" void kmain(uint64_t hartid, uint64_t fdt) {
       sbi::set_timer(riscv::read_time() + g_boot.timebase_hz / 1000);
       asm volatile("wfi");
     }
-    sbi::set_timer(riscv::read_time() + g_boot.timebase_hz / TICK_HZ);   // the normal tick again
+    sbi::set_timer(next_tick_deadline());   // the normal tick again, on its grid
     if (__atomic_load_n(&harts_up, __ATOMIC_ACQUIRE) < next) {
       kprintf("kai: hart %lu was started but did not report in; not using it\n", id);
       break;   // its cpu index stays reserved: never hand it to another hart

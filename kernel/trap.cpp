@@ -15,6 +15,7 @@
 #include "riscv.h"
 #include "sbi.h"
 #include "syscall_dispatch.h"
+#include "tick_grid.h"
 #include "uvm.h"
 
 using namespace riscv;
@@ -42,6 +43,14 @@ namespace {
 enum class Interrupt { None, External, Timer };
 
 uint64_t timer_interval() { return g_boot.timebase_hz / TICK_HZ; }
+
+}  // namespace
+
+// On the tick's grid (tick_grid.h says why): one grid for every hart, and a
+// late tick moves no later one.
+uint64_t next_tick_deadline() { return next_tick_after(read_time(), timer_interval()); }
+
+namespace {
 
 // Tickless idle. A hart with nothing to run needs no tick: the tick exists
 // to preempt a running thread, and an idle hart is woken by an IPI when a
@@ -75,11 +84,10 @@ void clock_interrupt() {
     this_cpu()->tick_stopped = true;
     return;
   }
-  // The next interrupt one tick from now, not one tick after this one was
-  // due: a hart that ran late does not then take a burst of catch-up
-  // interrupts. Nothing counts these interrupts (see uptime_ticks()), so a
-  // late one costs no time.
-  sbi::set_timer(read_time() + timer_interval());
+  // The next grid point (next_tick_deadline()): a late tick moves no later
+  // one. Nothing counts these interrupts (see uptime_ticks()), so the grid
+  // points a late hart skips cost no time.
+  sbi::set_timer(next_tick_deadline());
 }
 
 // The sampling profiler (`aitrace start samples`): every timer interrupt
@@ -157,7 +165,7 @@ extern "C" void kerneltrap(const uint64_t* frame);
 void trap_inithart() {
   KAI_CSR_WRITE(stvec, reinterpret_cast<uint64_t>(kernelvec));
   KAI_CSR_SET(sie, SIE_SEIE | SIE_STIE | SIE_SSIE);
-  sbi::set_timer(read_time() + timer_interval());
+  sbi::set_timer(next_tick_deadline());
 }
 
 // Interrupts off (the scheduler holds the next thread's lock, or idle_wait()).
@@ -165,7 +173,7 @@ void resume_tick() {
   Cpu* c = this_cpu();
   if (!c->tick_stopped) return;
   c->tick_stopped = false;
-  sbi::set_timer(read_time() + timer_interval());   // replaces the pending interrupt
+  sbi::set_timer(next_tick_deadline());   // replaces the pending interrupt
   KAI_CSR_SET(sie, SIE_STIE);
 }
 
@@ -188,8 +196,8 @@ uint64_t clock_ns() {
 // The tick count is the clock divided by the tick length, not a count of
 // timer interrupts. A count falls behind the clock: an interrupt can arrive
 // late (a busy host delays QEMU's vCPU threads; a hart with interrupts off
-// takes it later), the next one is armed a whole tick after the late one
-// ran, and so every delay adds up. On a loaded host such a count grew by 16
+// takes it later), and a hart that runs a whole tick late skips the grid
+// points it missed (next_tick_deadline()). On a loaded host such a count grew by 16
 // during a sleep(20) that lasted 200 ms by the clock. Taken from the clock,
 // uptime() agrees with sleep() by construction: sleep(n) returns only once
 // clock_ns() has passed a deadline n ticks on, so uptime() has grown by n

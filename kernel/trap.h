@@ -24,6 +24,9 @@ void resume_tick();
 void resume_tick_if_sampling();
 
 void trap_inithart();           // stvec, sie, first timer
+// The next tick deadline on the time CSR: the next multiple of the tick
+// length after now, on every hart (tick_grid.h says why).
+uint64_t next_tick_deadline();
 [[noreturn]] void usertrapret();
 
 void plic_init();

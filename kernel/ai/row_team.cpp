@@ -11,7 +11,6 @@
 // checks again, so the spin is only a faster path to the same answer.
 #include "row_team.h"
 #include "trace.h"
-#include "width_survey.h"
 #include "../printf.h"
 #include "../proc.h"
 #include "../trap.h"
@@ -32,9 +31,6 @@ void spin_briefly(Pred still_waiting) {
 }
 
 constexpr uint64_t tag(uint64_t generation) { return generation << 32; }
-
-// A trace argument is 32 bits: larger figures (a stalled window) show as the maximum.
-constexpr uint32_t clamp32(uint64_t v) { return v > 0xffffffffu ? 0xffffffffu : uint32_t(v); }
 
 // A helper thread's argument: its team, in one static table (kernel
 // threads take one pointer).
@@ -65,10 +61,8 @@ uint32_t RowTeam::start(uint32_t worker, uint32_t parts) {
   }
   SpinlockGuard guard(lock_);
   threads_ = started;
-  for (uint32_t k = 1; k <= started; k++) windows_by_limit_[k] = PassWindows(k);
-  limit_ = started;
-  __atomic_store_n(&limit_asked_, started, __ATOMIC_RELAXED);
-  width_ = windows().width();
+  width_policy_.start(started, worker);
+  width_ = width_policy_.width();
   worker_ = worker;
   uint32_t chunks = started == 1 ? 1 : started * kChunksPerHart;
   chunks_ = chunks < kMaxChunks ? chunks : kMaxChunks;
@@ -136,10 +130,8 @@ void RowTeam::run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs
   }
   uint64_t posted = clock_ns();
   run_job(fn, arg);
-  // The width control's measurement; a window that closes here puts the
-  // rest of the pass at the settled width.
-  if (windows().product_done(clock_ns() - posted, macs)) trace_window();
-  follow_windows();
+  width_policy_.product_done(clock_ns() - posted, macs);
+  follow_width();
 }
 
 void RowTeam::run_job(void (*fn)(void* arg, uint32_t part), void* arg) {
@@ -167,99 +159,24 @@ void RowTeam::run_job(void (*fn)(void* arg, uint32_t part), void* arg) {
   }
 }
 
-// The WIDTH event: the window that just closed and what the control made
-// of it, so a trace shows why a team runs at the width it does.
-void RowTeam::trace_window() const {
-  using V = WidthControl::Verdict;
-  static_assert(uint32_t(V::Reference) == KAI_TRACE_WIDTH_REFERENCE && uint32_t(V::Won) == KAI_TRACE_WIDTH_WON &&
-                    uint32_t(V::Adopted) == KAI_TRACE_WIDTH_ADOPTED && uint32_t(V::Lost) == KAI_TRACE_WIDTH_LOST &&
-                    uint32_t(V::Unjudged) == KAI_TRACE_WIDTH_UNJUDGED,
-                "the verdicts are the trace's numbers");
-  if (!trace::enabled(KAI_TRACE_WIDTH)) return;
-  const WidthControl& control = windows().control();
-  uint64_t ps = WidthControl::ps_per_mac(windows().last_window());
-  uint64_t ref = control.reference_ps();
-  trace::emit(KAI_TRACE_WIDTH, 0, worker_, windows().last_width(), clamp32(ps), clamp32(ref),
-              uint32_t(control.verdict()));
-}
-
-// ---- the width survey (width_survey.h) ----------------------------------------
-
-namespace {
-
-// The survey's stand-in for a matrix product: each part multiplies and adds
-// kSurveyPartSteps bytes of a table, one load, one multiply and one add per
-// step, as an int8 product does; a window is kSurveyJobs such products. The
-// sizes follow a SmolLM2-135M decode step, so that a survey window sees
-// what a real one sees: a job of about a millisecond (a 576 x 1536 product)
-// cut into parts of tens of microseconds, and a window of about 30 ms.
-constexpr uint32_t kSurveyTableBytes = 4096;
-constexpr uint32_t kSurveyPartSteps = 16384;
-constexpr uint32_t kSurveyJobs = 32;
-
-struct SurveyWork {
-  int8_t table[kSurveyTableBytes];   // on the worker's stack (direct-mapped: every hart reads it)
-  int64_t sums[kMaxChunks];          // each part's result, so the loop is not dropped
-};
-
-void survey_part(void* arg, uint32_t part) {
-  auto* work = static_cast<SurveyWork*>(arg);
-  int64_t sum = 0;
-  for (uint32_t i = 0; i < kSurveyPartSteps; i++)
-    sum += int32_t(work->table[i % kSurveyTableBytes]) * int32_t(work->table[(i * 7 + part) % kSurveyTableBytes]);
-  work->sums[part] = sum;
-}
-
-}  // namespace
+// ---- what the team asks its TeamWidth (team_width.h) ----------------------------
 
 void RowTeam::survey() {
-  static_assert(WidthSurvey::kMaxSurveyWidth == kMaxTeamParts, "a survey covers every team");
-  if (threads_ <= 1) return;
-  SurveyWork work;
-  for (uint32_t i = 0; i < kSurveyTableBytes; i++) work.table[i] = int8_t(i * 37 + 11);
-  WidthSurvey survey(threads_);
-  for (uint32_t w = survey.next_width(); w != 0; w = survey.next_width()) {
-    set_width(w);
-    uint64_t start = clock_ns();
-    for (uint32_t j = 0; j < kSurveyJobs; j++) run_job(survey_part, &work);
-    WidthWindow window{clock_ns() - start, uint64_t(kSurveyJobs) * chunks_ * kSurveyPartSteps, kSurveyJobs};
-    survey.record(window);
-    trace_survey(w, WidthControl::ps_per_mac(window), KAI_TRACE_WIDTH_SURVEY);
-  }
-  // Every limit's control starts at the best width it allows.
-  for (uint32_t k = 2; k <= threads_; k++) windows_by_limit_[k].start_at(survey.best(k));
-  uint32_t chosen = survey.best(threads_);
-  trace_survey(chosen, survey.median_ps(chosen), KAI_TRACE_WIDTH_SURVEYED);
-  follow_windows();   // the width of the limit in force (a limit of 1: 1)
-}
-
-void RowTeam::trace_survey(uint32_t width, uint64_t ps, uint32_t verdict) const {
-  trace::emit(KAI_TRACE_WIDTH, 0, worker_, width, clamp32(ps), 0, verdict);
-}
-
-bool RowTeam::set_limit(uint32_t harts) {
-  if (harts < 1 || harts > threads_) return false;
-  __atomic_store_n(&limit_asked_, harts, __ATOMIC_RELAXED);
-  return true;
+  width_policy_.survey(*this);
+  follow_width();   // the width of the limit in force (a limit of 1: 1)
 }
 
 uint32_t RowTeam::begin_forward() {
-  uint32_t asked = limit();
-  if (asked != limit_) {
-    limit_ = asked;
-    follow_windows();   // that limit's control picks the width; helpers beyond it sleep
-  }
-  return limit_ <= 1 ? 1 : chunks_;
+  if (width_policy_.begin_pass()) follow_width();
+  return width_policy_.limit_in_force() <= 1 ? 1 : chunks_;
 }
 
 void RowTeam::end_of_forward() {
-  if (limit_ <= 1) return;
-  windows().end_of_pass();
-  follow_windows();   // the next window may be a probe
+  if (width_policy_.end_pass()) follow_width();
 }
 
-void RowTeam::follow_windows() {
-  uint32_t next = windows().width();
+void RowTeam::follow_width() {
+  uint32_t next = width_policy_.width();
   if (next != width()) set_width(next);
 }
 

@@ -21,18 +21,6 @@
 // sleep. Results do not depend on who runs a part, or on how many parts
 // there are: each output row is computed by exactly one part, the same way.
 //
-// How many threads take part (the team's *width*): with more harts than
-// free host cores, a helper whose hart the host deschedules in the middle of
-// a part holds up the whole pass, so fewer threads can be faster. The worker
-// measures the real time of the products at the start of each forward pass
-// (a window: PassWindows), and WidthControl (width_control.h, where the rule
-// and its reasons are) decides from them which width to use next. It starts
-// at the width a survey found fastest: once the models have loaded, the
-// worker times a stand-in job at every width (survey(), width_survey.h).
-// Helpers beyond the width sleep and claim nothing. The width changes only
-// who computes which part, never the parts themselves: results are the same
-// bits at every width.
-//
 // Hand-off speed: a pass posts a job per product, or per group of products that
 // share their inputs (lib/llm_rows.h), about 150 per decoded SMOL token,
 // so a helper must see a job within microseconds. Each waiting side first
@@ -40,11 +28,19 @@
 // the last part usually arrives within it), then sleeps. A sleeping
 // thread's hart idles in `wfi`, and wakeup() sends that hart an IPI
 // (kernel/idle.cpp), so a hand-off never waits for a timer tick.
+//
+// How many threads take part (the team's *width*) is not the mechanism's
+// business: a TeamWidth (team_width.h) decides it, because a host may lend
+// QEMU fewer cores than harts, and then fewer threads can be faster. The
+// team asks it at the start of a pass, after each product and at the end
+// of a pass; helpers beyond the width sleep and claim nothing. The width
+// changes only who computes which part, never the parts themselves:
+// results are the same bits at every width.
 #pragma once
 #include <stdint.h>
 #include "../error.h"
 #include "../spinlock.h"
-#include "width_control.h"
+#include "team_width.h"
 #include "limits.h"   // kMaxTeamParts
 
 namespace ai {
@@ -78,6 +74,11 @@ class RowTeam {
   // Runs fn(arg, c) for c in [0, chunks()) and returns when all are done.
   // macs: the job's size, for the width control.
   void run(void (*fn)(void* arg, uint32_t part), void* arg, uint64_t macs);
+  // Posts one job, runs parts of it, and returns when every part is done
+  // (run() without the width's measurement: the survey times these).
+  void run_job(void (*fn)(void* arg, uint32_t part), void* arg);
+  // From now on threads 0..width-1 take part; the others sleep.
+  void set_width(uint32_t width);
 
   // The team's *limit* (`aictl harts H`, KAI_AI_CTL_SET_HARTS): at most H
   // of its threads take part, from the next forward pass on. Any thread may
@@ -86,34 +87,25 @@ class RowTeam {
   // 1..parts(). Why at run time: a student (and `make perf`) can then
   // compare one hart with two in one boot, run against run, on the same
   // host conditions, instead of across two boots.
-  bool set_limit(uint32_t harts);
-  uint32_t limit() const { return __atomic_load_n(&limit_asked_, __ATOMIC_RELAXED); }
+  bool set_limit(uint32_t harts) { return width_policy_.set_limit(harts); }
+  uint32_t limit() const { return width_policy_.limit(); }
   // The worker, before each forward pass: applies a new limit and returns
   // the parts a product is cut into: 1 under a limit of 1 (the pass then
   // runs on the worker alone, exactly as with ai.harts=1), else chunks().
   uint32_t begin_forward();
 
+  // The worker, after each forward pass: the width for the next one.
+  void end_of_forward();
+
   // The worker, once, while it is idle after the models have loaded: times
-  // a stand-in for matrix products at every width and starts each limit's
-  // width control at the fastest (width_survey.h has the rule and why).
+  // every width (TeamWidth::survey, width_survey.h has the rule and why).
   // Takes a fraction of a second; nothing about a result depends on it.
   void survey();
 
  private:
   static void helper_main(void* self_and_part);
   void helper_loop(uint32_t index);
- public:
-  // The worker calls it after each forward pass: the next pass starts with
-  // a window (PassWindows), at the width WidthControl picked.
-  void end_of_forward();
- private:
-  void set_width(uint32_t width);
-  void follow_windows();   // set_width(windows().width()) if it changed
-  void trace_window() const;   // the WIDTH event of a window that closed
-  void trace_survey(uint32_t width, uint64_t ps, uint32_t verdict) const;   // ... of a survey window
-  // Posts one job, runs parts of it, and returns when every part is done
-  // (run() without the width control's measurement).
-  void run_job(void (*fn)(void* arg, uint32_t part), void* arg);
+  void follow_width();   // set_width(width_policy_.width()) if it changed
   // Claims and runs parts of job `generation` until none is left.
   void run_parts(uint64_t generation, void (*fn)(void*, uint32_t), void* arg);
 
@@ -133,21 +125,10 @@ class RowTeam {
   uint32_t done_ = 0;                // parts of the current job finished
   uint32_t sleeping_helpers_ = 0;    // helpers asleep on &generation_ (under lock_)
   bool worker_sleeping_ = false;     // the worker is asleep on &done_ (under lock_)
-  // Width control. width_ is written by the worker under lock_ and read by
+  // The width in force: written by the worker under lock_ and read by
   // helpers with atomic loads; helpers at index >= width_ sleep on &width_.
   uint32_t width_ = 1;
-  // The limit asked for (atomic; any thread) and the one in force (the
-  // worker's own).
-  uint32_t limit_asked_ = 1;
-  uint32_t limit_ = 1;
-  // The worker's own (only the worker touches them): which products are
-  // measured, and the control that judges each closed window, one for each
-  // limit (a team of that many threads). Each keeps its measurements while
-  // another limit is in force, so switching back and forth does not start
-  // a control over (its first probes would cost the runs after a switch).
-  PassWindows windows_by_limit_[kMaxTeamParts + 1];
-  PassWindows& windows() { return windows_by_limit_[limit_]; }
-  const PassWindows& windows() const { return windows_by_limit_[limit_]; }
+  TeamWidth width_policy_;   // what the width should be (the worker's own)
 };
 
 }  // namespace ai

@@ -14,7 +14,7 @@
 //   policy.{h,cpp}, sharing.{h,cpp}, fair_share.{h,cpp}   which queued request next; domains, priorities
 //   requests.{h,cpp}             slots, arrival queue, one function per state change
 //   kv_cache.{h,cpp}             KV block pools, block tables (grow, shrink), prefix cache
-//   row_team, width_control, width_survey   harts sharing one pass, and how many
+//   row_team; team_width, width_control, width_survey   harts sharing one pass; how many
 //   models.h, engine.{h,cpp}     the model registry; the bridge to the runtime (lib/)
 //   trace, load_meter            what the engine did, and how loaded it was
 //   limits.h, platform.h, ai_error.h   limits, the kernel services used, the error type

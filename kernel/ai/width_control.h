@@ -1,49 +1,15 @@
 // The row team's width control: how many threads of a team (kernel/ai/
-// row_team.h) take part in a forward pass. RowTeam measures; this class
-// decides. Pure arithmetic: no lock, no clock, no kernel header, so the host
+// row_team.h) take part in a forward pass. TeamWidth (team_width.h, which
+// also says why a team has a width at all) measures; this class decides.
+// Pure arithmetic: no lock, no clock, no kernel header, so the host
 // tests (tests/host/test_width_control.cpp) feed it windows directly.
 //
-// Why a team measures its width at all: under QEMU each hart is a host
-// thread, and with more harts than free host cores (`-smp 4` on a 2-core
-// host, or a busy host) a helper can be descheduled for milliseconds in the
-// middle of a part it claimed, and the whole pass waits for it. A team of 3
-// on 2 host cores ran twice as slow as a team of 2. The kernel cannot see how
-// many host cores there are, so the team measures real time.
-//
-// The rule, as a student should remember it:
-//   - A *window* is the start of a forward pass: its products until they
-//     hold kWindowMacs multiply-adds (continued into the next pass when a
-//     pass holds fewer). For each window RowTeam reports the real time its
-//     products took, the multiply-adds they did, and how many products there
-//     were. The rest of the pass is not measured and runs at the settled
-//     width (PassWindows, below).
-//   - The team runs at its *settled* width. The *reference* is the median
-//     time per multiply-add of the last kReferenceWindows (3) windows at the
-//     settled width that did the same kind of work (mean product size within
-//     1/8; another kind, or a new settled width, starts the history anew).
-//   - Every so many windows it *probes* a neighbouring width (one thread
-//     fewer or one more, in turn) for one window.
-//   - A probe *wins* if it was faster than the reference by more than
-//     1/kBetterBy (5%). A neighbour is adopted only after kProbeWins (3)
-//     wins in a row: probe, one window back at the settled width (a fresh
-//     reference), probe again, and so on. A single loss ends the attempt at once: back
-//     to the settled width, and the wait before the next probe at least
-//     doubles, and is at least long enough that probes that lose by as much
-//     cost no more than 1/kProbeShare of the time (up to kMaxProbeWindows).
-//   - A host that moves cuts a long wait short: when the reference has
-//     moved by more than 1/kHostMovedBy since the last loss, the next probe
-//     comes within kQuickProbeWindows windows.
-//   - A probe whose window did other work than its reference (mean product
-//     size differs by more than 1/8: a prompt chunk against a decode step)
-//     is not judged, neither win nor loss: one window back at the settled
-//     width, then the same probe again. After kMaxUnjudged such windows in
-//     one attempt it gives up (no verdict, no longer wait): when the work
-//     changes kind every window, an attempt would otherwise run every other
-//     window at the neighbour's width for as long as that lasts.
-//
-// Why three wins: one window's real time can be off by more than 5% either
-// way on a shared host, and a wrong move costs hundreds of windows
-// (docs/notebook/2026-12-row-team-width.md, "Why three wins").
+// The rule, once, with its reasons: docs/ai-service.md, "The row team's
+// width" (a window is the start of a pass; the reference is the median of
+// the last windows at the settled width; a neighbour is probed now and then
+// and adopted after kProbeWins wins in a row; a loss backs off). The
+// constants below are its numbers; the tuning story is in
+// docs/notebook/2026-12-row-team-width.md.
 //
 // The width changes only who computes which part of a product, never the
 // parts themselves, so the results are the same bits at every width; it may
@@ -90,7 +56,7 @@ constexpr uint32_t kReferenceWindows = 3;
 // reference's windows, and a survey's rounds of one width (width_survey.h).
 uint64_t median_of(const uint64_t* v, uint32_t n);
 
-// One closed measurement window, as RowTeam measured it.
+// One closed measurement window, as TeamWidth measured it.
 struct WidthWindow {
   uint64_t ns = 0;         // real time the window's products took
   uint64_t macs = 0;       // multiply-adds they did
@@ -183,7 +149,7 @@ class WidthControl {
 };
 
 // Which products of the passes form the windows, and the width each product
-// runs at. RowTeam calls width() before a product, product_done() after it
+// runs at. TeamWidth calls width() before a product, product_done() after it
 // and end_of_pass() after each forward pass; WidthControl judges the windows.
 //
 // Why a window is the *start* of a pass and not whole passes: a probe then

@@ -2,7 +2,7 @@
 // after the models have loaded, the team times a stand-in for matrix
 // products at every width, and the width control
 // (width_control.h) starts at the width that ran fastest. Pure arithmetic:
-// RowTeam::survey (row_team.cpp) runs the windows and feeds them here; the
+// TeamWidth::survey (team_width.cpp) runs the windows and feeds them here; the
 // host tests (tests/host/test_width_survey.cpp) feed made-up ones.
 //
 // Why survey at all: without it a team starts at its full width and finds a
@@ -10,22 +10,10 @@
 // requests after boot (docs/notebook/2026-12-row-team-width.md, "The survey").
 // The survey costs a fraction of a second while nobody waits.
 //
-// The rule:
-//   - kSurveyRounds rounds; each round times one window at every width,
-//     from 1 up in odd rounds and from the full width down in even ones, so
-//     a host that speeds up or slows down during the survey favours no
-//     width.
-//   - A width's figure is the median of its rounds' time per unit of work
-//     (a host stall in one window changes nothing).
-//   - The choice starts at 1 thread; a wider width replaces it only if it
-//     is faster by more than 1/kBetterBy (5%), the margin a probe must win
-//     by. Equal speed at more threads is no gain, and the harts stay free
-//     for the shell and the clients.
-//   - A team under a limit of k threads (`aictl harts k`) starts at the
-//     best width from 1 to k, by the same rule.
-// The probes go on afterwards as before, so a wrong choice (or a host that
-// changes) is still corrected, only less often at first: the survey has
-// just measured every width (width_control.h, start_at).
+// The rule (kSurveyRounds rounds of one window per width, up and down in
+// turn; a width's figure is its median; a wider width is chosen only if it
+// beats the choice so far by 1/kBetterBy): docs/ai-service.md, "The row
+// team's width": "Where a team starts".
 #pragma once
 #include <stdint.h>
 #include "width_control.h"

@@ -2,7 +2,7 @@
 // measured windows by hand. Each host below is a rule "a window at width w
 // takes so many picoseconds per multiply-add", with chosen windows made
 // lucky, unlucky or of another kind of work; the expected widths are worked
-// out from the rule in width_control.h, window by window, not taken from a
+// out from the rule (docs/ai-service.md, "The row team's width"), window by window, not taken from a
 // run of the code.
 //   - a host where 2 threads are faster keeps 2 even when one probe window
 //     at 1 is lucky (a rule that adopts on one win moves to 1), and when

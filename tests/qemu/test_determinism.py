@@ -32,7 +32,8 @@ def image():
     need_built("llmrun", "ai")
     llama = need_model("tiny-llama")
     os.makedirs(WORK, exist_ok=True)
-    return make_image(os.path.join(WORK, "det.img"), programs("init", "sh", "llmrun", "ai", "halt"),
+    need_built("usertests")
+    return make_image(os.path.join(WORK, "det.img"), programs("init", "sh", "llmrun", "ai", "halt", "usertests"),
                       [("AI/LLAMA", llama)])
 
 
@@ -88,6 +89,22 @@ def test_two_boots_give_identical_timings(image):
     assert cold_ttft > 0 and cold_tpot > 0, first
     assert abs(cold_ttft - warm_prefill) <= 0.05 * cold_ttft, first
     assert abs(cold_tpot - warm_tpot) <= 0.05 * cold_tpot, first
+
+
+def test_timer_ticks_fall_on_one_grid(image):
+    """Every tick deadline is a multiple of the tick on the clock
+    (kernel/trap.cpp, next_tick_deadline()), so a sleeper wakes just after a
+    multiple of 10 ms (usertests tick_grid). In exact mode the wake-ups come
+    a few thousand instructions after the tick, in every boot; armed one
+    tick after the handled tick instead, the ticks sit at whatever phase the
+    boot gave them."""
+    with qemu_run.Session(image, KERNEL, smp=1, memory="1G", snapshot=True, boot_timeout=180,
+                          deterministic=True) as s:
+        assert s.booted, s.transcript
+        assert s.command("usertests tick_grid", timeout=120), s.transcript[-3000:]
+        transcript = s.transcript
+        s.halt()
+    assert "ok tick_grid" in transcript and "1 passed, 0 failed" in transcript, transcript[-3000:]
 
 
 def test_exact_mode_refuses_several_harts(image):

@@ -108,12 +108,12 @@ def test_summary_and_report_say_what_was_measured(run):
 def test_the_same_seed_gives_the_same_table(run):
     """To the 10 us that open_loop.csv shows (a timestamp may move by a
     microsecond or two between runs: the timer counts in 100 ns steps).
-    It fails when a timer tick of the point lands within that jitter of a
-    stretch with interrupts off: taken late in some boots, it moves every
-    later tick (the timer is re-armed from the handled tick) and the arrivals
-    with it. Which tick does depends on the instructions per forward pass,
-    so a change of two of them can make this fail without changing what any
-    code decides (docs/notebook/2026-12-06-open-loop-ticks.md)."""
+    It failed, when the timer was re-armed one tick after the handled tick,
+    whenever a tick of the point landed within that jitter of a stretch with
+    interrupts off: taken late in some boots, it moved every later tick and
+    the arrivals with them. On its grid (kernel/trap.cpp,
+    next_tick_deadline()) a late tick moves no later one
+    (docs/notebook/2026-12-06-open-loop-ticks.md)."""
     again = sweep(str(run["tmp"].mktemp("again")), "--configs", "max_batch=1")
     first = [r for r in run["table"] if r[0] in ("config", "max_batch=1")]
     assert len(again) == len(first) == 3 and again[0] == first[0]

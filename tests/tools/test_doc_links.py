@@ -225,10 +225,12 @@ def source_files(root=ROOT):
         out += list(files(os.path.join(root, d), SOURCE_SUFFIXES))
     # This file's examples of broken citations are not citations, nor are
     # test_doc_layout.py's (made-up notes in a temporary tree) or the
-    # patterns' descriptions in doc_files.py.
+    # patterns' descriptions in doc_files.py, nor test_dupscan.py's files of
+    # a temporary tree.
     here = os.path.dirname(__file__)
     examples = {os.path.realpath(__file__), os.path.realpath(os.path.join(here, "test_doc_layout.py")),
-                os.path.realpath(os.path.join(here, "doc_files.py"))}
+                os.path.realpath(os.path.join(here, "doc_files.py")),
+                os.path.realpath(os.path.join(here, "test_dupscan.py"))}
     return [p for p in out if os.path.realpath(p) not in examples]
 
 

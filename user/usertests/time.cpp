@@ -50,8 +50,29 @@ bool t_sleep_many() {
   return true;
 }
 
+bool t_tick_grid() {
+  // Timer ticks fall on one grid: every deadline is a multiple of the 10 ms
+  // tick on the clock, whenever the tick before it was handled (kernel/trap.cpp,
+  // next_tick_deadline()). A sleeper wakes in a tick's handler, so it wakes
+  // just after a multiple of 10 ms. Armed one tick after the handled tick,
+  // ticks drift by each tick's handling and sit at an arbitrary phase.
+  // The smallest phase of 20 wake-ups, so a host that delays a few of them
+  // (real time under load) cannot fail it.
+  constexpr uint64_t kTickNs = 10000000, kSlackNs = 3000000;
+  uint64_t best = kTickNs;
+  for (int i = 0; i < 20; ++i) {
+    EXPECT(sleep(1) == 0, "sleep(1) failed");
+    uint64_t phase = clock_ns() % kTickNs;
+    if (phase < best) best = phase;
+  }
+  EXPECT(best < kSlackNs, "20 wake-ups from sleep(1) came at least %lu us after a multiple of 10 ms",
+         (unsigned long)(best / 1000));
+  return true;
+}
+
 const Test kTests[] = {
     {"clock", t_clock},
+    {"tick_grid", t_tick_grid},
     {"sleep", t_sleep},
     {"sleep_many", t_sleep_many},
 };
