@@ -8,7 +8,7 @@
 // the points it missed instead of taking a burst of catch-up interrupts.
 // Why it matters: docs/notebook/2026-12-06-open-loop-ticks.md (re-armed one
 // tick after the handled tick, one late tick moved every later one, and exact
-// mode stopped repeating) and docs/notebook/2026-12-07-timer-grid.md.
+// mode stopped repeating) and docs/notebook/2026-12-06-timer-grid.md.
 #pragma once
 #include <stdint.h>
 
