@@ -50,6 +50,7 @@ SyscallResult sys_meminfo() {
   info.cache_evictions = cache.evictions;
   info.cache_disk_bytes = cache.disk_bytes;
   info.cache_pinned_pages = cache.adopted;
+  info.cache_dirty_pages = cache.dirty;
   info.reserve_pages = mem::reserve_pages();
   info.headroom_pages = mem::headroom_pages();
   info.small_process_pages = mem::SMALL_PROCESS_PAGES;

@@ -168,6 +168,7 @@ def test_one_copy_of_a_loaded_model():
     assert re.search(rf"modelwrite: opened /AI/TINY/{tiny_last} while TINY was (loading|not listed yet)",
                      parts[0]), f"the open did not come before TINY's load:\n{parts[0]}"
     assert "modelwrite: write after the load: Device or resource busy" in parts[0], parts[0]
+    assert "modelwrite: shared writable map after the load: Device or resource busy" in parts[0], parts[0]
     want = [line for line in parts[1].splitlines() if re.fullmatch(r"\d+( \d+)+", line)]
     assert len(want) == 1, parts[1]
     for i in (4, 5, 7, 8, 9, 16):
