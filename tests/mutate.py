@@ -753,6 +753,13 @@ MUTATIONS = [
              KERNEL,
              [pytest("tests/qemu/test_vm.py", "one_copy")],
              "a loaded model's file can be mapped shared and writable: stores would change the service's weights"),
+    Mutation("segment-table-at-cache-floor", "kernel/fs/readahead.cpp",
+             "segs = static_cast<BlkSegment*>(mem::take_contiguous(SEG_PAGES * PAGE_SIZE, mem::For::Kernel));",
+             "segs = static_cast<BlkSegment*>(mem::take_contiguous(SEG_PAGES * PAGE_SIZE, mem::For::Cache));",
+             KERNEL,
+             [pytest("tests/qemu/test_vm.py", "bundle_bigger")],
+             "the large-read path's segment table comes from the page cache's floor: at the memory floor every "
+             "read goes one 4 KiB block per disk request"),
     Mutation("exit-keeps-mappings", "kernel/proc.cpp",
              "vm_release_all(p, p->pagetable);   // its mappings' pages and files",
              "// vm_release_all(p, p->pagetable);",
