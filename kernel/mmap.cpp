@@ -311,7 +311,7 @@ ErrorOr<void> write_back(PageTable pt, const VmArea& a, uint64_t lo, uint64_t hi
   if (!writes_back(a)) return {};
   ErrorOr<void> result;
   uint64_t v = lo;
-  while (v < hi && !result.is_error()) {
+  while (v < hi) {   // on through a failed page: every other page still gets written
     fs::Transaction tx;
     if (auto w = fs::log_writable(); w.is_error()) return w.error();
     fs::ilock(a.ip);
@@ -450,6 +450,10 @@ ErrorOr<void> vm_fork(Process* parent, Process* child) {
 }
 
 void vm_release_all(Process* p, PageTable pt) {
+  // Pages a truncation detached must not be written back over the file's
+  // new bytes (another hart may have truncated it since this process last
+  // returned to user mode).
+  if (pt == p->pagetable) vm_sync_truncations(p);
   for (VmArea& a : p->vmas)
     if (a.used()) release(p, pt, a);
 }
@@ -542,6 +546,7 @@ SyscallResult sys_munmap() {
   uint64_t addr = arg_raw(0), len = arg_raw(1);
   if (addr % PAGE_SIZE || len == 0 || addr < MAP_BASE || len > MAP_TOP - addr) return Errno::Invalid;
   uint64_t end = page_round_up(addr + len);
+  vm_sync_truncations(p);   // no write-back of pages a truncation detached (vm_release_all)
   // A hole in the middle of a mapping needs a second slot: find it first.
   for (const VmArea& a : p->vmas) {
     if (a.used() && a.start < addr && end < a.end) {
@@ -595,6 +600,7 @@ SyscallResult sys_madvise() {
   if (addr % PAGE_SIZE || len == 0 || addr + len < addr) return Errno::Invalid;
   if (advice < KAI_MADV_NORMAL || advice > KAI_MADV_DONTNEED) return Errno::Invalid;
   uint64_t end = page_round_up(addr + len);
+  vm_sync_truncations(p);   // no write-back of pages a truncation detached (vm_release_all)
   for (uint64_t v = addr; v < end; v += PAGE_SIZE) {
     VmArea* a = find_area(p, v);
     if (!a) return Errno::NoMem;
@@ -656,6 +662,7 @@ SyscallResult sys_msync() {
     if (!a) return Errno::NoMem;
     v = a->end - PAGE_SIZE;   // skip to the next area
   }
+  vm_sync_truncations(p);   // no write-back of pages a truncation detached (vm_release_all)
   ErrorOr<void> result;
   for (VmArea& a : p->vmas) {
     if (!a.used() || a.end <= addr || end <= a.start) continue;
