@@ -19,7 +19,12 @@ uint64_t reserve = RESERVE_PAGES;
 uint64_t headroom = HEADROOM_PAGES;
 
 uint64_t keep_for(For who) {
-  return who == For::Cache ? reserve + headroom : reserve;
+  switch (who) {
+    case For::Kernel: return 0;
+    case For::Process: return reserve;
+    case For::Cache: return reserve + headroom;
+  }
+  return reserve;
 }
 
 constexpr uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }

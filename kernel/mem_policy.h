@@ -8,7 +8,8 @@
 // argument copies, pipes, the large-read path's request lists, read-ahead
 // buffers) comes through mem::take_page()
 // or mem::take_contiguous() below, which refuse (the caller returns ENOMEM)
-// rather than dip into a reserve kept for the kernel's progress:
+// rather than dip into a reserve kept for the kernel's progress (one
+// exception, For::Kernel: a few pages held only during one system call):
 //
 //   free pages
 //   |<- RESERVE ->|<- HEADROOM ->|<------------- everything else ---------->|
@@ -58,6 +59,12 @@ uint64_t headroom_pages();
 enum class For {
   Process,   // a process's memory, or kernel memory it holds (pipe, kernel stack): above RESERVE
   Cache,     // a speed-up a process can do without (read-ahead): above RESERVE + HEADROOM
+  // The kernel's own working memory for one system call, given back before
+  // it returns and bounded (the large-read path's 5-page segment table:
+  // 64 processes at once hold 320 pages, a tenth of RESERVE): may go into
+  // RESERVE, like kalloc(). Without it a read at the floor runs one block
+  // per disk request.
+  Kernel,
 };
 
 // A zeroed page, or nullptr when taking it would leave too few free pages.

@@ -4,15 +4,18 @@
 //   fault_in                     one page of one mapping: the fault path
 //   handle_page_fault, copy_fault   the two ways into it (a trap, a copy)
 //   vm_fork, vm_release_all, vm_prefault
-//   sys_mmap, sys_munmap, sys_madvise, sys_vmstat
+//   write_back                   shared writable maps' stores to the file
+//   sys_mmap, sys_munmap, sys_madvise, sys_msync, sys_vmstat
 #include "mmap.h"
 #include <kai/mman_abi.h>
 #include "fs/file.h"
 #include "fs/fs.h"
+#include "fs/log.h"
 #include "fs/page_cache.h"
 #include "fs/bio.h"
 #include "kalloc.h"
 #include "mem_policy.h"
+#include "printf.h"
 #include "memlayout.h"
 #include "process.h"
 #include "riscv.h"
@@ -58,6 +61,14 @@ uint64_t find_gap(Process* p, uint64_t hint, uint64_t len) {
 }
 
 uint64_t file_pages(uint64_t size) { return (size + PAGE_SIZE - 1) / PAGE_SIZE; }
+
+// A shared writable file mapping: its stores go to the page-cache page
+// itself, and from there back to the file.
+bool writes_back(const VmArea& a) {
+  return a.ip && (a.flags & KAI_MAP_SHARED) && (a.prot & KAI_PROT_WRITE);
+}
+
+uint64_t file_index(const VmArea& a, uint64_t va) { return (a.offset + (va - a.start)) / PAGE_SIZE; }
 
 // Maps the cached pages of the file around va (its aligned block of
 // FAULT_AROUND pages, within the area) that are not mapped yet: read-only,
@@ -153,11 +164,25 @@ void prefetch_after(const VmArea& a, uint64_t index) {
   if (a.advice == KAI_MADV_SEQUENTIAL) prefetch(a.ip, (index / FILL_SEQUENTIAL + 1) * FILL_SEQUENTIAL);
 }
 
-// Maps a file page (one reference, the caller's) at va: the page itself,
-// read-only, or a private copy for a store. nullptr, or why it failed.
-const char* map_file_page(Process* p, uint64_t va, uint8_t* page, bool write) {
+// Maps a file page (one reference, the caller's) at va of area a: the page
+// itself, read-only; for a store to a shared area the page itself, writable
+// and dirty; for a store to a private area a private copy. nullptr, or why
+// it failed.
+//
+// Why dirty pages are found by a first-store fault and not by the PTE's D
+// bit: a shared writable area maps each page read-only at first, so the
+// first store traps here, and the one line that marks the cache page dirty
+// is the whole of the dirty tracking: a student can put a breakpoint on it.
+// The D bit would be set silently by the hardware in every page table that
+// maps the page, and kai keeps no reverse map from a page to those tables,
+// so nobody could collect it before an eviction. After a write-back (msync)
+// the page is mapped read-only again, so the next store faults again.
+const char* map_file_page(Process* p, const VmArea& a, uint64_t va, uint8_t* page, bool write) {
   uint64_t perm = PTE_R | PTE_U;
-  if (write) {   // a store to a private area (shared writable ones are refused by mmap): copy
+  if (write && writes_back(a)) {   // the page itself: the file's bytes change
+    fs::page_cache_mark_dirty(a.ip, file_index(a, va), page);
+    perm |= PTE_W;
+  } else if (write) {   // a store to a private area: copy
     void* copy = mem::take_page(mem::For::Process);
     if (!copy) {
       kfree(page);
@@ -182,12 +207,18 @@ const char* fault_in(Process* p, const VmArea& a, uint64_t va, bool write) {
   PageTable pt = p->pagetable;
   uint64_t writable = (a.prot & KAI_PROT_WRITE) ? PTE_W : 0;
   if (pte_t* pte = uvm_pte(pt, va)) {
-    // Present: only a store to a page mapped read-only in a writable
-    // private area faults here. The page is shared (with the page cache, or
-    // with a forked relative): copy it, unless this mapping is its only holder.
+    // Present: only a store to a page mapped read-only in a writable area
+    // faults here. A shared file area's page: its first store since it was
+    // mapped or written back; it becomes writable and dirty, never a copy.
+    // A private area's page is shared (with the page cache, or with a
+    // forked relative): copy it, unless this mapping is its only holder.
     if (!write || (*pte & PTE_W)) return nullptr;   // already resolved
     void* old = reinterpret_cast<void*>(pte_to_pa(*pte));
-    if (kpage_refs(old) == 1) {
+    if (writes_back(a)) {
+      fs::page_cache_mark_dirty(a.ip, file_index(a, va), static_cast<uint8_t*>(old));
+      *pte |= PTE_W;
+      sfence_vma();
+    } else if (kpage_refs(old) == 1) {
       *pte |= PTE_W;
     } else {
       void* copy = mem::take_page(mem::For::Process);
@@ -213,7 +244,7 @@ const char* fault_in(Process* p, const VmArea& a, uint64_t va, bool write) {
   // A minor fault needs no inode lock: a cached page is within the file, and
   // the lock may be held by the prefetch thread while its request is in flight.
   if (uint8_t* cached = fs::page_cache_peek(a.ip, off / PAGE_SIZE)) {
-    if (const char* why = map_file_page(p, va, cached, write)) return why;
+    if (const char* why = map_file_page(p, a, va, cached, write)) return why;
     p->vm.minor_faults++;
     if (a.advice != KAI_MADV_RANDOM) fault_around(pt, a, va);
     prefetch_after(a, off / PAGE_SIZE);
@@ -232,7 +263,7 @@ const char* fault_in(Process* p, const VmArea& a, uint64_t va, bool write) {
     fs::iunlock(a.ip);
     return got.error() == Errno::NoMem ? "out of memory for the page cache" : "I/O error reading the mapped file";
   }
-  if (const char* why = map_file_page(p, va, got.value(), write)) {
+  if (const char* why = map_file_page(p, a, va, got.value(), write)) {
     fs::iunlock(a.ip);
     return why;
   }
@@ -269,7 +300,54 @@ bool copy_fault(PageTable pt, uint64_t va, bool write) {
   return fault_in(p, *a, va, write) == nullptr;
 }
 
+// ---- write-back of shared writable mappings
+// Writes back the pages of [lo, hi) of area a that may hold stores not yet
+// in the file: those this process maps writable (mapped by a store), then
+// those the cache holds dirty (stores of a mapping that let go of the page,
+// MADV_DONTNEED). protect (msync): map the written pages read-only again, so
+// that the next store faults and marks its page dirty again. Every page
+// goes through the log like a write() (page_cache_write_back), a few per
+// transaction. Returns the first error; the pages that failed stay dirty.
+ErrorOr<void> write_back(PageTable pt, const VmArea& a, uint64_t lo, uint64_t hi, bool protect) {
+  if (!writes_back(a)) return {};
+  ErrorOr<void> result;
+  uint64_t v = lo;
+  while (v < hi) {   // on through a failed page: every other page still gets written
+    fs::Transaction tx;
+    if (auto w = fs::log_writable(); w.is_error()) return w.error();
+    fs::ilock(a.ip);
+    for (uint32_t written = 0; v < hi && written < fs::WRITEBACK_PAGES_PER_TX; v += PAGE_SIZE) {
+      uint64_t index = file_index(a, v);
+      uint8_t* page = nullptr;
+      if (pte_t* pte = uvm_pte(pt, v); pte && (*pte & PTE_W)) {
+        page = reinterpret_cast<uint8_t*>(pte_to_pa(*pte));
+        kpage_get(page);   // under writeback: the page stays while it is written
+        if (protect) *pte &= ~PTE_W;
+      } else {
+        page = fs::page_cache_take_dirty(a.ip, index);
+      }
+      if (!page) continue;
+      auto r = fs::page_cache_write_back(a.ip, index, page);
+      kfree(page);
+      if (r.is_error() && !result.is_error()) result = r;
+      written++;
+    }
+    fs::iunlock(a.ip);
+  }
+  if (protect) sfence_vma();
+  return result;
+}
+
+// munmap, exit and exec cannot return a write-back's error to anyone:
+// the console says which file lost what.
+void write_back_or_say(Process* p, PageTable pt, const VmArea& a, uint64_t lo, uint64_t hi) {
+  if (auto r = write_back(pt, a, lo, hi, false); r.is_error())
+    kprintf("kai: pid %d (%s): write-back of a shared mapping failed (errno %d): its stores stay in memory only\n",
+            p->pid, p->name, int(r.error()));
+}
+
 void release(Process* p, PageTable pt, VmArea& a) {
+  write_back_or_say(p, pt, a, a.start, a.end);
   uvm_unmap(pt, a.start, (a.end - a.start) / PAGE_SIZE, true);
   fs::Inode* ip = a.ip;
   a = VmArea{};
@@ -373,6 +451,10 @@ ErrorOr<void> vm_fork(Process* parent, Process* child) {
 }
 
 void vm_release_all(Process* p, PageTable pt) {
+  // Pages a truncation detached must not be written back over the file's
+  // new bytes (another hart may have truncated it since this process last
+  // returned to user mode).
+  if (pt == p->pagetable) vm_sync_truncations(p);
   for (VmArea& a : p->vmas)
     if (a.used()) release(p, pt, a);
 }
@@ -398,9 +480,10 @@ void vm_prefault(uint64_t va, uint64_t n, bool write) {
 // mmap(addr, len, prot, flags, fd, offset): the address of the new mapping.
 // EINVAL: len 0, offset not page-aligned or negative, unknown prot or flags
 // bits, not exactly one of MAP_SHARED / MAP_PRIVATE. EBADF: fd is not open
-// (file mappings). ENODEV: fd is not a regular file, or MAP_SHARED with
-// PROT_WRITE (stores through a shared map are not written back yet).
-// EACCES: fd not open for reading. ENOMEM: no free slot or address range.
+// (file mappings). ENODEV: fd is not a regular file. EACCES: fd not open
+// for reading, or MAP_SHARED with PROT_WRITE and fd not open for writing.
+// EBUSY: MAP_SHARED with PROT_WRITE of a loaded model's file (pinned: its
+// pages are the service's weights). ENOMEM: no free slot or address range.
 SyscallResult sys_mmap() {
   Process* p = current_process();
   uint64_t hint = arg_raw(0), len = arg_raw(1);
@@ -423,7 +506,10 @@ SyscallResult sys_mmap() {
     fs::iunlock(f->ip);
     if (!regular) return Errno::NoDevice;
     if (!f->readable) return Errno::Access;
-    if (kind == KAI_MAP_SHARED && (prot & KAI_PROT_WRITE)) return f->writable ? Errno::NoDevice : Errno::Access;
+    if (kind == KAI_MAP_SHARED && (prot & KAI_PROT_WRITE)) {
+      if (!f->writable) return Errno::Access;
+      if (fs::page_cache_file_pinned(f->ip)) return Errno::Busy;
+    }
     if (uint64_t(offset) + len < uint64_t(offset)) return Errno::Invalid;
   }
   len = page_round_up(len);
@@ -461,6 +547,7 @@ SyscallResult sys_munmap() {
   uint64_t addr = arg_raw(0), len = arg_raw(1);
   if (addr % PAGE_SIZE || len == 0 || addr < MAP_BASE || len > MAP_TOP - addr) return Errno::Invalid;
   uint64_t end = page_round_up(addr + len);
+  vm_sync_truncations(p);   // no write-back of pages a truncation detached (vm_release_all)
   // A hole in the middle of a mapping needs a second slot: find it first.
   for (const VmArea& a : p->vmas) {
     if (a.used() && a.start < addr && end < a.end) {
@@ -477,6 +564,7 @@ SyscallResult sys_munmap() {
       release(p, p->pagetable, a);
       continue;
     }
+    write_back_or_say(p, p->pagetable, a, lo, hi);
     uvm_unmap(p->pagetable, lo, (hi - lo) / PAGE_SIZE, true);   // part of the mapping goes
     if (lo == a.start) {
       a.offset += hi - a.start;
@@ -513,6 +601,7 @@ SyscallResult sys_madvise() {
   if (addr % PAGE_SIZE || len == 0 || addr + len < addr) return Errno::Invalid;
   if (advice < KAI_MADV_NORMAL || advice > KAI_MADV_DONTNEED) return Errno::Invalid;
   uint64_t end = page_round_up(addr + len);
+  vm_sync_truncations(p);   // no write-back of pages a truncation detached (vm_release_all)
   for (uint64_t v = addr; v < end; v += PAGE_SIZE) {
     VmArea* a = find_area(p, v);
     if (!a) return Errno::NoMem;
@@ -523,6 +612,14 @@ SyscallResult sys_madvise() {
     uint64_t lo = addr > a.start ? addr : a.start;
     uint64_t hi = end < a.end ? end : a.end;
     if (advice == KAI_MADV_DONTNEED) {
+      // A shared writable area's stores stay: its written pages stay in the
+      // cache, dirty, for msync, munmap or exit to write back (a page the
+      // cache has no room for is written back now).
+      bool uncached = false;
+      for (uint64_t v = lo; writes_back(a) && v < hi; v += PAGE_SIZE)
+        if (pte_t* pte = uvm_pte(p->pagetable, v); pte && (*pte & PTE_W))
+          uncached |= !fs::page_cache_mark_dirty(a.ip, file_index(a, v), reinterpret_cast<uint8_t*>(pte_to_pa(*pte)));
+      if (uncached) write_back_or_say(p, p->pagetable, a, lo, hi);
       uvm_unmap(p->pagetable, lo, (hi - lo) / PAGE_SIZE, true);
     } else if (advice == KAI_MADV_WILLNEED) {
       if (!a.ip) continue;
@@ -542,6 +639,39 @@ SyscallResult sys_madvise() {
     }
   }
   sfence_vma();
+  return uint64_t(0);
+}
+
+// msync(addr, len, flags): writes the stores of the shared writable
+// mappings in [addr, addr + len) back to their files (MS_SYNC: done when it
+// returns; MS_ASYNC is done the same way, at once; MS_INVALIDATE has
+// nothing to do: a map shows the cached page itself, so it is never stale).
+// Other mappings in the range are fine and untouched. EINVAL: addr not
+// page-aligned, unknown flags, or both MS_SYNC and MS_ASYNC. ENOMEM: part of
+// the range is not mapped. EIO (or ENOSPC, EROFS): a page could not be
+// written; it stays dirty.
+SyscallResult sys_msync() {
+  Process* p = current_process();
+  uint64_t addr = arg_raw(0), len = arg_raw(1);
+  int64_t flags = arg_int(2);
+  if (addr % PAGE_SIZE || addr + len < addr) return Errno::Invalid;
+  if (flags & ~int64_t(KAI_MS_ASYNC | KAI_MS_SYNC | KAI_MS_INVALIDATE)) return Errno::Invalid;
+  if ((flags & KAI_MS_ASYNC) && (flags & KAI_MS_SYNC)) return Errno::Invalid;
+  uint64_t end = page_round_up(addr + len);
+  for (uint64_t v = addr; v < end; v += PAGE_SIZE) {
+    VmArea* a = find_area(p, v);
+    if (!a) return Errno::NoMem;
+    v = a->end - PAGE_SIZE;   // skip to the next area
+  }
+  vm_sync_truncations(p);   // no write-back of pages a truncation detached (vm_release_all)
+  ErrorOr<void> result;
+  for (VmArea& a : p->vmas) {
+    if (!a.used() || a.end <= addr || end <= a.start) continue;
+    uint64_t lo = addr > a.start ? addr : a.start;
+    uint64_t hi = end < a.end ? end : a.end;
+    if (auto r = write_back(p->pagetable, a, lo, hi, true); r.is_error() && !result.is_error()) result = r;
+  }
+  TRY(result);
   return uint64_t(0);
 }
 

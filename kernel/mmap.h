@@ -12,6 +12,9 @@
 //     pages around it (fault-around), so a pass over a cached file takes a
 //     fault per 16 pages rather than one per page;
 //   - a store to a MAP_PRIVATE page: a private copy, read-write;
+//   - a store to a MAP_SHARED, PROT_WRITE file page: the page-cache page
+//     itself, made writable and marked dirty; msync, munmap, exit and exec
+//     write it back to the file (write_back in mmap.cpp);
 //   - an anonymous page: a fresh zeroed page.
 // An access outside every mapping, a store to a read-only mapping, or a
 // page past the end of the file kills only the process, with a message

@@ -51,6 +51,7 @@ SyscallResult sys_meminfo() {
   info.cache_evictions = cache.evictions;
   info.cache_disk_bytes = cache.disk_bytes;
   info.cache_pinned_pages = cache.adopted;
+  info.cache_dirty_pages = cache.dirty;
   fs::BufCacheStats blocks = fs::bcache_stats();
   info.bcache_blocks = blocks.blocks;
   info.bcache_disk_reads = blocks.disk_reads;

@@ -45,6 +45,13 @@ struct kai_statfs {
   uint64_t free_blocks;
   uint64_t total_inodes;
   uint64_t free_inodes;
+  // The disk device's requests since boot (every reader and writer: the
+  // page cache, the large-read path, the buffer cache, the log). Bytes per
+  // request tell whether big reads reach the disk in big requests.
+  uint64_t disk_reads;
+  uint64_t disk_read_bytes;
+  uint64_t disk_writes;
+  uint64_t disk_write_bytes;
 };
 
 // Pipe writes of at most this many bytes are atomic: they never interleave

@@ -14,12 +14,13 @@ struct kai_meminfo {
   uint64_t small_process_pages;  // a process up to this size may use the headroom
   uint64_t unused_pages;         // free and not even caching a file page
   uint64_t cache_pages;          // pages of the page cache
-  uint64_t cache_mapped_pages;   // of which mapped or pinned (not evictable)
+  uint64_t cache_mapped_pages;   // of which mapped, pinned or dirty (not evictable)
   uint64_t cache_hits;           // page lookups that found the page cached
   uint64_t cache_misses;         // lookups that read it from the disk
   uint64_t cache_evictions;      // pages evicted under memory pressure
   uint64_t cache_disk_bytes;     // bytes read from the disk into the cache
   uint64_t cache_pinned_pages;   // of cache_pages, the AI service's loaded models' (never evicted)
+  uint64_t cache_dirty_pages;    // of cache_pages, holding shared maps' stores not yet written back
   // The buffer cache (kernel/fs/bio.h): disk blocks of metadata (inodes,
   // directories, block maps, the log) and of reads that go block by block.
   uint64_t bcache_blocks;        // blocks it holds (valid copies)

@@ -1,4 +1,4 @@
-// mmap(), munmap(), madvise() and vmstat(): mapping files and anonymous
+// mmap(), munmap(), madvise(), msync() and vmstat(): mapping files and anonymous
 // memory into a process (kernel/mmap.h). The values follow Linux's, so a
 // student's reading of mmap(2) carries over.
 #pragma once
@@ -18,6 +18,10 @@
 #define KAI_MADV_SEQUENTIAL 2       // faults read far ahead
 #define KAI_MADV_WILLNEED   3       // read the range into the page cache now
 #define KAI_MADV_DONTNEED   4       // drop the range's pages (a private page's changes are lost)
+
+#define KAI_MS_ASYNC       1        // msync: write back (kai does it at once, as MS_SYNC)
+#define KAI_MS_INVALIDATE  2        // msync: nothing to do in kai (maps show the cached page itself)
+#define KAI_MS_SYNC        4        // msync: write back, done when msync returns
 
 #define KAI_MAP_FAILED ((void*)-1)
 

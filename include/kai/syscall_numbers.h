@@ -53,7 +53,8 @@
   X(39, munmap)     /* munmap(addr, len) */                                   \
   X(40, madvise)    /* madvise(addr, len, advice) */                          \
   X(41, vmstat)     /* vmstat(struct kai_vmstat*): this process's faults */ \
-  X(42, dropcaches) /* evicts every unmapped page-cache page: pages freed */
+  X(42, dropcaches) /* evicts every unmapped page-cache page: pages freed */ \
+  X(43, msync)      /* msync(addr, len, flags): shared maps' stores to the file */
 
 #ifndef __ASSEMBLER__
 // KAI_SYS_fork = 1, ... and KAI_SYS_COUNT, one more than the highest number

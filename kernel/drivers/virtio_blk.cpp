@@ -56,6 +56,7 @@ bool read_only = false;
 uint64_t capacity = 0;
 int max_segments = 1;
 bool kick_pending = false;   // requests queued without a notification
+BlkStats stats = {};          // (vlock)
 
 inline volatile uint32_t& reg(uint32_t off) {
   return *reinterpret_cast<volatile uint32_t*>(VIRTIO0_MMIO + off);
@@ -173,6 +174,13 @@ ErrorOr<void> virtio_blk_submit(BlkRequest* r, bool notify) {
     sleep(&nfree, vlock);
   }
   r->done = false;
+  if (r->write) {
+    stats.writes++;
+    stats.write_bytes += bytes;
+  } else {
+    stats.reads++;
+    stats.read_bytes += bytes;
+  }
   uint16_t head = alloc_desc();
   headers[head] = {r->write ? BLK_T_OUT : BLK_T_IN, 0, r->sector};
   statuses[head] = 0xff;
@@ -201,6 +209,11 @@ ErrorOr<void> virtio_blk_submit(BlkRequest* r, bool notify) {
     kick_pending = true;
   }
   return {};
+}
+
+BlkStats virtio_blk_stats() {
+  SpinlockGuard guard(vlock);
+  return stats;
 }
 
 ErrorOr<void> virtio_blk_wait(BlkRequest* r) {

@@ -37,6 +37,11 @@ int virtio_blk_max_segments();         // most segments one request may carry
 // after a batch saves a costly trap into the emulator per request).
 ErrorOr<void> virtio_blk_submit(BlkRequest* r, bool notify = true);
 void virtio_blk_kick();
+// Requests submitted since boot, and their bytes (statfs(), `df`).
+struct BlkStats {
+  uint64_t reads, read_bytes, writes, write_bytes;
+};
+BlkStats virtio_blk_stats();
 // Sleeps until r completes; Errno::IO if the device reported a failure.
 ErrorOr<void> virtio_blk_wait(BlkRequest* r);
 // submit + wait.

@@ -310,7 +310,7 @@ ErrorOr<uint64_t> writei(Inode* ip, bool user_src, uint64_t src, uint64_t off, u
     }
     b.value()->valid = true;
     log_write(b.value());
-    page_cache_update(ip, bn, b.value()->data);   // a reader or a mapping sees the write
+    page_cache_update(ip, bn, b.value()->data, in_block, m);   // a reader or a mapping sees the write
     brelse(b.value());
     tot += m;
     off += m;
@@ -321,6 +321,25 @@ ErrorOr<uint64_t> writei(Inode* ip, bool user_src, uint64_t src, uint64_t off, u
   TRY(iupdate(ip));
   if (err.is_error() && tot == 0) return err.error();
   return tot;
+}
+
+ErrorOr<void> write_page_back(Inode* ip, uint64_t index, const uint8_t* page) {
+  uint64_t off = index * BSIZE;
+  if (off >= ip->size) return {};   // truncated since: nothing of it is in the file
+  // Only the bytes within the file: a map never makes a file longer, and
+  // whatever a store put past the end of the last page stays in memory.
+  uint64_t n = ip->size - off < BSIZE ? ip->size - off : BSIZE;
+  ip->gen++;   // read-ahead issued before this write is stale
+  uint32_t block = TRY(bmap(ip, index, true));   // a hole gets its block now
+  auto b = n == BSIZE ? bget_overwrite(ip->dev, block) : bread(ip->dev, block);
+  if (b.is_error()) return b.error();
+  memcpy(b.value()->data, page, n);
+  b.value()->valid = true;
+  log_write(b.value());
+  brelse(b.value());
+  // No page_cache_update: the page is the source (and may take new stores
+  // meanwhile, which a copy back would lose).
+  return iupdate(ip);   // bmap may have changed the block map
 }
 
 }  // namespace fs

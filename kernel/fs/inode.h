@@ -88,6 +88,12 @@ ErrorOr<Inode*> ialloc(uint32_t dev, uint16_t type);
 ErrorOr<void> iupdate(Inode* ip);                // ip locked, inside a transaction
 void itrunc(Inode* ip);                          // ip locked, inside a transaction
 ErrorOr<uint64_t> writei(Inode* ip, bool user_src, uint64_t src, uint64_t off, uint64_t n);
+// A shared writable map's page back to its file (mmap.h): the bytes of file
+// page index that lie within the file, through the log like a write(); the
+// file's size never changes. ip locked, inside a transaction (page_cache.h's
+// WRITEBACK_PAGES_PER_TX pages at most: each is a data block and, for a
+// hole, its map and bitmap blocks, and the inode).
+ErrorOr<void> write_page_back(Inode* ip, uint64_t index, const uint8_t* page);
 void stati(Inode* ip, kai_stat* st);
 
 ErrorOr<Inode*> dirlookup(Inode* dp, const char* name, uint64_t* poff);

@@ -35,6 +35,11 @@ struct Entry {
   bool used;
   bool referenced;       // the clock's bit: looked up since the hand last passed
   bool adopted;          // a loaded model's page (page_cache_adopt): counted as pinned
+  // Stores through a shared writable map may have made the page newer than
+  // the file on the disk (set by the first store's fault, cleared when the
+  // page is written back). Invariant: the page differs from the disk only if
+  // it is dirty or some process maps it writable; the clock evicts neither.
+  bool dirty;
 };
 
 Spinlock page_lock{"page_cache"};
@@ -47,6 +52,7 @@ uint32_t free_head = NONE;
 PageClock clock;              // the eviction clock's hand
 uint64_t used_count = 0;
 uint64_t adopted_count = 0;   // entries with `adopted` set
+uint64_t dirty_count = 0;     // entries with `dirty` set
 uint64_t hits = 0, misses = 0, evictions = 0, disk_bytes = 0;
 
 uint32_t bucket_of(uint32_t dev, uint32_t inum, uint64_t index) {
@@ -73,6 +79,8 @@ void remove(Entry& e) {
   e.used = false;
   if (e.adopted) adopted_count--;
   e.adopted = false;
+  if (e.dirty) dirty_count--;
+  e.dirty = false;
   e.next = free_head;
   free_head = self;
   used_count--;
@@ -81,11 +89,13 @@ void remove(Entry& e) {
 }
 
 // The table as the clock sees it (page_clock.h). A page is held when more
-// than the cache's own reference exists: a mapping, or a reader copying.
+// than the cache's own reference exists (a mapping, a reader copying, a
+// writer writing it back), or when it is dirty: its stores are on no disk
+// yet, and the allocator's reclaim (under a spinlock) cannot write them.
 struct ClockView {
   uint32_t size() const { return capacity; }
   bool used(uint32_t i) const { return entries[i].used; }
-  bool held(uint32_t i) const { return kpage_refs(entries[i].page) > 1; }
+  bool held(uint32_t i) const { return kpage_refs(entries[i].page) > 1 || entries[i].dirty; }
   bool& referenced(uint32_t i) { return entries[i].referenced; }
   void evict(uint32_t i) {
     remove(entries[i]);
@@ -105,7 +115,7 @@ bool insert(uint32_t dev, uint32_t inum, uint64_t index, uint8_t* page) {
   uint32_t i = free_head;
   free_head = entries[i].next;
   Entry& e = entries[i];
-  e = Entry{dev, inum, index, page, NONE, true, true, false};
+  e = Entry{dev, inum, index, page, NONE, true, true, false, false};
   uint32_t b = bucket_of(dev, inum, index);
   e.next = buckets[b];
   buckets[b] = i;
@@ -198,7 +208,7 @@ bool page_cache_adopt(Inode* ip, uint64_t index, uint8_t* page) {
   if (Entry* cached = find(ip->dev, ip->inum, index); cached != nullptr) {
     if (cached->page == page) return true;
     // A page some process maps stays: that page alone exists twice.
-    if (kpage_refs(cached->page) > 1) return false;
+    if (kpage_refs(cached->page) > 1 || cached->dirty) return false;
     remove(*cached);   // a cached copy nobody maps: the service's page replaces it
   }
   // The cache's reference: from now on the page has two holders, so the
@@ -280,9 +290,47 @@ ErrorOr<uint8_t*> page_cache_get(Inode* ip, uint64_t index, uint32_t ahead, Page
   return mine;
 }
 
-void page_cache_update(Inode* ip, uint64_t index, const uint8_t* block) {
+void page_cache_update(Inode* ip, uint64_t index, const uint8_t* block, uint64_t from, uint64_t n) {
   SpinlockGuard guard(page_lock);
-  if (Entry* e = find(ip->dev, ip->inum, index)) memcpy(e->page, block, PAGE_SIZE);
+  // Only the bytes written: the rest of the page may hold a shared map's
+  // stores that the block (read from the disk) does not have yet.
+  if (Entry* e = find(ip->dev, ip->inum, index)) memcpy(e->page + from, block + from, n);
+}
+
+bool page_cache_mark_dirty(Inode* ip, uint64_t index, const uint8_t* page) {
+  SpinlockGuard guard(page_lock);
+  Entry* e = find(ip->dev, ip->inum, index);
+  if (!e || e->page != page) return false;
+  if (!e->dirty) dirty_count++;
+  e->dirty = true;
+  return true;
+}
+
+ErrorOr<void> page_cache_write_back(Inode* ip, uint64_t index, const uint8_t* page) {
+  // Clean first: a store that lands while the bytes are copied to the
+  // block is then either in the copy or in a page still mapped writable
+  // (whose unmap writes it), never lost. The caller's reference keeps the
+  // page from the clock meanwhile ("under writeback").
+  Entry* e;
+  {
+    SpinlockGuard guard(page_lock);
+    e = find(ip->dev, ip->inum, index);
+    if (e && e->page == page && e->dirty) {
+      e->dirty = false;
+      dirty_count--;
+    }
+  }
+  auto r = write_page_back(ip, index, page);
+  if (r.is_error()) page_cache_mark_dirty(ip, index, page);   // still only in memory
+  return r;
+}
+
+uint8_t* page_cache_take_dirty(Inode* ip, uint64_t index) {
+  SpinlockGuard guard(page_lock);
+  Entry* e = find(ip->dev, ip->inum, index);
+  if (!e || !e->dirty) return nullptr;
+  kpage_get(e->page);
+  return e->page;
 }
 
 void page_cache_drop(Inode* ip, uint64_t first, uint64_t end) {
@@ -296,14 +344,14 @@ uint64_t page_cache_evict(uint64_t want, bool all) { return reclaim(want, all); 
 
 uint64_t page_cache_pages() {
   SpinlockGuard guard(page_lock);
-  return used_count - adopted_count;   // a loaded model's pages never go
+  return used_count - adopted_count - dirty_count;   // a loaded model's pages never go, dirty ones not yet
 }
 
 PageCacheStats page_cache_stats() {
   SpinlockGuard guard(page_lock);
-  PageCacheStats s{used_count, 0, capacity, hits, misses, evictions, disk_bytes, adopted_count};
+  PageCacheStats s{used_count, 0, capacity, hits, misses, evictions, disk_bytes, adopted_count, dirty_count};
   for (uint32_t i = 0; i < capacity; i++)
-    if (entries[i].used && kpage_refs(entries[i].page) == 1) s.evictable++;
+    if (entries[i].used && kpage_refs(entries[i].page) == 1 && !entries[i].dirty) s.evictable++;
   return s;
 }
 

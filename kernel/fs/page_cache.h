@@ -1,11 +1,12 @@
 // The page cache: file pages kept in memory by (device, inode, page index).
 //
 // read() copies from these pages, a page fault in a file mapping (vm/mmap.h)
-// maps them, and a file read twice is read from the disk once. The cache
-// holds only clean copies: write() goes through the buffer cache and the log
-// as before (writei) and then copies the new bytes into the cached page, so
-// the disk (with the buffer cache in front of it) stays the one truth and a
-// cached page can always be dropped.
+// maps them, and a file read twice is read from the disk once. write() goes
+// through the buffer cache and the log as before (writei) and then copies
+// the new bytes into the cached page. A store through a shared writable map
+// (MAP_SHARED + PROT_WRITE) changes the cached page itself: such a page is
+// *dirty* until mmap.cpp writes it back (msync, munmap, exit, exec); every
+// other page is a clean copy of the disk and can always be dropped.
 //
 // The states a cached page can be in (kpage_refs() is its reference count,
 // kalloc.h: the cache holds one reference, each page table mapping it one,
@@ -14,6 +15,8 @@
 //   absent     not in the cache: the next access is a miss (a major fault)
 //   cached     in the cache, refs == 1: nobody maps it; evictable
 //   in use     in the cache, refs > 1: mapped or being copied; not evictable
+//   dirty      in the cache, stores through a shared map not yet written
+//              back (any refs): never evicted until written back
 //   detached   dropped from the cache (its file was truncated or deleted)
 //              while still mapped: it lives on for its mappings only, and
 //              is freed by the last unmap
@@ -64,9 +67,23 @@ uint8_t* page_cache_peek(Inode* ip, uint64_t index);
 // Is the page cached? (No reference, no lock needed.)
 bool page_cache_has(Inode* ip, uint64_t index);
 
-// writei changed file block `index` (its buffer now holds `block`): copy it
-// into the cached page, if any. ip locked.
-void page_cache_update(Inode* ip, uint64_t index, const uint8_t* block);
+// writei changed bytes [from, from + n) of file block `index` (its buffer
+// now holds `block`): copy them into the cached page, if any. ip locked.
+void page_cache_update(Inode* ip, uint64_t index, const uint8_t* block, uint64_t from, uint64_t n);
+
+// Shared writable maps (mmap.h). A store through one reaches the cached page
+// itself; these keep the file in step with it.
+// page_cache_mark_dirty: `page` (file page index of ip, as mapped) took a
+// store. false if it is not the cached page (the table had no room for it:
+// the caller writes it back at once). No lock needed but the cache's.
+bool page_cache_mark_dirty(Inode* ip, uint64_t index, const uint8_t* page);
+// Writes `page` (the caller holds a reference) back to the file, through the
+// log, and marks the cached page clean; the file's size does not change.
+// ip locked, inside a transaction (at most WRITEBACK_PAGES_PER_TX calls).
+ErrorOr<void> page_cache_write_back(Inode* ip, uint64_t index, const uint8_t* page);
+constexpr uint32_t WRITEBACK_PAGES_PER_TX = 8;
+// The cached page if it is dirty (a reference for the caller), else nullptr.
+uint8_t* page_cache_take_dirty(Inode* ip, uint64_t index);
 // Drops pages [first, end) of ip (truncation, deletion, a failed write). ip locked.
 void page_cache_drop(Inode* ip, uint64_t first, uint64_t end);
 
@@ -104,6 +121,7 @@ struct PageCacheStats {
   uint64_t evictions;
   uint64_t disk_bytes;   // bytes read from the disk into the cache
   uint64_t adopted;      // of `pages`, a loaded model's (pinned while it is loaded)
+  uint64_t dirty;        // of `pages`, holding stores not yet written back
 };
 PageCacheStats page_cache_stats();
 // Pages in the cache but a loaded model's: a quick upper bound on what

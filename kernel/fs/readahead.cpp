@@ -159,7 +159,12 @@ ErrorOr<uint64_t> read_direct(Inode* ip, bool user_dst, uint64_t dst, uint64_t b
   count = bcached_first(ip->dev, first, count);
   if (count == 0) return uint64_t(0);
   if (!segs) {
-    segs = static_cast<BlkSegment*>(mem::take_contiguous(SEG_PAGES * PAGE_SIZE, mem::For::Cache));
+    // From the kernel's reserve: 5 pages held for one read() only, so they
+    // are always given back. A speed-up's floor (For::Cache) would refuse
+    // them exactly when memory is short, and then every read would go one
+    // block per disk request through the buffer cache (1.2 MB/s instead of
+    // ~95, docs/notebook/2026-12-06-virtual-memory.md).
+    segs = static_cast<BlkSegment*>(mem::take_contiguous(SEG_PAGES * PAGE_SIZE, mem::For::Kernel));
     if (!segs) return uint64_t(0);   // fall back to the cache path
   }
   uint64_t bytes = uint64_t(count) * BSIZE;

@@ -13,6 +13,7 @@
 // order namex uses, so two calls cannot deadlock. A pointer argument is a
 // UserPtr, reached only through copy_to_user/copy_from_user.
 #include "../param.h"
+#include "../drivers/virtio_blk.h"
 #include "../mmap.h"
 #include "../proc.h"
 #include "../string.h"
@@ -268,6 +269,11 @@ SyscallResult sys_stat() {
 SyscallResult sys_statfs() {
   kai_statfs st{};
   fs_statfs(&st);
+  BlkStats disk = virtio_blk_stats();
+  st.disk_reads = disk.reads;
+  st.disk_read_bytes = disk.read_bytes;
+  st.disk_writes = disk.writes;
+  st.disk_write_bytes = disk.write_bytes;
   TRY(copy_to_user(arg_ptr<kai_statfs>(0), &st));
   return uint64_t(0);
 }

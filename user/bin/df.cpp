@@ -18,5 +18,9 @@ int main(int argc, char** argv) {
          (unsigned long)(s.free_blocks * kib / 1024));
   printf("inodes: %lu total, %lu used, %lu free\n", (unsigned long)s.total_inodes,
          (unsigned long)(s.total_inodes - s.free_inodes), (unsigned long)s.free_inodes);
+  auto per = [](uint64_t bytes, uint64_t n) { return (unsigned long)(n ? bytes / n / 1024 : 0); };
+  printf("disk:   reads=%lu read_bytes=%lu (%lu KiB a request) writes=%lu write_bytes=%lu (%lu KiB a request)\n",
+         (unsigned long)s.disk_reads, (unsigned long)s.disk_read_bytes, per(s.disk_read_bytes, s.disk_reads),
+         (unsigned long)s.disk_writes, (unsigned long)s.disk_write_bytes, per(s.disk_write_bytes, s.disk_writes));
   return 0;
 }

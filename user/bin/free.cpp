@@ -38,10 +38,10 @@ int main(int argc, char** argv) {
          (unsigned long)(m.total_pages - m.free_pages), mib(m.total_pages), mib(m.free_pages));
   printf("policy: reserve=%lu headroom=%lu small_process=%lu pages\n", (unsigned long)m.reserve_pages,
          (unsigned long)m.headroom_pages, (unsigned long)m.small_process_pages);
-  printf("page cache: pages=%lu mapped=%lu hits=%lu misses=%lu evictions=%lu disk_bytes=%lu\n",
+  printf("page cache: pages=%lu mapped=%lu hits=%lu misses=%lu evictions=%lu disk_bytes=%lu dirty=%lu\n",
          (unsigned long)m.cache_pages, (unsigned long)m.cache_mapped_pages, (unsigned long)m.cache_hits,
          (unsigned long)m.cache_misses, (unsigned long)m.cache_evictions,
-         (unsigned long)m.cache_disk_bytes);
+         (unsigned long)m.cache_disk_bytes, (unsigned long)m.cache_dirty_pages);
   printf("buffer cache: blocks=%lu disk_reads=%lu\n", (unsigned long)m.bcache_blocks,
          (unsigned long)m.bcache_disk_reads);
   printf("ai service: pinned=%lu pages (%lu MiB of loaded models' weights, in the page cache)\n",

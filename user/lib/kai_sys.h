@@ -78,6 +78,9 @@ int meminfo(struct kai_meminfo* info);
 void* mmap(void* addr, unsigned long len, int prot, int flags, int fd, long offset);
 int munmap(void* addr, unsigned long len);
 int madvise(void* addr, unsigned long len, int advice);
+// Writes the stores of shared writable maps in [addr, addr + len) back to
+// their files (MS_SYNC, MS_ASYNC, MS_INVALIDATE).
+int msync(void* addr, unsigned long len, int flags);
 // Evicts every page-cache page nobody maps; returns the pages freed.
 long dropcaches(void);
 // This process's page-fault counters.
@@ -93,6 +96,9 @@ int vmstat(struct kai_vmstat* st);
 #define MADV_SEQUENTIAL KAI_MADV_SEQUENTIAL
 #define MADV_WILLNEED KAI_MADV_WILLNEED
 #define MADV_DONTNEED KAI_MADV_DONTNEED
+#define MS_ASYNC KAI_MS_ASYNC
+#define MS_INVALIDATE KAI_MS_INVALIDATE
+#define MS_SYNC KAI_MS_SYNC
 static inline long mmap_failed(void* p) {
   long v = (long)p;
   return v < 0 && v > -4096 ? v : 0;

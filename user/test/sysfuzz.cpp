@@ -77,6 +77,7 @@ constexpr Spec kSpecs[] = {
     {KAI_SYS_madvise, {Kind::Ptr, Kind::Len, Kind::Num}, 3},
     {KAI_SYS_vmstat, {Kind::Ptr}, 1},
     {KAI_SYS_dropcaches, {}, 0},
+    {KAI_SYS_msync, {Kind::Ptr, Kind::Len, Kind::Num}, 3},
     {KAI_SYS_ai_submit, {Kind::Ptr}, 1},
     {KAI_SYS_ai_wait, {Kind::Num, Kind::Ptr, Kind::Len, Kind::Ptr}, 4},
     {KAI_SYS_ai_query, {Kind::Num, Kind::Ptr}, 2},

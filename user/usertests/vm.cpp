@@ -141,6 +141,10 @@ bool t_mmap_errors() {
   EXPECT(err(mmap(nullptr, PG, PROT_READ, MAP_PRIVATE, 99, 0)) == -KAI_EBADF, "bad fd");
   EXPECT(err(mmap(nullptr, PG, PROT_READ, MAP_PRIVATE, -1, 0)) == -KAI_EBADF, "fd -1");
   close(fd);
+  fd = open(kMapFile, O_RDONLY);
+  EXPECT(err(mmap(nullptr, PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == -KAI_EACCES,
+         "a shared writable map of a read-only fd");
+  close(fd);
   fd = open(kMapFile, O_WRONLY);
   EXPECT(err(mmap(nullptr, PG, PROT_READ, MAP_PRIVATE, fd, 0)) == -KAI_EACCES, "write-only fd");
   close(fd);
@@ -160,8 +164,14 @@ bool t_mmap_errors() {
   EXPECT(madvise(p, PG, 99) == -KAI_EINVAL, "unknown advice");
   EXPECT(madvise(p + 1, PG, MADV_WILLNEED) == -KAI_EINVAL, "unaligned madvise");
   EXPECT(madvise(p, 8 * PG, MADV_WILLNEED) == -KAI_ENOMEM, "madvise past the mapping");
+  EXPECT(msync(p + 1, PG, MS_SYNC) == -KAI_EINVAL, "unaligned msync");
+  EXPECT(msync(p, PG, MS_SYNC | MS_ASYNC) == -KAI_EINVAL, "msync with MS_SYNC and MS_ASYNC");
+  EXPECT(msync(p, PG, 8) == -KAI_EINVAL, "msync with an unknown flag");
+  EXPECT(msync(p, 8 * PG, MS_SYNC) == -KAI_ENOMEM, "msync past the mapping");
+  EXPECT(msync(p, 4 * PG, MS_SYNC | MS_INVALIDATE) == 0, "msync of a private map");
   EXPECT(munmap(p, 4 * PG) == 0, "munmap");
   EXPECT(munmap(p, 4 * PG) == 0, "a second munmap of the same range");
+  EXPECT(msync(p, PG, MS_SYNC) == -KAI_ENOMEM, "msync after munmap");
   return true;
 }
 
@@ -352,6 +362,137 @@ bool t_mmap_willneed_populate() {
   return true;
 }
 
+// ---------------------------------------------------------------- shared writable maps
+
+// A shared writable map of kMapFile (opened read-write), or nullptr.
+char* map_shared_rw(long len = kMapSize) {
+  int fd = open(kMapFile, O_RDWR);
+  if (fd < 0) return nullptr;
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  return mmap_failed(p) ? nullptr : static_cast<char*>(p);
+}
+
+// kMapFile's bytes [off, off + n) through a new descriptor, compared with want.
+bool file_has(long off, const char* want, long n) {
+  char got[64];
+  if (n > long(sizeof got)) return false;
+  int fd = open(kMapFile, O_RDONLY);
+  bool ok = fd >= 0 && lseek(fd, off, SEEK_SET) == off && read(fd, got, n) == n && memcmp(got, want, n) == 0;
+  close(fd);
+  return ok;
+}
+
+uint64_t dirty_pages() { return mem().cache_dirty_pages; }
+
+// After dropcaches (every clean page nobody maps goes), kMapFile's bytes
+// [off, off + n) must come from the file system (the disk, or the buffer
+// cache in front of it, which holds what the log wrote): the read misses
+// the page cache.
+bool disk_has(long off, const char* want, long n) {
+  dropcaches();
+  uint64_t misses = mem().cache_misses;
+  bool ok = file_has(off, want, n);
+  return ok && mem().cache_misses > misses;
+}
+
+// One page, one copy: a store through a shared writable map is what read()
+// sees at once, a write() is what the map sees, and msync puts the stores on
+// the disk (a read after dropping the clean caches finds them there).
+bool t_mmap_shared_write_coherent() {
+  EXPECT(make_map_file() == 0, "write %s", kMapFile);
+  uint64_t dirty0 = dirty_pages();
+  char* p = map_shared_rw();
+  EXPECT(p && p[PG] == big_buf[PG], "mmap(PROT_WRITE, MAP_SHARED)");
+  EXPECT(dirty_pages() == dirty0, "a load made %lu pages dirty", (unsigned long)(dirty_pages() - dirty0));
+  memcpy(p + PG + 10, "stored", 6);
+  EXPECT(dirty_pages() == dirty0 + 1, "one store: %lu dirty pages", (unsigned long)(dirty_pages() - dirty0));
+  EXPECT(file_has(PG + 10, "stored", 6), "read() does not see the map's store");
+  int fd = open(kMapFile, O_RDWR);
+  EXPECT(lseek(fd, 2 * PG + 5, SEEK_SET) == 2 * PG + 5 && write(fd, "written", 7) == 7, "write");
+  // A write() into the same page as a store keeps the store.
+  EXPECT(lseek(fd, PG + 100, SEEK_SET) == PG + 100 && write(fd, "beside", 6) == 6, "write");
+  close(fd);
+  EXPECT(memcmp(p + 2 * PG + 5, "written", 7) == 0, "the map does not see write()");
+  EXPECT(memcmp(p + PG + 10, "stored", 6) == 0 && memcmp(p + PG + 100, "beside", 6) == 0,
+         "a write() into a stored-to page lost the store");
+  EXPECT(msync(p, kMapSize, MS_SYNC) == 0, "msync");
+  EXPECT(dirty_pages() == dirty0, "%lu pages dirty after msync", (unsigned long)(dirty_pages() - dirty0));
+  // A page this process maps is never dropped: let go of them (a page still
+  // written but not written back would become dirty here and stay cached).
+  EXPECT(madvise(p, kMapSize, MADV_DONTNEED) == 0, "DONTNEED");
+  EXPECT(disk_has(PG + 10, "stored", 6), "after msync the disk does not have the store");
+  // msync maps the page read-only again: the next store is seen again.
+  p[PG + 20] = 'A';
+  EXPECT(dirty_pages() == dirty0 + 1, "a store after msync: %lu dirty pages", (unsigned long)(dirty_pages() - dirty0));
+  EXPECT(msync(p, kMapSize, MS_ASYNC) == 0 && madvise(p, kMapSize, MADV_DONTNEED) == 0 && disk_has(PG + 20, "A", 1),
+         "the second store did not reach the disk");
+  // The file does not grow through a map; a store past its end in its last page stays in memory.
+  p[3 * PG + 200] = 'Z';
+  EXPECT(msync(p, kMapSize, MS_SYNC) == 0, "msync");
+  kai_stat st{};
+  EXPECT(stat(kMapFile, &st) == 0 && st.size == uint64_t(kMapSize), "size %lu after a store past the end",
+         (unsigned long)st.size);
+  EXPECT(munmap(p, kMapSize) == 0, "munmap");
+  return true;
+}
+
+// munmap and exit write the stores back; so does a fork's child, whose
+// stores the parent sees at once (the page is shared, never copied).
+bool t_mmap_shared_write_back() {
+  EXPECT(make_map_file() == 0, "write %s", kMapFile);
+  uint64_t dirty0 = dirty_pages();
+  char* p = map_shared_rw();
+  EXPECT(p, "mmap");
+  memcpy(p + 5, "unmapped", 8);
+  EXPECT(munmap(p, kMapSize) == 0, "munmap");
+  EXPECT(dirty_pages() == dirty0, "%lu pages dirty after munmap", (unsigned long)(dirty_pages() - dirty0));
+  EXPECT(disk_has(5, "unmapped", 8), "munmap did not write the store back");
+  int s = in_child([] {
+    char* c = map_shared_rw();
+    if (!c) exit(2);
+    memcpy(c + 2 * PG, "exited", 6);
+    exit(0);   // no munmap, no msync
+  });
+  EXPECT(s == 0, "child status %d", s);
+  EXPECT(disk_has(2 * PG, "exited", 6), "exit did not write the store back");
+  // fork: both processes map the same page, writable; the stores of each
+  // are the other's at once.
+  g_map = map_shared_rw();
+  EXPECT(g_map, "mmap");
+  g_map[PG] = 'P';
+  s = in_child([] {
+    if (g_map[PG] != 'P') exit(2);
+    g_map[PG + 1] = 'C';    // a page the parent already wrote
+    g_map[3 * PG] = 'C';    // one it did not touch
+    exit(0);
+  });
+  EXPECT(s == 0, "child status %d", s);
+  EXPECT(g_map[PG + 1] == 'C' && g_map[3 * PG] == 'C', "the child's stores did not reach the parent's map");
+  EXPECT(file_has(3 * PG, "C", 1), "the child's store is not in the file");
+  // MADV_DONTNEED lets go of the pages, not of the stores: they stay in the
+  // cache, dirty (dropcaches keeps them), until munmap writes them.
+  g_map[2 * PG + 50] = 'D';
+  EXPECT(madvise(g_map, kMapSize, MADV_DONTNEED) == 0, "DONTNEED");
+  EXPECT(dirty_pages() > dirty0, "no page dirty after DONTNEED");
+  dropcaches();
+  EXPECT(file_has(2 * PG + 50, "D", 1), "a dirty page was dropped: its store is lost");
+  EXPECT(g_map[2 * PG + 50] == 'D', "the map lost its store after DONTNEED");
+  EXPECT(munmap(g_map, kMapSize) == 0, "munmap");
+  EXPECT(dirty_pages() == dirty0, "%lu pages dirty after munmap", (unsigned long)(dirty_pages() - dirty0));
+  EXPECT(disk_has(2 * PG + 50, "D", 1) && disk_has(PG, "PC", 2), "munmap did not write the stores back");
+  // A store beyond the end of the file's last page kills only the process.
+  g_map = map_shared_rw(8 * PG);
+  EXPECT(g_map, "mmap");
+  s = in_child([] { g_map[5 * PG] = 'X'; });
+  EXPECT(killed(s), "a store past the end of the file: status %d", s);
+  kai_stat st{};
+  EXPECT(stat(kMapFile, &st) == 0 && st.size == uint64_t(kMapSize), "size %lu", (unsigned long)st.size);
+  EXPECT(munmap(g_map, 8 * PG) == 0, "munmap");
+  unlink(kMapFile);
+  return true;
+}
+
 // ---------------------------------------------------------------- copy-on-write fork
 
 // fork shares the parent's pages: the child's stores (by the CPU, and by the
@@ -436,6 +577,8 @@ const Test kTests[] = {
     {"mmap_released_at_exit", t_mmap_released_at_exit},
     {"mmap_truncated_file", t_mmap_truncated_file},
     {"mmap_willneed_populate", t_mmap_willneed_populate},
+    {"mmap_shared_write_coherent", t_mmap_shared_write_coherent},
+    {"mmap_shared_write_back", t_mmap_shared_write_back},
     {"cache_second_read_hits", t_cache_second_read_hits},
     {"cache_sees_writes", t_cache_sees_writes},
 };
