@@ -159,17 +159,14 @@ void bunpin(Buf* b) {
 // A buffer nobody holds (refcnt 0) is clean: a write goes through the log,
 // which pins (bpin) every block it has yet to install, and a read in
 // progress holds its buffer. So forgetting one loses nothing but speed.
-uint32_t bdrop_unheld() {
+void bdrop_unheld() {
   SpinlockGuard guard(bcache.lock);
-  uint32_t n = 0;
   for (Buf& b : bufs) {
     if (b.refcnt != 0 || !b.valid) continue;
     hash_remove(&b);
     b.valid = false;
     b.blockno = 0xffffffffu;   // as binit leaves it: in no hash chain
-    n++;
   }
-  return n;
 }
 
 BufCacheStats bcache_stats() {

@@ -36,8 +36,9 @@ void bpin(Buf* b);                // keep cached (the log holds it)
 void bunpin(Buf* b);
 // Forgets every cached block nobody holds (dropcaches(): a cold start reads
 // directories, inodes and small files from the disk again, as Linux's
-// drop_caches=3 drops its dentries and inodes too). Returns how many.
-uint32_t bdrop_unheld();
+// drop_caches=3 drops its dentries and inodes too). (`free` shows the
+// blocks left: bcache_stats()).
+void bdrop_unheld();
 struct BufCacheStats {
   uint64_t blocks;       // valid copies held
   uint64_t disk_reads;   // blocks read from the disk since boot

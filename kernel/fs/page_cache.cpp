@@ -40,6 +40,13 @@ struct Entry {
   // page is written back). Invariant: the page differs from the disk only if
   // it is dirty or some process maps it writable; the clock evicts neither.
   bool dirty;
+
+  // May the page go? Only when the cache's reference is the page's only one
+  // (no mapping, no reader copying it, no writer writing it back) and it is
+  // clean: a dirty page's stores are on no disk yet, and the allocator's
+  // reclaim (under a spinlock) cannot write them. The clock, the service's
+  // adoption of a cached copy and the stats' `evictable` all ask this.
+  bool evictable() const { return kpage_refs(page) == 1 && !dirty; }
 };
 
 Spinlock page_lock{"page_cache"};
@@ -88,14 +95,12 @@ void remove(Entry& e) {
   e.page = nullptr;
 }
 
-// The table as the clock sees it (page_clock.h). A page is held when more
-// than the cache's own reference exists (a mapping, a reader copying, a
-// writer writing it back), or when it is dirty: its stores are on no disk
-// yet, and the allocator's reclaim (under a spinlock) cannot write them.
+// The table as the clock sees it (page_clock.h): a page is held when it is
+// not Entry::evictable().
 struct ClockView {
   uint32_t size() const { return capacity; }
   bool used(uint32_t i) const { return entries[i].used; }
-  bool held(uint32_t i) const { return kpage_refs(entries[i].page) > 1 || entries[i].dirty; }
+  bool held(uint32_t i) const { return !entries[i].evictable(); }
   bool& referenced(uint32_t i) { return entries[i].referenced; }
   void evict(uint32_t i) {
     remove(entries[i]);
@@ -208,7 +213,7 @@ bool page_cache_adopt(Inode* ip, uint64_t index, uint8_t* page) {
   if (Entry* cached = find(ip->dev, ip->inum, index); cached != nullptr) {
     if (cached->page == page) return true;
     // A page some process maps stays: that page alone exists twice.
-    if (kpage_refs(cached->page) > 1 || cached->dirty) return false;
+    if (!cached->evictable()) return false;
     remove(*cached);   // a cached copy nobody maps: the service's page replaces it
   }
   // The cache's reference: from now on the page has two holders, so the
@@ -351,7 +356,7 @@ PageCacheStats page_cache_stats() {
   SpinlockGuard guard(page_lock);
   PageCacheStats s{used_count, 0, capacity, hits, misses, evictions, disk_bytes, adopted_count, dirty_count};
   for (uint32_t i = 0; i < capacity; i++)
-    if (entries[i].used && kpage_refs(entries[i].page) == 1 && !entries[i].dirty) s.evictable++;
+    if (entries[i].used && entries[i].evictable()) s.evictable++;
   return s;
 }
 
