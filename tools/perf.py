@@ -102,8 +102,10 @@ PRIVATE_COPY = "mem.share_models=0"
 COLDWARM = f"coldwarm --model {MODEL} --int8 --csv --predict {PREDICT} --runs {{runs}} {PROMPT_IDS}"
 ONE_REQUEST = f"ai --model {MODEL} --int8 --timing --predict {PREDICT} {PROMPT_IDS}"
 BATCH_CLIENTS = 8
+# --align-tick: the 8 clients start on a tick, so that the exact-mode run of
+# this row repeats from boot to boot (tools/engine_study.py, ALIGN, says why).
 BATCH = (f"aibench --model {MODEL} --int8 --clients {BATCH_CLIENTS} --requests 1 --prompt 4 "
-         f"--predict {PREDICT}")
+         f"--predict {PREDICT} --align-tick")
 CALIB = "calib"
 
 PERF_LINE = re.compile(r"^perf case=(\w+) batch=(\d+) tokens=(\d+) macs=(\d+) ns=(\d+)", re.M)
