@@ -144,14 +144,18 @@ def experiment_policies(a, log):
              f"--prompt {a.long_prompt} --predict {a.long_predict} --int8 --seed 12 --priority 5")
     for policy in ("fcfs", "sjf", "priority"):
         # The long class starts first (it is what blocks the short ones
-        # under fcfs); the short class runs in the foreground; then the
-        # long class's report is read from its file.
-        # The long class starts first and has the queue to itself for a
-        # moment (one second) before the short class arrives.
-        cmds = [f"{long_} > /long.txt &", "sleep 1", short, "wait", "cat /long.txt"]
+        # under fcfs) and has the queue to itself for a moment (one second)
+        # before the short class arrives in the foreground; then the long
+        # class's report is read from its file. One command line, so that the
+        # guest's own clock decides when the short class arrives (a second
+        # console command would arrive at a moment of the host's real time);
+        # it starts with `sleep 1`, which returns right after a tick, so that
+        # every boot starts the classes at the same phase of the tick grid.
+        line = f"sleep 1; {long_} > /long.txt & sleep 1; {short}; wait"
+        cmds = [line, "cat /long.txt"]
         append = f"ai.max_batch={a.policy_batch} ai.policy={policy} ai.aging_ms={a.aging_ms}"
         outs = boot_and_run(a.image, a.model, append, cmds, a.exact, a.timeout, label=f"policies-{policy}")
-        r = {"policy": policy, "short": aibench_summary(outs[short]),
+        r = {"policy": policy, "short": aibench_summary(outs[line]),
              "long": aibench_summary(outs["cat /long.txt"])}
         rows.append(r)
         log(f"policies: {policy}: short p50 TTFT {r['short'].get('ttft', {}).get('p50_ms', 0):.0f} ms, "
