@@ -74,15 +74,36 @@ uint64_t file_index(const VmArea& a, uint64_t va) { return (a.offset + (va - a.s
 // FAULT_AROUND pages, within the area) that are not mapped yet: read-only,
 // so a private area's first store still copies. A cached page is within the
 // file (truncation drops pages from the cache), so no size check is needed.
+//
+// Its cost is per page, so it is written for runs: one page-table walk per
+// level-0 table (the slots of consecutive pages are consecutive), and one
+// page-cache lock for the whole block (page_cache_peek_run). A warm start of
+// a mapped model maps every page of the bundle this way, about 2,000 faults of
+// 16 pages (docs/experiments.md, "The cold-start spectrum", row (d)).
 void fault_around(PageTable pt, const VmArea& a, uint64_t va) {
+  static_assert(FAULT_AROUND <= 32, "page_cache_peek_run takes a 32-bit mask");
   uint64_t from = va - (va - a.start) % (FAULT_AROUND * PAGE_SIZE);
-  for (uint64_t v = from; v < from + FAULT_AROUND * PAGE_SIZE && v < a.end; v += PAGE_SIZE) {
-    uint64_t index = (a.offset + (v - a.start)) / PAGE_SIZE;
-    if (v == va || uvm_pte(pt, v)) continue;
-    uint8_t* page = fs::page_cache_peek(a.ip, index);
-    if (!page) continue;
-    if (uvm_map(pt, v, reinterpret_cast<uint64_t>(page), PAGE_SIZE, PTE_R | PTE_U).is_error()) {
-      kfree(page);
+  uint32_t n = static_cast<uint32_t>(((a.end - from) / PAGE_SIZE < FAULT_AROUND) ? (a.end - from) / PAGE_SIZE
+                                                                                 : FAULT_AROUND);
+  pte_t* slots[FAULT_AROUND];   // nullptr: no level-0 table there yet
+  uint32_t want = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t v = from + i * PAGE_SIZE;
+    if (i == 0 || v % UVM_TABLE_SPAN == 0) slots[i] = uvm_slot(pt, v);
+    else slots[i] = slots[i - 1] ? slots[i - 1] + 1 : nullptr;
+    if (!slots[i] || !(*slots[i] & PTE_V)) want |= 1u << i;   // va itself is mapped already
+  }
+  if (!want) return;
+  uint8_t* pages[FAULT_AROUND];
+  fs::page_cache_peek_run(a.ip, file_index(a, from), n, want, pages);
+  for (uint32_t i = 0; i < n; i++) {
+    if (!pages[i]) continue;
+    auto pa = reinterpret_cast<uint64_t>(pages[i]);
+    if (slots[i]) {
+      uvm_fill(slots[i], pa, PTE_R | PTE_U);
+    } else if (uvm_map(pt, from + i * PAGE_SIZE, pa, PAGE_SIZE, PTE_R | PTE_U).is_error()) {
+      for (uint32_t j = i; j < n; j++)   // no memory for a table: give back what is left
+        if (pages[j]) kfree(pages[j]);
       return;
     }
   }

@@ -18,6 +18,14 @@ void uvm_set_fault_handler(bool (*fn)(PageTable pt, uint64_t va, bool write));
 // looks up a user page in it (copyin/copyout), so that a page a truncation
 // has detached is unmapped first (vm_sync_truncations) and never copied.
 void uvm_set_sync_handler(void (*fn)(PageTable pt));
+// The level-0 slot for va if its table exists (valid or not), else nullptr.
+// The slots of one table are consecutive: those of va + k pages follow
+// until the next 2 MiB boundary (UVM_TABLE_SPAN), so a run of pages needs one
+// walk per table (fault-around).
+constexpr uint64_t UVM_TABLE_SPAN = 512 * 4096;
+pte_t* uvm_slot(PageTable pt, uint64_t va);
+// Fills an empty slot (from uvm_slot) with a user page, as uvm_map would.
+void uvm_fill(pte_t* slot, uint64_t pa, uint64_t perm);
 // Maps [va, va+size) to consecutive physical pages starting at pa.
 ErrorOr<void> uvm_map(PageTable pt, uint64_t va, uint64_t pa, uint64_t size, uint64_t perm);
 // Removes npages mappings at va (skipping holes), optionally freeing the pages.

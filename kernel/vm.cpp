@@ -228,13 +228,20 @@ PageTable uvm_create() {   // zeroed: maps nothing
   return static_cast<PageTable>(mem::take_page(mem::For::Process));
 }
 
+pte_t* uvm_slot(PageTable pt, uint64_t va) { return walk(pt, va, Tables::Existing); }
+
+void uvm_fill(pte_t* slot, uint64_t pa, uint64_t perm) {
+  // A remap would lose track of the old page (a leak, or two owners).
+  if (*slot & PTE_V) panic("uvm_fill: remap of a valid slot");
+  *slot = pa_to_pte(pa) | perm | PTE_V | PTE_A | PTE_D;   // A, D preset as in kvm_map
+}
+
 ErrorOr<void> uvm_map(PageTable pt, uint64_t va, uint64_t pa, uint64_t size, uint64_t perm) {
   for (uint64_t a = page_round_down(va); a < va + size; a += PAGE_SIZE, pa += PAGE_SIZE) {
     pte_t* pte = walk(pt, a, Tables::Process);
     if (!pte) return Errno::NoMem;
-    // A remap would lose track of the old page (a leak, or two owners).
     if (*pte & PTE_V) panic("uvm_map: remap of %p", reinterpret_cast<void*>(a));
-    *pte = pa_to_pte(pa) | perm | PTE_V | PTE_A | PTE_D;   // A, D preset as in kvm_map
+    uvm_fill(pte, pa, perm);
   }
   return {};
 }

@@ -241,6 +241,17 @@ uint8_t* page_cache_peek(Inode* ip, uint64_t index) {
   return e->page;
 }
 
+void page_cache_peek_run(Inode* ip, uint64_t first, uint32_t n, uint32_t want, uint8_t** pages) {
+  SpinlockGuard guard(page_lock);
+  for (uint32_t i = 0; i < n; i++) {
+    Entry* e = (want >> i) & 1 ? find(ip->dev, ip->inum, first + i) : nullptr;
+    pages[i] = e ? e->page : nullptr;
+    if (!e) continue;
+    e->referenced = true;
+    kpage_get(e->page);
+  }
+}
+
 bool page_cache_has(Inode* ip, uint64_t index) {
   SpinlockGuard guard(page_lock);
   return find(ip->dev, ip->inum, index) != nullptr;

@@ -64,6 +64,11 @@ ErrorOr<uint8_t*> page_cache_get(Inode* ip, uint64_t index, uint32_t ahead, Page
 // The page if it is cached (a reference for the caller), or nullptr: no I/O.
 // Needs no inode lock (a lookup under the cache's own lock).
 uint8_t* page_cache_peek(Inode* ip, uint64_t index);
+// Fault-around's lookup of a run: for each page i of [first, first + n)
+// (n <= 32) whose bit is set in `want`, pages[i] = the cached page with a
+// reference for the caller (as page_cache_peek), or nullptr; pages whose bit
+// is clear get nullptr. One lock for the whole run instead of one a page.
+void page_cache_peek_run(Inode* ip, uint64_t first, uint32_t n, uint32_t want, uint8_t** pages);
 // Is the page cached? (No reference, no lock needed.)
 bool page_cache_has(Inode* ip, uint64_t index);
 

@@ -565,10 +565,57 @@ bool t_cow_fork_shares_pages() {
   return true;
 }
 
+// Fault-around (kernel/mmap.cpp): a fault maps every cached page of its
+// aligned block of 16, so reading 32 pages of a mapped file takes 2 faults.
+// The map is placed so that its first block straddles a 2 MiB boundary: its
+// pages sit in two level-0 page tables, the second not made yet, and each
+// page must still show its own part of the file.
+bool t_mmap_fault_around() {
+  mkdir(scratch_dir);
+  const char* f = "/ut/around";
+  constexpr long kBlock = 16, kPages = 2 * kBlock, kMega = 2l << 20;
+  int fd = open(f, O_CREATE | O_RDWR | O_TRUNC);
+  EXPECT(fd >= 0, "create %s", f);
+  for (long b = 0; b < 2; b++) {
+    pattern(big_buf, kBlock * PG, 70 + b);
+    EXPECT(write(fd, big_buf, kBlock * PG) == kBlock * PG, "write block %ld", b);
+  }
+  void* probe = mmap(nullptr, kPages * PG, PROT_READ, MAP_PRIVATE, fd, 0);
+  EXPECT(!mmap_failed(probe), "mmap");
+  EXPECT(munmap(probe, kPages * PG) == 0, "munmap");
+  uint64_t hint = ((reinterpret_cast<uint64_t>(probe) + 2 * kMega) & ~uint64_t(kMega - 1)) - 8 * PG;
+  void* m = mmap(reinterpret_cast<void*>(hint), kPages * PG, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  EXPECT(!mmap_failed(m) && reinterpret_cast<uint64_t>(m) == hint, "mmap at the hint %lx: %p", hint, m);
+  const char* p = static_cast<const char*>(m);
+  for (long b = 0; b < 2; b++) {
+    pattern(big_buf2, kBlock * PG, 70 + b);
+    kai_vmstat before = vmst();
+    volatile char first = p[b * kBlock * PG];   // the fault
+    (void)first;
+    kai_vmstat after = vmst();
+    EXPECT(after.minor_faults + after.major_faults == before.minor_faults + before.major_faults + 1,
+           "block %ld: the first touch took %lu faults", b,
+           (unsigned long)(after.minor_faults + after.major_faults - before.minor_faults - before.major_faults));
+    EXPECT(after.mapped_pages == before.mapped_pages + kBlock, "block %ld: %lu pages mapped by its fault, not 16", b,
+           (unsigned long)(after.mapped_pages - before.mapped_pages));
+    for (long i = 0; i < kBlock; i++)
+      EXPECT(memcmp(p + (b * kBlock + i) * PG, big_buf2 + i * PG, PG) == 0, "page %ld shows other bytes",
+             b * kBlock + i);
+    kai_vmstat read = vmst();
+    EXPECT(read.minor_faults == after.minor_faults && read.major_faults == after.major_faults,
+           "block %ld: reading its other 15 pages faulted", b);
+  }
+  EXPECT(munmap(m, kPages * PG) == 0, "munmap");
+  unlink(f);
+  return true;
+}
+
 const Test kTests[] = {
     {"cow_fork_isolation", t_cow_fork_isolation},
     {"cow_fork_shares_pages", t_cow_fork_shares_pages},
     {"mmap_reads_file", t_mmap_reads_file},
+    {"mmap_fault_around", t_mmap_fault_around},
     {"mmap_errors", t_mmap_errors},
     {"mmap_bad_access_kills", t_mmap_bad_access_kills},
     {"mmap_partial_munmap", t_mmap_partial_munmap},
