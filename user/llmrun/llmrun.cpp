@@ -158,10 +158,12 @@ class DirBundle : public llm::BundleSource {
     char path[512];
     TextBuf p(path, sizeof path);
     p.str(dir_).str("/").str(name);
-    int64_t n = platform::file_size(path);
-    if (n < 0) return false;
+    platform::OpenFile f = platform::open_file(path);
+    if (f.fd < 0) return false;
+    int64_t n = f.size;
     if (map_ && n > 0) {
-      const void* at = platform::map_file(path, uint64_t(n), populate_);
+      const void* at = platform::map_open_file(f, path, uint64_t(n), populate_);
+      platform::close_file(f);   // the mapping keeps the file
       if (!at) {
         io_error_ = true;
         return false;
@@ -172,13 +174,16 @@ class DirBundle : public llm::BundleSource {
     }
     void* buf = platform::alloc(uint64_t(n));
     if (!buf) {
+      platform::close_file(f);
       char b[160];
       TextBuf(b, sizeof b).str("not enough memory: ").str(name).str(" needs ").u64(uint64_t(n)).str(" bytes (ENOMEM)");
       errln(b);
       io_error_ = true;
       return false;
     }
-    if (!platform::read_file(path, buf, uint64_t(n))) {
+    bool ok = platform::read_open_file(f, path, buf, uint64_t(n));
+    platform::close_file(f);
+    if (!ok) {
       io_error_ = true;
       return false;
     }

@@ -12,10 +12,23 @@ namespace platform {
 int64_t file_size(const char* path);
 // Reads exactly n bytes (the whole file) into dst; false on any error.
 bool read_file(const char* path, void* dst, uint64_t n);
+// A bundle file is opened once: its size comes from the open file, so the
+// path is looked up once (not once for the size and again for the bytes),
+// and the size and the bytes are those of the same file. fd < 0: missing,
+// or not a regular file (guest: -errno).
+struct OpenFile {
+  int fd = -1;
+  int64_t size = -1;
+};
+OpenFile open_file(const char* path);
+void close_file(OpenFile& f);
+// read_file on an open file (path only names it in messages).
+bool read_open_file(const OpenFile& f, const char* path, void* dst, uint64_t n);
 // Maps the whole file (n bytes) read-only in place of reading it (llmrun
 // --mmap): the pages are the page cache's, faulted in on first use, or all
-// at once if populate. nullptr on any error (reported).
-const void* map_file(const char* path, uint64_t n, bool populate);
+// at once if populate. The mapping keeps the file: close it afterwards.
+// nullptr on any error (reported).
+const void* map_open_file(const OpenFile& f, const char* path, uint64_t n, bool populate);
 // Page faults of this process so far and bytes the system read from the
 // disk into its page cache (guest: vmstat() and meminfo(); host: zeros).
 struct VmCounts {

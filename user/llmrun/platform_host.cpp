@@ -14,26 +14,55 @@
 
 namespace platform {
 
-int64_t file_size(const char* path) {
+OpenFile open_file(const char* path) {
+  OpenFile f;
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return f;
   struct stat st;
-  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
-  return int64_t(st.st_size);
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return f;
+  }
+  f.fd = fd;
+  f.size = int64_t(st.st_size);
+  return f;
+}
+
+void close_file(OpenFile& f) {
+  if (f.fd >= 0) close(f.fd);
+  f.fd = -1;
+}
+
+int64_t file_size(const char* path) {
+  OpenFile f = open_file(path);
+  close_file(f);
+  return f.size;
+}
+
+bool read_open_file(const OpenFile& f, const char* path, void* dst, uint64_t n) {
+  (void)path;
+  auto* p = static_cast<char*>(dst);
+  uint64_t got = 0;
+  while (got < n) {
+    ssize_t r = read(f.fd, p + got, n - got);
+    if (r <= 0) return false;
+    got += uint64_t(r);
+  }
+  char extra;
+  return read(f.fd, &extra, 1) == 0;   // the whole file, and nothing after it
 }
 
 bool read_file(const char* path, void* dst, uint64_t n) {
-  FILE* f = fopen(path, "rb");
-  if (!f) return false;
-  size_t got = n ? fread(dst, 1, n, f) : 0;
-  bool ok = got == n && fgetc(f) == EOF;
-  fclose(f);
+  OpenFile f = open_file(path);
+  if (f.fd < 0) return false;
+  bool ok = read_open_file(f, path, dst, n);
+  close_file(f);
   return ok;
 }
 
-const void* map_file(const char* path, uint64_t n, bool populate) {
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) return nullptr;
-  void* p = mmap(nullptr, n, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd, 0);
-  close(fd);
+const void* map_open_file(const OpenFile& f, const char* path, uint64_t n, bool populate) {
+  (void)path;
+  void* p = mmap(nullptr, n, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), f.fd, 0);
   return p == MAP_FAILED ? nullptr : p;
 }
 

@@ -32,22 +32,48 @@ void report(const char* path, const char* what, long err) {
 
 }  // namespace
 
-int64_t file_size(const char* path) {
+OpenFile open_file(const char* path) {
+  OpenFile f;
   int fd = open(path, O_RDONLY);
-  if (fd < 0) return -1;
+  if (fd < 0) {
+    f.fd = fd;   // -errno, for the message
+    return f;
+  }
   kai_stat st;
-  int r = fstat(fd, &st);
-  close(fd);
-  if (r < 0 || st.type != T_FILE) return -1;
-  return int64_t(st.size);
+  if (fstat(fd, &st) < 0 || st.type != T_FILE) {
+    close(fd);
+    f.fd = -KAI_EISDIR;   // not a regular file
+    return f;
+  }
+  f.fd = fd;
+  f.size = int64_t(st.size);
+  return f;
+}
+
+void close_file(OpenFile& f) {
+  if (f.fd >= 0) close(f.fd);
+  f.fd = -1;
+}
+
+int64_t file_size(const char* path) {
+  OpenFile f = open_file(path);
+  close_file(f);
+  return f.size;
 }
 
 bool read_file(const char* path, void* dst, uint64_t n) {
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) {
-    report(path, "cannot open", fd);
+  OpenFile f = open_file(path);
+  if (f.fd < 0) {
+    report(path, "cannot open", f.fd);
     return false;
   }
+  bool ok = read_open_file(f, path, dst, n);
+  close_file(f);
+  return ok;
+}
+
+bool read_open_file(const OpenFile& f, const char* path, void* dst, uint64_t n) {
+  int fd = f.fd;
   auto* p = static_cast<uint8_t*>(dst);
   uint64_t got = 0;
   bool ok = true;
@@ -74,18 +100,11 @@ bool read_file(const char* path, void* dst, uint64_t n) {
       ok = false;
     }
   }
-  close(fd);
   return ok;
 }
 
-const void* map_file(const char* path, uint64_t n, bool populate) {
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) {
-    report(path, "cannot open", fd);
-    return nullptr;
-  }
-  void* p = mmap(nullptr, n, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd, 0);
-  close(fd);   // the mapping keeps the file
+const void* map_open_file(const OpenFile& f, const char* path, uint64_t n, bool populate) {
+  void* p = mmap(nullptr, n, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), f.fd, 0);
   if (long e = mmap_failed(p)) {
     report(path, "mmap failed", e);
     return nullptr;
