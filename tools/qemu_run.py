@@ -173,10 +173,17 @@ def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
                  append="", deterministic=False, disk=disk_models.DEFAULT_DISK, idle_warps=False,
                  monitor=None):
     """QEMU's command line. disk names a disk model (tools/disk_models.py):
-    QEMU throttles the drive to that device's bandwidth and IOPS.
+    in real time QEMU throttles the drive to that device's bandwidth and
+    IOPS; in exact mode (deterministic) the kernel's disk clock charges the
+    model's time in virtual time instead (boot option disk.clock=B,IOPS:
+    QEMU's throttle works in real time, which exact mode cannot repeat).
     idle_warps (exact mode only): ICOUNT_IDLE_WARPS instead of ICOUNT.
     monitor: a Unix socket path for QEMU's monitor (HMP), e.g. for `info jit`."""
     throttle = disk_models.drive_options(disk)   # UnknownDisk (a ValueError) if bad
+    if deterministic and throttle:
+        throttle = ""
+        clock = disk_models.clock_option(disk)
+        append = f"{append} {clock}".strip()
     cmd = ["qemu-system-riscv64", "-machine", "virt", "-bios", "default", "-kernel", kernel,
            "-m", str(memory), "-smp", str(smp), "-nographic",
            "-global", "virtio-mmio.force-legacy=false"]
@@ -399,7 +406,8 @@ def main(argv=None):
     ap.add_argument("--deterministic", action="store_true",
                     help="exact mode: QEMU -icount, the guest clock counts instructions (1 ns each)")
     ap.add_argument("--disk", default=disk_models.DEFAULT_DISK, metavar="|".join(disk_models.DISK_NAMES),
-                    help="disk model: QEMU throttles the drive to that device's bandwidth and IOPS "
+                    help="disk model: QEMU throttles the drive to that device's bandwidth and IOPS, "
+                         "or with --deterministic the kernel's disk clock charges them in virtual time "
                          "(tools/disk_models.py; ram: no throttling)")
     ap.add_argument("-c", "--command", action="append", default=[], dest="commands")
     args = ap.parse_args(argv)
