@@ -3,7 +3,7 @@
 
     python3 tools/qemu_run.py [--image IMG] [--kernel ELF] [--smp N] [--memory SIZE]
                               [--timeout S] [--snapshot] [--deterministic]
-                              [--disk ram|nvme|ssd|hdd|sdcard] -c 'COMMAND' [-c ...]
+                              [--disk ram|nvme|ssd|hdd|sdcard] [--idle-warps] -c 'COMMAND' [-c ...]
 
 Boots QEMU with the Makefile's options (serial console on stdio), waits for
 the shell prompt `$ `, sends each command, waits for the next prompt (at most
@@ -354,10 +354,11 @@ class Session:
 
 def run(commands, image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
         timeout=60.0, boot_timeout=60.0, snapshot=False, halt=True, append="", deterministic=False,
-        disk=disk_models.DEFAULT_DISK):
+        disk=disk_models.DEFAULT_DISK, idle_warps=False):
     """Boot, run each command, halt. Returns a RunResult (transcript and status)."""
     result = RunResult()
-    session = Session(image, kernel, smp, memory, snapshot, boot_timeout, append, deterministic, disk)
+    session = Session(image, kernel, smp, memory, snapshot, boot_timeout, append, deterministic, disk,
+                      idle_warps)
     try:
         if not session.booted:
             result.error = "boot failed: no shell prompt"
@@ -409,11 +410,18 @@ def main(argv=None):
                     help="disk model: QEMU throttles the drive to that device's bandwidth and IOPS, "
                          "or with --deterministic the kernel's disk clock charges them in virtual time "
                          "(tools/disk_models.py; ram: no throttling)")
+    ap.add_argument("--idle-warps", action="store_true",
+                    help="with --deterministic: an idle guest's clock jumps to its next timer deadline "
+                         "(-icount sleep=off), so idle waits repeat too (needs the disk clock: a disk model "
+                         "other than ram, or the disk's reads take no time)")
     ap.add_argument("-c", "--command", action="append", default=[], dest="commands")
     args = ap.parse_args(argv)
     if args.deterministic and args.smp > EXACT_MAX_SMP:
         print(f"qemu_run: --deterministic runs one hart (--smp 1), not --smp {args.smp}: "
               "see docs/experiments.md", file=sys.stderr)
+        return 2
+    if args.idle_warps and not args.deterministic:
+        print("qemu_run: --idle-warps needs --deterministic (it is an -icount option)", file=sys.stderr)
         return 2
     try:
         disk_models.disk_model(args.disk)
@@ -427,7 +435,7 @@ def main(argv=None):
     res = run(args.commands, image=args.image, kernel=args.kernel, smp=args.smp,
               memory=args.memory, timeout=args.timeout, boot_timeout=args.boot_timeout,
               snapshot=args.snapshot, append=args.append, deterministic=args.deterministic,
-              disk=args.disk)
+              disk=args.disk, idle_warps=args.idle_warps)
     sys.stdout.write(res.transcript)
     if not res.transcript.endswith("\n"):
         sys.stdout.write("\n")
