@@ -116,8 +116,9 @@ def tokens(text):
     return m.group(0) if m else None
 
 
+# free's lines: memory, policy, page cache, buffer cache (since vm5), ai service.
 FREE = re.compile(r"^memory: total=(\d+) free=(\d+) unused=(\d+) used=(\d+) pages.*\n.*\n"
-                  r"page cache: pages=(\d+) mapped=(\d+).*\nai service: pinned=(\d+)", re.M)
+                  r"page cache: pages=(\d+) mapped=(\d+).*\n(?:buffer cache:.*\n)?ai service: pinned=(\d+)", re.M)
 REGION = re.compile(r"^ai: model SMOL ready: .*, ([\d.]+) MiB, loaded", re.M)
 COUNTS = (1, 2, 4, 8)
 

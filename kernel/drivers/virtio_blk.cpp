@@ -58,6 +58,7 @@ int qnum = 0;                 // descriptors in the ring
 uint16_t free_head = 0;       // free descriptors form a list through .next
 int nfree = 0;
 uint16_t used_seen = 0;
+uint16_t avail_scheduled = 0;   // the disk clock: requests given a due time, by avail index
 bool present = false;
 bool read_only = false;
 uint64_t capacity = 0;
@@ -175,12 +176,13 @@ void notify_device() {
   }
   stats.clock_stalls++;
   stats.clock_stolen_ns += units * 1000000000ull / g_boot.timebase_hz;
-  // The requests reach the modelled device now, on the guest clock.
+  // The requests reach the modelled device now, on the guest clock, and
+  // are served in the order they were submitted (the avail ring's), not in
+  // the order the host finished them: its thread pool may finish a small
+  // request before a big one submitted earlier, differently in every run.
   uint64_t now = riscv::read_time() - stolen_time() - units;
-  while (used_seen != *static_cast<volatile uint16_t*>(&used.idx)) {
-    uint16_t head = static_cast<uint16_t>(used.ring[used_seen % qnum].id);
-    used_seen++;
-    if (head >= qnum || !owner[head]) continue;   // a confused device: ignore
+  for (; avail_scheduled != avail.idx; avail_scheduled++) {
+    uint16_t head = avail.ring[avail_scheduled % qnum];
     BlkRequest* r = owner[head];
     owner[head] = nullptr;
     uint64_t due = disk_clock.schedule(now, request_bytes[head]);
@@ -188,6 +190,7 @@ void notify_device() {
     due_count++;
     free_chain(head);
   }
+  used_seen = avail.idx;   // every request is used (the spin above); their order does not matter
   __atomic_store_n(&next_due, due_ring[due_first].due, __ATOMIC_RELAXED);
   steal_time(units);   // and re-arms this hart's timer for next_due
   wakeup(&nfree);
