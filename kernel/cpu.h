@@ -24,6 +24,7 @@ struct Cpu {
   uint64_t hartid = 0;          // SBI/PLIC hart id
   bool started = false;
   bool tick_stopped = false;    // tickless idle: timer masked until resume_tick() (trap.cpp)
+  uint64_t tick_deadline = 0;   // the next tick, on the guest clock (trap.cpp, arm_tick())
   uint32_t idle = 0;            // 1: in the scheduler's wfi, waiting for work (idle.cpp; atomics
                                 // only, and 32 bits: RV64 swaps words, not bytes)
   // Names of the spinlocks this hart holds (innermost last), for panic messages.

@@ -48,9 +48,21 @@ uint64_t timer_interval() { return g_boot.timebase_hz / TICK_HZ; }
 
 // On the tick's grid (tick_grid.h says why): one grid for every hart, and a
 // late tick moves no later one.
-uint64_t next_tick_deadline() { return next_tick_after(read_time(), timer_interval()); }
+uint64_t next_tick_deadline() { return next_tick_after(guest_time(), timer_interval()); }
 
 namespace {
+
+// Stolen clock units (guest_time()). Written by the disk driver with its
+// lock held and interrupts off; read anywhere: one aligned word.
+uint64_t stolen_units = 0;
+
+// This hart's next tick is `deadline` (on the guest clock): remember it, so
+// that clock_interrupt() can tell a tick from a disk deadline, and arm the
+// timer.
+void arm_tick(uint64_t deadline) {
+  this_cpu()->tick_deadline = deadline;
+  rearm_timer();
+}
 
 // Tickless idle. A hart with nothing to run needs no tick: the tick exists
 // to preempt a running thread, and an idle hart is woken by an IPI when a
@@ -68,7 +80,18 @@ bool stop_tick_here() {
   return this_cpu()->proc == nullptr && cpu_index() != 0 && !ai::profiler_running();
 }
 
-void clock_interrupt() {
+// Returns whether this was a tick. With the disk clock the timer also
+// fires at disk requests' due times (and early, after another hart's stall
+// moved the stolen time): then only the due requests are published, and no
+// tick duty runs, so ticks stay on their grid.
+bool clock_interrupt() {
+  if (virtio_blk_clocked()) {
+    virtio_blk_publish_due(guest_time());
+    if (guest_time() < this_cpu()->tick_deadline) {
+      rearm_timer();
+      return false;
+    }
+  }
   // Hart 0 ticks always (see above): it samples the AI service's load, the
   // L of Little's law (ai/load_meter.h).
   if (cpu_index() == 0) ai::on_timer_tick();
@@ -82,12 +105,13 @@ void clock_interrupt() {
   if (stop_tick_here()) {
     KAI_CSR_CLEAR(sie, SIE_STIE);
     this_cpu()->tick_stopped = true;
-    return;
+    return true;
   }
   // The next grid point (next_tick_deadline()): a late tick moves no later
   // one. Nothing counts these interrupts (see uptime_ticks()), so the grid
   // points a late hart skips cost no time.
-  sbi::set_timer(next_tick_deadline());
+  arm_tick(next_tick_deadline());
+  return true;
 }
 
 // The sampling profiler (`aitrace start samples`): every timer interrupt
@@ -125,8 +149,8 @@ Interrupt device_interrupt(uint64_t scause) {
     return Interrupt::External;
   }
   if (code == IRQ_S_TIMER) {
-    clock_interrupt();
-    return Interrupt::Timer;
+    // A disk deadline is no tick: nothing to sample, no reason to yield.
+    return clock_interrupt() ? Interrupt::Timer : Interrupt::External;
   }
   if (code == IRQ_S_SOFT) {
     KAI_CSR_CLEAR(sip, SIE_SSIE);
@@ -165,7 +189,7 @@ extern "C" void kerneltrap(const uint64_t* frame);
 void trap_inithart() {
   KAI_CSR_WRITE(stvec, reinterpret_cast<uint64_t>(kernelvec));
   KAI_CSR_SET(sie, SIE_SEIE | SIE_STIE | SIE_SSIE);
-  sbi::set_timer(next_tick_deadline());
+  arm_tick(next_tick_deadline());
 }
 
 // Interrupts off (the scheduler holds the next thread's lock, or idle_wait()).
@@ -173,7 +197,7 @@ void resume_tick() {
   Cpu* c = this_cpu();
   if (!c->tick_stopped) return;
   c->tick_stopped = false;
-  sbi::set_timer(next_tick_deadline());   // replaces the pending interrupt
+  arm_tick(next_tick_deadline());   // replaces the pending interrupt
   KAI_CSR_SET(sie, SIE_STIE);
 }
 
@@ -188,8 +212,25 @@ void resume_tick_if_sampling() {
   if (ai::profiler_running()) resume_tick();
 }
 
+uint64_t guest_time() { return read_time() - __atomic_load_n(&stolen_units, __ATOMIC_RELAXED); }
+uint64_t stolen_time() { return __atomic_load_n(&stolen_units, __ATOMIC_RELAXED); }
+
+void steal_time(uint64_t units) {
+  __atomic_store_n(&stolen_units, stolen_units + units, __ATOMIC_RELAXED);
+  rearm_timer();
+}
+
+// A stopped tick (tickless idle) stays stopped: its interrupt is masked, and
+// hart 0, which always ticks, publishes the disk's due requests.
+void rearm_timer() {
+  uint64_t deadline = this_cpu()->tick_deadline;
+  uint64_t due = virtio_blk_next_due();
+  if (due < deadline) deadline = due;
+  sbi::set_timer(deadline + stolen_time());
+}
+
 uint64_t clock_ns() {
-  uint64_t t = read_time(), hz = g_boot.timebase_hz;
+  uint64_t t = guest_time(), hz = g_boot.timebase_hz;
   return (t / hz) * 1000000000ull + (t % hz) * 1000000000ull / hz;
 }
 

@@ -5,7 +5,7 @@
 
 // Time is the time CSR, which counts from the machine's start: clock_ns()
 // reads it in ns, uptime_ticks() in ticks of 1/TICK_HZ s (TICK_NS).
-uint64_t clock_ns();            // monotonic ns from the time CSR
+uint64_t clock_ns();            // monotonic ns from the guest clock (guest_time())
 uint64_t uptime_ticks();        // clock_ns() / TICK_NS: what uptime() returns
 
 // A thread that waits for time (sleep(), idle loops) holds timer_lock and
@@ -22,6 +22,23 @@ void resume_tick();
 // The idle hart's check that the sampling profiler has not started meanwhile
 // (it samples idle harts, so they tick while it runs): idle.cpp.
 void resume_tick_if_sampling();
+
+// The guest clock: the time CSR less the time the disk clock stole
+// (drivers/disk_clock.h, virtio_blk.cpp). Without `disk.clock` nothing is
+// stolen and it is the time CSR. With it, each disk notification stalls
+// until the host has done the requests, and that stall, whose length
+// depends on the host, is added to the stolen time: every reading of the
+// clock subtracts it and every timer deadline adds it, so the guest sees the
+// same clock, and its interrupts land at the same instructions, whatever the
+// host did. Clock units (g_boot.timebase_hz per second).
+uint64_t guest_time();
+uint64_t stolen_time();
+// The driver's stall: `units` more to hide. Interrupts off; re-arms this
+// hart's timer (its deadline on the time CSR moved by `units`).
+void steal_time(uint64_t units);
+// Arms this hart's timer at its next tick or the disk clock's next due
+// request, whichever comes first (interrupts off).
+void rearm_timer();
 
 void trap_inithart();           // stvec, sie, first timer
 // The next tick deadline on the time CSR: the next multiple of the tick

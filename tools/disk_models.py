@@ -93,6 +93,17 @@ def drive_options(name):
     return f",throttling.bps-total={d.bandwidth_bps},throttling.iops-total={d.iops}"
 
 
+def clock_option(name):
+    """The kernel's boot option for this model's disk clock ('' for ram):
+    in exact mode the kernel charges each request the model's time in
+    virtual time (kernel/drivers/disk_clock.h) instead of QEMU throttling
+    the drive in real time."""
+    d = disk_model(name)
+    if not d.throttled:
+        return ""
+    return f"disk.clock={d.bandwidth_bps},{d.iops}"
+
+
 def load_seconds(name, nbytes, request_bytes=512 * 1024):
     """What reading nbytes in requests of request_bytes costs on this model
     (the larger of the bandwidth and the IOPS limit); None for ram."""

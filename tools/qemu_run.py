@@ -3,7 +3,7 @@
 
     python3 tools/qemu_run.py [--image IMG] [--kernel ELF] [--smp N] [--memory SIZE]
                               [--timeout S] [--snapshot] [--deterministic]
-                              [--disk ram|nvme|ssd|hdd|sdcard] -c 'COMMAND' [-c ...]
+                              [--disk ram|nvme|ssd|hdd|sdcard] [--idle-warps] -c 'COMMAND' [-c ...]
 
 Boots QEMU with the Makefile's options (serial console on stdio), waits for
 the shell prompt `$ `, sends each command, waits for the next prompt (at most
@@ -173,10 +173,17 @@ def qemu_command(image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
                  append="", deterministic=False, disk=disk_models.DEFAULT_DISK, idle_warps=False,
                  monitor=None):
     """QEMU's command line. disk names a disk model (tools/disk_models.py):
-    QEMU throttles the drive to that device's bandwidth and IOPS.
+    in real time QEMU throttles the drive to that device's bandwidth and
+    IOPS; in exact mode (deterministic) the kernel's disk clock charges the
+    model's time in virtual time instead (boot option disk.clock=B,IOPS:
+    QEMU's throttle works in real time, which exact mode cannot repeat).
     idle_warps (exact mode only): ICOUNT_IDLE_WARPS instead of ICOUNT.
     monitor: a Unix socket path for QEMU's monitor (HMP), e.g. for `info jit`."""
     throttle = disk_models.drive_options(disk)   # UnknownDisk (a ValueError) if bad
+    if deterministic and throttle:
+        throttle = ""
+        clock = disk_models.clock_option(disk)
+        append = f"{append} {clock}".strip()
     cmd = ["qemu-system-riscv64", "-machine", "virt", "-bios", "default", "-kernel", kernel,
            "-m", str(memory), "-smp", str(smp), "-nographic",
            "-global", "virtio-mmio.force-legacy=false"]
@@ -347,10 +354,11 @@ class Session:
 
 def run(commands, image=DEFAULT_IMAGE, kernel=DEFAULT_KERNEL, smp=2, memory="1G",
         timeout=60.0, boot_timeout=60.0, snapshot=False, halt=True, append="", deterministic=False,
-        disk=disk_models.DEFAULT_DISK):
+        disk=disk_models.DEFAULT_DISK, idle_warps=False):
     """Boot, run each command, halt. Returns a RunResult (transcript and status)."""
     result = RunResult()
-    session = Session(image, kernel, smp, memory, snapshot, boot_timeout, append, deterministic, disk)
+    session = Session(image, kernel, smp, memory, snapshot, boot_timeout, append, deterministic, disk,
+                      idle_warps)
     try:
         if not session.booted:
             result.error = "boot failed: no shell prompt"
@@ -399,13 +407,21 @@ def main(argv=None):
     ap.add_argument("--deterministic", action="store_true",
                     help="exact mode: QEMU -icount, the guest clock counts instructions (1 ns each)")
     ap.add_argument("--disk", default=disk_models.DEFAULT_DISK, metavar="|".join(disk_models.DISK_NAMES),
-                    help="disk model: QEMU throttles the drive to that device's bandwidth and IOPS "
+                    help="disk model: QEMU throttles the drive to that device's bandwidth and IOPS, "
+                         "or with --deterministic the kernel's disk clock charges them in virtual time "
                          "(tools/disk_models.py; ram: no throttling)")
+    ap.add_argument("--idle-warps", action="store_true",
+                    help="with --deterministic: an idle guest's clock jumps to its next timer deadline "
+                         "(-icount sleep=off), so idle waits repeat too (needs the disk clock: a disk model "
+                         "other than ram, or the disk's reads take no time)")
     ap.add_argument("-c", "--command", action="append", default=[], dest="commands")
     args = ap.parse_args(argv)
     if args.deterministic and args.smp > EXACT_MAX_SMP:
         print(f"qemu_run: --deterministic runs one hart (--smp 1), not --smp {args.smp}: "
               "see docs/experiments.md", file=sys.stderr)
+        return 2
+    if args.idle_warps and not args.deterministic:
+        print("qemu_run: --idle-warps needs --deterministic (it is an -icount option)", file=sys.stderr)
         return 2
     try:
         disk_models.disk_model(args.disk)
@@ -419,7 +435,7 @@ def main(argv=None):
     res = run(args.commands, image=args.image, kernel=args.kernel, smp=args.smp,
               memory=args.memory, timeout=args.timeout, boot_timeout=args.boot_timeout,
               snapshot=args.snapshot, append=args.append, deterministic=args.deterministic,
-              disk=args.disk)
+              disk=args.disk, idle_warps=args.idle_warps)
     sys.stdout.write(res.transcript)
     if not res.transcript.endswith("\n"):
         sys.stdout.write("\n")

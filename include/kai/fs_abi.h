@@ -52,6 +52,14 @@ struct kai_statfs {
   uint64_t disk_read_bytes;
   uint64_t disk_writes;
   uint64_t disk_write_bytes;
+  // The disk clock (boot option disk.clock=BYTES_PER_SECOND,IOPS; 0 when
+  // off): the model, the stalls spent waiting for the host, and the virtual
+  // time they took, hidden from the guest's clock (docs/experiments.md,
+  // "Exact mode").
+  uint64_t disk_clock_bytes_per_second;
+  uint64_t disk_clock_iops;
+  uint64_t disk_clock_stalls;
+  uint64_t disk_clock_stolen_ns;
 };
 
 // Pipe writes of at most this many bytes are atomic: they never interleave

@@ -7,9 +7,14 @@
 // request's status and wakes its owner. Many requests can be outstanding, so
 // the device works on the next one while the previous completes.
 #include "virtio_blk.h"
+#include "disk_clock.h"
+#include "../boot.h"
+#include "../fdt.h"
 #include "../printf.h"
 #include "../proc.h"
+#include "../riscv.h"
 #include "../spinlock.h"
+#include "../trap.h"
 
 namespace {
 
@@ -28,6 +33,7 @@ constexpr uint32_t STATUS_ACKNOWLEDGE = 1, STATUS_DRIVER = 2, STATUS_DRIVER_OK =
                    STATUS_FEATURES_OK = 8, STATUS_FAILED = 128;
 constexpr int F_BLK_SEG_MAX = 2, F_BLK_RO = 5, F_VERSION_1 = 32;
 constexpr uint16_t DESC_NEXT = 1, DESC_WRITE = 2;
+constexpr uint16_t AVAIL_F_NO_INTERRUPT = 1;   // honoured without EVENT_IDX (we never offer it)
 constexpr uint32_t BLK_T_IN = 0, BLK_T_OUT = 1;
 
 constexpr int QMAX = 256;
@@ -45,18 +51,38 @@ alignas(4096) Used used;
 ReqHeader headers[QMAX];
 volatile uint8_t statuses[QMAX];
 BlkRequest* owner[QMAX];
+uint32_t request_bytes[QMAX];   // per head descriptor: the data it moves (the disk clock)
 
 Spinlock vlock("virtio_blk");
 int qnum = 0;                 // descriptors in the ring
 uint16_t free_head = 0;       // free descriptors form a list through .next
 int nfree = 0;
 uint16_t used_seen = 0;
+uint16_t avail_scheduled = 0;   // the disk clock: requests given a due time, by avail index
 bool present = false;
 bool read_only = false;
 uint64_t capacity = 0;
 int max_segments = 1;
 bool kick_pending = false;   // requests queued without a notification
 BlkStats stats = {};          // (vlock)
+
+// ---- The disk clock (virtio_blk.h). Set once at boot, then (vlock).
+bool clocked = false;
+DiskClock disk_clock({1, 1}, 1);
+// Clock units per nanosecond's reciprocal: ns (= instructions in exact
+// mode) per unit of the time CSR, when it is a whole number small enough
+// for the stall's alignment (align_stall()); 0 otherwise.
+uint64_t ns_per_unit = 0;
+// Finished requests waiting for their due time, in due order (one FIFO
+// device: due times never decrease). At most one per head descriptor.
+struct DueRequest {
+  BlkRequest* r;
+  uint8_t status;
+  uint64_t due;
+};
+DueRequest due_ring[QMAX];
+int due_first = 0, due_count = 0;
+uint64_t next_due = UINT64_MAX;   // due_ring's first due time (atomics: trap.cpp reads it)
 
 inline volatile uint32_t& reg(uint32_t off) {
   return *reinterpret_cast<volatile uint32_t*>(VIRTIO0_MMIO + off);
@@ -85,6 +111,110 @@ void free_chain(uint16_t head) {
 void fail(const char* why) {
   reg(Status) = reg(Status) | STATUS_FAILED;
   kprintf("virtio_blk: %s; no disk\n", why);
+}
+
+inline uint64_t read_instret() { return KAI_CSR_READ(instret); }
+
+// The stall's end, aligned. In exact mode instret counts instructions (1 ns
+// each) and the time CSR counts units of ns_per_unit (100 at QEMU virt's
+// 10 MHz) of them. A stall that hid a number of instructions that is not a
+// multiple of ns_per_unit would move every later clock reading and tick
+// by up to one unit, depending on where the host's completion happened to
+// land. So: measure the stall from `i0` in instructions, then run 1 to
+// ns_per_unit more `nop`s (a jump into a sled: exactly one instruction
+// each) to round it up to a whole number of units. Returns the stall in
+// instructions, a multiple of ns_per_unit. The instruction count from the
+// instret read to the end is the same whatever the stall's length.
+uint64_t align_stall(uint64_t i0, uint64_t unit) {
+  uint64_t stall;
+  asm volatile(
+      ".option push\n.option norvc\n.option norelax\n"
+      "  csrr %[s], instret\n"
+      "  sub %[s], %[s], %[i0]\n"        // instructions so far
+      "  remu t1, %[s], %[u]\n"
+      "  sub t1, %[u], t1\n"              // nops to the next whole unit: 1..unit
+      "  add %[s], %[s], t1\n"
+      "  slli t1, t1, 2\n"
+      "  lla t0, 1f\n"
+      "  sub t0, t0, t1\n"
+      "  jr t0\n"
+      "  .rept 128\n  nop\n  .endr\n"
+      "1:\n"
+      ".option pop\n"
+      : [s] "=&r"(stall)
+      : [i0] "r"(i0), [u] "r"(unit)
+      : "t0", "t1", "memory");
+  return stall;
+}
+
+// Tells the device about new requests (vlock held). With the disk clock:
+// waits for the host to finish them all, hides that wait, and queues each
+// finished request for publication at its modelled due time.
+void notify_device() {
+  if (!clocked) {
+    reg(QueueNotify) = 0;
+    return;
+  }
+  uint64_t t0 = riscv::read_time();
+  uint64_t i0 = read_instret();
+  reg(QueueNotify) = 0;
+  // QEMU's vCPU thread runs guest code without its big lock, so the host's
+  // I/O thread completes the requests meanwhile (docs/notebook/2026-12-06-disk-clock.md).
+  while (*static_cast<volatile uint16_t*>(&used.idx) != avail.idx) {
+  }
+  __sync_synchronize();
+  uint64_t units;
+  if (ns_per_unit) {
+    uint64_t stall = align_stall(i0, ns_per_unit);
+    units = stall / ns_per_unit;
+    // Real time (no -icount): instret counts host cycles, not the clock's
+    // ns: fall back on the time CSR (nothing is exact there anyway).
+    uint64_t by_time = riscv::read_time() - t0;
+    if (units > by_time + 2 || units + 2 < by_time) units = by_time;
+  } else {
+    units = riscv::read_time() - t0;
+  }
+  stats.clock_stalls++;
+  stats.clock_stolen_ns += units * 1000000000ull / g_boot.timebase_hz;
+  // The requests reach the modelled device now, on the guest clock, and
+  // are served in the order they were submitted (the avail ring's), not in
+  // the order the host finished them: its thread pool may finish a small
+  // request before a big one submitted earlier, differently in every run.
+  uint64_t now = riscv::read_time() - stolen_time() - units;
+  for (; avail_scheduled != avail.idx; avail_scheduled++) {
+    uint16_t head = avail.ring[avail_scheduled % qnum];
+    BlkRequest* r = owner[head];
+    owner[head] = nullptr;
+    uint64_t due = disk_clock.schedule(now, request_bytes[head]);
+    due_ring[(due_first + due_count) % QMAX] = {r, statuses[head], due};
+    due_count++;
+    free_chain(head);
+  }
+  used_seen = avail.idx;   // every request is used (the spin above); their order does not matter
+  __atomic_store_n(&next_due, due_ring[due_first].due, __ATOMIC_RELAXED);
+  steal_time(units);   // and re-arms this hart's timer for next_due
+  wakeup(&nfree);
+}
+
+// `disk.clock=BYTES_PER_SECOND,IOPS` (virtio_blk.h). A bad value is named
+// and ignored: the disk then runs at the host's speed, as without it.
+void init_disk_clock() {
+  char text[64];
+  if (!bootarg_str(g_boot, "disk.clock", text, sizeof text)) return;
+  DiskModel model;
+  if (!parse_disk_model(text, model)) {
+    kprintf("virtio_blk: bad disk.clock=%s (want BYTES_PER_SECOND,IOPS, both > 0); disk clock off\n", text);
+    return;
+  }
+  uint64_t hz = g_boot.timebase_hz;
+  disk_clock = DiskClock(model, hz);
+  ns_per_unit = 1000000000ull % hz == 0 && 1000000000ull / hz <= 128 ? 1000000000ull / hz : 0;
+  avail.flags = AVAIL_F_NO_INTERRUPT;
+  clocked = true;
+  stats.clock_bytes_per_second = model.bytes_per_second;
+  stats.clock_iops = model.iops;
+  kprintf("virtio_blk: disk clock on: %lu bytes/s, %lu IOPS, in virtual time\n",
+          static_cast<unsigned long>(model.bytes_per_second), static_cast<unsigned long>(model.iops));
 }
 
 }  // namespace
@@ -142,6 +272,7 @@ void virtio_blk_init() {
   present = true;
   kprintf("virtio_blk: %lu MiB disk, queue of %d, up to %d segments per request%s\n",
           static_cast<unsigned long>(capacity >> 11), qnum, max_segments, read_only ? ", read-only" : "");
+  init_disk_clock();
 }
 
 bool virtio_blk_present() { return present; }
@@ -152,7 +283,7 @@ void virtio_blk_kick() {
   SpinlockGuard guard(vlock);
   if (kick_pending) {
     kick_pending = false;
-    reg(QueueNotify) = 0;
+    notify_device();
   }
 }
 
@@ -169,7 +300,7 @@ ErrorOr<void> virtio_blk_submit(BlkRequest* r, bool notify) {
   while (nfree < r->nseg + 2) {
     if (kick_pending) {   // we are about to wait for our own unannounced requests
       kick_pending = false;
-      reg(QueueNotify) = 0;
+      notify_device();
     }
     sleep(&nfree, vlock);
   }
@@ -185,6 +316,7 @@ ErrorOr<void> virtio_blk_submit(BlkRequest* r, bool notify) {
   headers[head] = {r->write ? BLK_T_OUT : BLK_T_IN, 0, r->sector};
   statuses[head] = 0xff;
   owner[head] = r;
+  request_bytes[head] = static_cast<uint32_t>(bytes);
   desc[head] = {reinterpret_cast<uint64_t>(&headers[head]), sizeof(ReqHeader), DESC_NEXT, 0};
   uint16_t prev = head;
   for (int i = 0; i < r->nseg; i++) {
@@ -204,7 +336,7 @@ ErrorOr<void> virtio_blk_submit(BlkRequest* r, bool notify) {
   __sync_synchronize();          // index before the notification
   if (notify) {
     kick_pending = false;
-    reg(QueueNotify) = 0;
+    notify_device();
   } else {
     kick_pending = true;
   }
@@ -220,7 +352,7 @@ ErrorOr<void> virtio_blk_wait(BlkRequest* r) {
   SpinlockGuard guard(vlock);
   if (kick_pending) {
     kick_pending = false;
-    reg(QueueNotify) = 0;
+    notify_device();
   }
   while (!r->done) sleep(r, vlock);
   if (r->status != 0) {
@@ -238,6 +370,11 @@ ErrorOr<void> virtio_blk_rw(BlkRequest* r) {
 
 void virtio_blk_interrupt() {
   SpinlockGuard guard(vlock);
+  if (clocked) {   // suppressed (AVAIL_F_NO_INTERRUPT): a device that ignores it breaks exactness
+    static bool said;
+    if (!said) kprintf("virtio_blk: an interrupt despite the disk clock\n");
+    said = true;
+  }
   reg(InterruptACK) = reg(InterruptStatus) & 3;
   __sync_synchronize();
   while (used_seen != *static_cast<volatile uint16_t*>(&used.idx)) {
@@ -253,4 +390,21 @@ void virtio_blk_interrupt() {
     wakeup(r);
   }
   wakeup(&nfree);
+}
+
+bool virtio_blk_clocked() { return clocked; }
+
+uint64_t virtio_blk_next_due() { return __atomic_load_n(&next_due, __ATOMIC_RELAXED); }
+
+void virtio_blk_publish_due(uint64_t now) {
+  SpinlockGuard guard(vlock);
+  while (due_count > 0 && due_ring[due_first].due <= now) {
+    DueRequest d = due_ring[due_first];
+    due_first = (due_first + 1) % QMAX;
+    due_count--;
+    d.r->status = d.status;
+    d.r->done = true;
+    wakeup(d.r);
+  }
+  __atomic_store_n(&next_due, due_count ? due_ring[due_first].due : UINT64_MAX, __ATOMIC_RELAXED);
 }

@@ -37,12 +37,30 @@ int virtio_blk_max_segments();         // most segments one request may carry
 // after a batch saves a costly trap into the emulator per request).
 ErrorOr<void> virtio_blk_submit(BlkRequest* r, bool notify = true);
 void virtio_blk_kick();
-// Requests submitted since boot, and their bytes (statfs(), `df`).
+// Requests submitted since boot, and their bytes (statfs(), `df`); and the
+// disk clock's model and stalls (all 0 when it is off).
 struct BlkStats {
   uint64_t reads, read_bytes, writes, write_bytes;
+  uint64_t clock_bytes_per_second, clock_iops;
+  uint64_t clock_stalls, clock_stolen_ns;
 };
 BlkStats virtio_blk_stats();
 // Sleeps until r completes; Errno::IO if the device reported a failure.
 ErrorOr<void> virtio_blk_wait(BlkRequest* r);
 // submit + wait.
 ErrorOr<void> virtio_blk_rw(BlkRequest* r);
+
+// ---- The disk clock (boot option `disk.clock=BYTES_PER_SECOND,IOPS`; for
+// exact mode, tools/qemu_run.py --deterministic --disk MODEL passes it).
+// Each notification stalls, interrupts off, until the host has done every
+// submitted request; the stall is hidden from the guest clock (trap.h,
+// guest_time()), and each request is published (done, its owner woken) only
+// when the guest clock reaches the time the model (disk_clock.h) gives it.
+// The device's interrupts are suppressed: nothing of the host's timing
+// reaches the guest.
+bool virtio_blk_clocked();
+// The earliest due time of a finished, unpublished request (guest clock
+// units), or UINT64_MAX. Read lock-free by the timer code (trap.cpp).
+uint64_t virtio_blk_next_due();
+// The timer interrupt: publish the requests due by `now`.
+void virtio_blk_publish_due(uint64_t now);

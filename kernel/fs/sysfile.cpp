@@ -274,6 +274,10 @@ SyscallResult sys_statfs() {
   st.disk_read_bytes = disk.read_bytes;
   st.disk_writes = disk.writes;
   st.disk_write_bytes = disk.write_bytes;
+  st.disk_clock_bytes_per_second = disk.clock_bytes_per_second;
+  st.disk_clock_iops = disk.clock_iops;
+  st.disk_clock_stalls = disk.clock_stalls;
+  st.disk_clock_stolen_ns = disk.clock_stolen_ns;
   TRY(copy_to_user(arg_ptr<kai_statfs>(0), &st));
   return uint64_t(0);
 }

@@ -198,6 +198,25 @@ def test_disk_models_throttle_through_the_drive_option():
     assert t == sorted(t) and disk_models.load_seconds("ram", 1) is None
 
 
+def test_exact_mode_uses_the_kernel_disk_clock_instead_of_the_throttle():
+    """In exact mode QEMU's throttle (real time) is replaced by the kernel's
+    disk clock, the same table's figures as a boot option; ram has neither."""
+    assert disk_models.clock_option("ssd") == "disk.clock=550000000,90000"
+    assert disk_models.clock_option("ram") == ""
+    cmd = qemu_run.qemu_command(image="x.img", disk="ssd", deterministic=True, smp=1, append="ai.workers=1")
+    drive = cmd[cmd.index("-drive") + 1]
+    assert "throttling" not in drive
+    assert cmd[cmd.index("-append") + 1] == "ai.workers=1 disk.clock=550000000,90000"
+    assert "sleep=on" in cmd[cmd.index("-icount") + 1]
+    warped = qemu_run.qemu_command(image="x.img", disk="ssd", deterministic=True, smp=1, idle_warps=True)
+    assert "sleep=off" in warped[warped.index("-icount") + 1]
+    plain = qemu_run.qemu_command(image="x.img", disk="ram", deterministic=True, smp=1)
+    assert "-append" not in plain
+    p = subprocess.run([PYTHON, "tools/qemu_run.py", "--idle-warps", "-c", "ls"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--idle-warps needs --deterministic" in p.stderr
+
+
 def test_bad_disk_name_is_rejected_with_the_choices():
     with pytest.raises(disk_models.UnknownDisk, match="'floppy'.*ram, nvme, ssd, hdd, sdcard"):
         qemu_run.qemu_command(disk="floppy")

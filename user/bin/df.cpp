@@ -22,5 +22,9 @@ int main(int argc, char** argv) {
   printf("disk:   reads=%lu read_bytes=%lu (%lu KiB a request) writes=%lu write_bytes=%lu (%lu KiB a request)\n",
          (unsigned long)s.disk_reads, (unsigned long)s.disk_read_bytes, per(s.disk_read_bytes, s.disk_reads),
          (unsigned long)s.disk_writes, (unsigned long)s.disk_write_bytes, per(s.disk_write_bytes, s.disk_writes));
+  if (s.disk_clock_iops)
+    printf("clock:  %lu bytes/s, %lu IOPS in virtual time; %lu stalls hid %lu us of the host\n",
+           (unsigned long)s.disk_clock_bytes_per_second, (unsigned long)s.disk_clock_iops,
+           (unsigned long)s.disk_clock_stalls, (unsigned long)(s.disk_clock_stolen_ns / 1000));
   return 0;
 }
