@@ -84,10 +84,14 @@ def boot_and_run(image, model, append, commands, deterministic, timeout, label=N
         append = f"{append} ai.trace={TRACE['events']}".strip()
     # Exact mode with idle warps (qemu_run.ICOUNT_IDLE_WARPS): an idle guest's
     # clock jumps to its next timer deadline, so the tick that --align-tick
-    # waits for ends the wait exactly, not a host-dependent moment later.
+    # waits for ends the wait exactly, not a host-dependent moment later. And
+    # with the nvme disk clock (docs/kernel.md, "The disk clock"): a disk
+    # request mid-run (an exec, the policy experiment's report file) then
+    # finishes at a modelled moment of virtual time, not when the host's disk
+    # thread is done, so those runs repeat too.
     with qemu_run.Session(image, KERNEL, smp=1 if deterministic else 2, memory="1G", snapshot=True,
                           boot_timeout=300, append=append, deterministic=deterministic,
-                          idle_warps=deterministic) as s:
+                          idle_warps=deterministic, disk="nvme" if deterministic else "ram") as s:
         if not s.booted:
             raise RuntimeError("boot failed:\n" + s.transcript[-2000:])
         if not s.wait_log(rf"ai: model {model} (ready|failed)", timeout=300):
