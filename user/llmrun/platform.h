@@ -8,8 +8,6 @@
 
 namespace platform {
 
-// Size in bytes of the regular file at path, or -1 if it cannot be opened.
-int64_t file_size(const char* path);
 // Reads exactly n bytes (the whole file) into dst; false on any error.
 bool read_file(const char* path, void* dst, uint64_t n);
 // A bundle file is opened once: its size comes from the open file, so the
@@ -22,6 +20,12 @@ struct OpenFile {
 };
 OpenFile open_file(const char* path);
 void close_file(OpenFile& f);
+// Size in bytes of the regular file at path, or -1 if it cannot be opened.
+inline int64_t file_size(const char* path) {
+  OpenFile f = open_file(path);
+  close_file(f);
+  return f.size;
+}
 // read_file on an open file (path only names it in messages).
 bool read_open_file(const OpenFile& f, const char* path, void* dst, uint64_t n);
 // Maps the whole file (n bytes) read-only in place of reading it (llmrun

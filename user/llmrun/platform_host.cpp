@@ -33,12 +33,6 @@ void close_file(OpenFile& f) {
   f.fd = -1;
 }
 
-int64_t file_size(const char* path) {
-  OpenFile f = open_file(path);
-  close_file(f);
-  return f.size;
-}
-
 bool read_open_file(const OpenFile& f, const char* path, void* dst, uint64_t n) {
   (void)path;
   auto* p = static_cast<char*>(dst);

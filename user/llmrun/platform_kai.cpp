@@ -55,12 +55,6 @@ void close_file(OpenFile& f) {
   f.fd = -1;
 }
 
-int64_t file_size(const char* path) {
-  OpenFile f = open_file(path);
-  close_file(f);
-  return f.size;
-}
-
 bool read_file(const char* path, void* dst, uint64_t n) {
   OpenFile f = open_file(path);
   if (f.fd < 0) {
