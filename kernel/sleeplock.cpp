@@ -11,7 +11,11 @@ void Sleeplock::acquire() {
   // have taken the lock between our wakeup and our turn to run. sleep()
   // gives guard_ up while asleep and holds it again when it returns, so the
   // test of locked_ and the sleep cannot miss a release in between.
-  while (locked_) sleep(this, guard_);
+  while (locked_) {
+    waiters_++;
+    sleep(this, guard_);
+    waiters_--;
+  }
   locked_ = true;
   Process* p = current_process();
   pid_ = p ? p->pid : 0;
@@ -21,7 +25,10 @@ void Sleeplock::release() {
   SpinlockGuard guard(guard_);
   locked_ = false;
   pid_ = 0;
-  wakeup(this);   // under guard_: a waiter between its test and its sleep cannot miss it
+  // Under guard_: a waiter counts itself and goes to sleep while holding it
+  // (sleep() lets go of guard_ only once the thread is asleep), so a waiter
+  // between its test and its sleep is counted here and cannot miss the wakeup.
+  if (waiters_) wakeup(this);
 }
 
 bool Sleeplock::holding() {

@@ -14,9 +14,13 @@ class Sleeplock {
   bool holding();          // held by the current process?
 
  private:
-  Spinlock guard_;         // protects locked_ and pid_
+  Spinlock guard_;         // protects locked_, pid_ and waiters_
   bool locked_ = false;
   int pid_ = 0;            // the holder, for holding() (0: a kernel thread or nobody)
+  // Threads asleep in acquire() (counted before they sleep, under guard_).
+  // release() calls wakeup() only when it is not 0: wakeup() scans the whole
+  // process table, and most releases (a buffer, an inode) have no waiter.
+  uint32_t waiters_ = 0;
   const char* name_;
 };
 

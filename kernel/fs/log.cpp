@@ -34,6 +34,9 @@ struct Log {
   uint32_t start = 0;        // header block
   uint32_t size = 0;         // usable log data blocks
   int outstanding = 0;       // system calls inside a transaction
+  // Threads asleep in begin_op(), counted before they sleep: end_op() calls
+  // wakeup() (a scan of the whole process table) only when there is one.
+  int waiting = 0;
   bool committing = false;
   bool read_only = false;    // a commit failed: nothing is written from then on
   uint32_t dev = 0;
@@ -173,7 +176,9 @@ void begin_op() {
     // Read-only: nothing is logged any more, so there is no space to wait for.
     if (log.committing ||
         (!log.read_only && log.n + (log.outstanding + 1) * MAXOPBLOCKS > log.size)) {
+      log.waiting++;
       sleep(&log, log.lock);
+      log.waiting--;
     } else {
       log.outstanding++;
       return;
@@ -190,7 +195,7 @@ void end_op() {
     if (log.outstanding == 0) {
       do_commit = true;
       log.committing = true;
-    } else {
+    } else if (log.waiting) {
       wakeup(&log);   // begin_op may be waiting for log space
     }
   }
@@ -198,7 +203,7 @@ void end_op() {
     commit();   // no locks held: it sleeps on the disk
     SpinlockGuard guard(log.lock);
     log.committing = false;
-    wakeup(&log);
+    if (log.waiting) wakeup(&log);
   }
 }
 
