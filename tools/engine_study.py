@@ -156,9 +156,11 @@ def experiment_policies(a, log):
         # it starts with `sleep 1`, which returns right after a tick, so that
         # every boot starts the classes at the same phase of the tick grid.
         line = f"sleep 1; {long_} > /long.txt & sleep 1; {short}; wait"
-        # cksum first reads the two programs into the page cache: an exec
-        # that read the disk in the middle of the line would wait for the
-        # host's disk, a real-time moment, and move the short class's arrival.
+        # cksum first reads the two programs into the page cache, so that
+        # the line measures the scheduler, not the disk: the execs in it find
+        # their programs cached. (It was first added because such a read
+        # ended at a real-time moment; the nvme disk clock of boot_and_run
+        # now makes that part exact as well.)
         cmds = ["cksum /bin/aibench /bin/sleep", line, "cat /long.txt"]
         append = f"ai.max_batch={a.policy_batch} ai.policy={policy} ai.aging_ms={a.aging_ms}"
         outs = boot_and_run(a.image, a.model, append, cmds, a.exact, a.timeout, label=f"policies-{policy}")
